@@ -1,0 +1,114 @@
+/*
+ * Configuration (internal): built-in defaults < YAML file < environment <
+ * API arguments.  Every value remembers its source so tutti-info can print
+ * it.  Selection rules are data: the first rule that matches a call picks
+ * the implementation.
+ */
+#ifndef TUTTI_CORE_CONFIG_H
+#define TUTTI_CORE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <tutti/tutti.h>
+
+typedef enum {
+    TUTTI_SRC_DEFAULT = 0,
+    TUTTI_SRC_FILE,
+    TUTTI_SRC_ENV,
+    TUTTI_SRC_API
+} tutti__source_t;
+
+const char *tutti__source_name(tutti__source_t src); /* "default", "file".. */
+
+typedef struct {
+    char *key;
+    char *value;
+} tutti__kv_t;
+
+typedef struct {
+    char **items;
+    size_t count;
+} tutti__strlist_t;
+
+typedef struct {
+    /* What the rule matches; a zero mask means any. */
+    uint32_t collectives;   /* TUTTI_COLL_BIT mask */
+    uint32_t device_types;  /* TUTTI_DEVICE_BIT mask */
+    uint32_t dtypes;        /* 1u << dtype mask */
+    uint64_t size_min;      /* bytes, inclusive */
+    uint64_t size_max;      /* bytes, inclusive; UINT64_MAX: open */
+    int group_min, group_max;  /* inclusive; group_max INT32_MAX: open */
+    int tasks_min, tasks_max;  /* likewise for num_tasks */
+    char *algorithm;           /* implementation name */
+    tutti__kv_t *params;       /* free-form parameters for the impl */
+    size_t num_params;
+    char *file;                /* where it came from: path, or "TUTTI_ALGO" */
+    int line, column;          /* 1-based; 0 when not from a file */
+    int skipped;               /* set by tutti__config_check_rules() */
+    char *skip_reason;
+} tutti__rule_t;
+
+typedef struct {
+    char *path;                   /* file read, or NULL */
+    char *log_level;              tutti__source_t log_level_src;
+    double timeout;               tutti__source_t timeout_src;   /* seconds */
+    tutti__strlist_t module_path; tutti__source_t module_path_src;
+    tutti__strlist_t module_load; tutti__source_t module_load_src; /* empty: all */
+    tutti__strlist_t transports;  tutti__source_t transports_src;
+    uint64_t shm_slot_size;       tutti__source_t shm_slot_size_src;
+    uint64_t shm_slots;           tutti__source_t shm_slots_src;
+    tutti__rule_t *rules;         /* in match order */
+    size_t num_rules;
+} tutti__config_t;
+
+/** Set every field to its built-in default (log_level "warn", timeout 300,
+ *  transports [shm], shm slot_size 64K, slots 16, no rules). */
+void tutti__config_init(tutti__config_t *cfg);
+void tutti__config_free(tutti__config_t *cfg);
+
+/**
+ * Read a YAML file on top of @p cfg.  Unknown keys, wrong types, malformed
+ * YAML and bad values fail with TUTTI_ERR_CONFIG and a detail of the form
+ * "<path>:<line>:<column>: <what was found>; expected <what>".  A missing or
+ * unreadable file fails with TUTTI_ERR_NOT_FOUND / TUTTI_ERR_IO naming it.
+ * On failure @p cfg is unchanged.
+ */
+tutti_status_t tutti__config_load_file(tutti__config_t *cfg, const char *path);
+
+/** Apply TUTTI_LOG_LEVEL, TUTTI_TIMEOUT, TUTTI_MODULE_PATH (colon list,
+ *  searched before the file's), TUTTI_TRANSPORTS (comma list) and
+ *  TUTTI_ALGO ("allreduce:RingReduce,broadcast:X", rules put before the
+ *  file's).  A malformed value fails naming the variable. */
+tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);
+
+/** Mark rules whose algorithm @p has_impl does not know as skipped, with a
+ *  warning "<file>:<line>: rule names implementation 'X' that no loaded
+ *  module provides; rule skipped", and rules naming an implementation that
+ *  does not support the rule's collective likewise. */
+typedef int (*tutti__impl_lookup_fn)(void *arg, const char *name,
+                                     uint32_t *collectives_out);
+void tutti__config_check_rules(tutti__config_t *cfg,
+                               tutti__impl_lookup_fn has_impl, void *arg);
+
+/**
+ * First rule (not skipped) matching @p q, or NULL.  If @p explain is not
+ * NULL, write one line per rule considered ("<file>:<line>: <algorithm>:
+ * matches" / "no: size 2048 outside 0-1024" / "skipped: ...").
+ */
+const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
+                                          const tutti_select_query_t *q,
+                                          char *explain, size_t explain_len);
+
+/** "64K" -> 65536 (K, M, G, T binary suffixes, optional B, case-insensitive);
+ *  TUTTI_ERR_INVALID_ARG for anything else. */
+tutti_status_t tutti__parse_size(const char *s, uint64_t *out);
+/** "0-16K", "1M-" (open), "-4K", "64" (exact) -> inclusive bounds. */
+tutti_status_t tutti__parse_size_range(const char *s, uint64_t *lo_out,
+                                       uint64_t *hi_out);
+
+/** Print values with sources, then rules with skip reasons. */
+void tutti__config_print(const tutti__config_t *cfg, FILE *out);
+
+#endif

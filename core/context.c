@@ -1,0 +1,306 @@
+/* Context: configuration, modules, and this process's place in the job. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "log.h"
+
+double tutti__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void tutti_context_params_init(tutti_context_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+    params->size = sizeof(*params);
+    params->task = -1;
+    params->num_tasks = -1;
+}
+
+int tutti_context_task(const tutti_context_t *ctx)
+{
+    return ctx->task;
+}
+
+int tutti_context_num_tasks(const tutti_context_t *ctx)
+{
+    return ctx->num_tasks;
+}
+
+static tutti_status_t strlist_add(tutti__strlist_t *list, const char *item)
+{
+    char **grown = realloc(list->items, (list->count + 1) * sizeof(char *));
+    if (grown == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    list->items = grown;
+    list->items[list->count] = strdup(item);
+    if (list->items[list->count] == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    list->count++;
+    return TUTTI_OK;
+}
+
+/* Appends each entry of a colon-separated list. */
+static tutti_status_t strlist_add_colon(tutti__strlist_t *list, const char *s)
+{
+    tutti_status_t st = TUTTI_OK;
+    char *copy = strdup(s), *save = NULL;
+    if (copy == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    for (char *tok = strtok_r(copy, ":", &save); tok && st == TUTTI_OK;
+         tok = strtok_r(NULL, ":", &save))
+        st = strlist_add(list, tok);
+    free(copy);
+    return st;
+}
+
+static void strlist_free(tutti__strlist_t *list)
+{
+    for (size_t i = 0; i < list->count; i++)
+        free(list->items[i]);
+    free(list->items);
+    list->items = NULL;
+    list->count = 0;
+}
+
+/* Reads a non-negative integer environment variable; -1 if unset. */
+static tutti_status_t env_int(const char *name, long max, int *value_out)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (s == NULL || *s == '\0') {
+        *value_out = -1;
+        return TUTTI_OK;
+    }
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 0 || v > max)
+        return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
+                            "%s='%s': expected an integer 0..%ld", name, s, max);
+    *value_out = (int)v;
+    return TUTTI_OK;
+}
+
+static tutti_status_t learn_job(tutti_context_t *ctx,
+                                const tutti_context_params_t *p)
+{
+    int task = p->task, ntasks = p->num_tasks;
+    tutti_status_t st;
+    const char *job;
+
+    if (task < 0 && (st = env_int("TUTTI_RANK", 1 << 20, &task)) != TUTTI_OK)
+        return st;
+    if (ntasks < 0 &&
+        (st = env_int("TUTTI_SIZE", 1 << 20, &ntasks)) != TUTTI_OK)
+        return st;
+    if (task < 0 && ntasks < 0) {
+        task = 0;
+        ntasks = 1;
+    }
+    if (task < 0 || ntasks < 1 || task >= ntasks)
+        return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
+                            "task %d of %d tasks: expected 0 <= task < tasks "
+                            "(TUTTI_RANK and TUTTI_SIZE go together)",
+                            task, ntasks);
+    job = p->job_id ? p->job_id : getenv("TUTTI_JOB_ID");
+    if (job == NULL || *job == '\0') {
+        if (ntasks > 1)
+            return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
+                                "%d tasks but no job id: set TUTTI_JOB_ID "
+                                "(tutti-run does)", ntasks);
+        snprintf(ctx->job_id, sizeof(ctx->job_id), "p%ld", (long)getpid());
+    } else {
+        size_t n = strlen(job);
+        if (n >= 41 || strspn(job, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+                                   "OPQRSTUVWXYZ0123456789_-") != n)
+            return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
+                                "job id '%s': expected up to 40 characters "
+                                "of [A-Za-z0-9_-]", job);
+        snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", job);
+    }
+    ctx->task = task;
+    ctx->num_tasks = ntasks;
+    tutti__log_set_task(task);
+    return TUTTI_OK;
+}
+
+static tutti_status_t read_config(tutti_context_t *ctx,
+                                  const tutti_context_params_t *p)
+{
+    const char *path = p->config_path;
+    tutti_status_t st;
+    int level;
+
+    tutti__config_init(&ctx->cfg);
+    if (path == NULL)
+        path = getenv("TUTTI_CONFIG");
+    if (path == NULL) {
+        path = tutti__default_config_path();
+        if (access(path, R_OK) != 0) {
+            tutti__log(TUTTI_LOG_INFO, "config", "default config %s not "
+                       "readable; using built-in defaults", path);
+            path = "";
+        }
+    }
+    if (path[0] != '\0' &&
+        (st = tutti__config_load_file(&ctx->cfg, path)) != TUTTI_OK)
+        return st;
+    if ((st = tutti__config_apply_env(&ctx->cfg)) != TUTTI_OK)
+        return st;
+    if (p->log_level != NULL) {
+        char *copy = strdup(p->log_level);
+        if (copy == NULL)
+            return TUTTI_ERR_NO_MEMORY;
+        free(ctx->cfg.log_level);
+        ctx->cfg.log_level = copy;
+        ctx->cfg.log_level_src = TUTTI_SRC_API;
+    }
+    if (tutti__log_parse_level(ctx->cfg.log_level, &level) != TUTTI_OK)
+        return tutti__error(TUTTI_ERR_CONFIG, "config", "log level '%s' (%s): "
+                            "expected error, warn, info, debug, trace or off",
+                            ctx->cfg.log_level,
+                            tutti__source_name(ctx->cfg.log_level_src));
+    tutti__log_set_level(level);
+    return TUTTI_OK;
+}
+
+/* Module search order: API, then config (TUTTI_MODULE_PATH before the
+ * file's modules.path), then the build tree or the install directory. */
+static tutti_status_t module_dirs(tutti_context_t *ctx,
+                                  const tutti_context_params_t *p)
+{
+    tutti_status_t st = TUTTI_OK;
+    if (p->module_path != NULL)
+        st = strlist_add_colon(&ctx->module_dirs, p->module_path);
+    for (size_t i = 0; st == TUTTI_OK && i < ctx->cfg.module_path.count; i++)
+        st = strlist_add(&ctx->module_dirs, ctx->cfg.module_path.items[i]);
+    if (st == TUTTI_OK)
+        st = strlist_add_colon(&ctx->module_dirs, tutti__default_module_path());
+    return st;
+}
+
+static int impl_lookup(void *arg, const char *name, uint32_t *collectives_out)
+{
+    const tutti__impl_entry_t *e = tutti__registry_find(arg, name);
+    if (e == NULL)
+        return 0;
+    *collectives_out = e->impl->collectives;
+    return 1;
+}
+
+tutti_status_t tutti_context_create(const tutti_context_params_t *params,
+                                    tutti_context_t **ctx_out)
+{
+    tutti_context_params_t defaults;
+    tutti_context_t *ctx;
+    tutti_status_t st;
+
+    tutti__error_clear();
+    if (ctx_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
+                            "tutti_context_create: ctx_out is NULL");
+    if (params == NULL) {
+        tutti_context_params_init(&defaults);
+        params = &defaults;
+    }
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    pthread_mutex_init(&ctx->lock, NULL);
+    if ((st = read_config(ctx, params)) != TUTTI_OK)
+        goto err_free;
+    if ((st = learn_job(ctx, params)) != TUTTI_OK)
+        goto err_free;
+    if ((st = module_dirs(ctx, params)) != TUTTI_OK)
+        goto err_free;
+    if ((st = tutti__registry_load(&ctx->reg, &ctx->module_dirs,
+                                   &ctx->cfg.module_load)) != TUTTI_OK)
+        goto err_free;
+    tutti__config_check_rules(&ctx->cfg, impl_lookup, &ctx->reg);
+    *ctx_out = ctx;
+    return TUTTI_OK;
+
+err_free:
+    tutti_context_destroy(ctx);
+    return st;
+}
+
+void tutti_context_destroy(tutti_context_t *ctx)
+{
+    if (ctx == NULL)
+        return;
+    if (ctx->num_groups > 0)
+        tutti__log(TUTTI_LOG_WARN, "context", "destroyed with %d groups not "
+                   "left", ctx->num_groups);
+    tutti__registry_free(&ctx->reg);
+    tutti__config_free(&ctx->cfg);
+    strlist_free(&ctx->module_dirs);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+/* ---- introspection -------------------------------------------------------- */
+
+tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
+                                 tutti_module_info_t *info_out)
+{
+    if (index >= ctx->reg.num_modules)
+        return TUTTI_ERR_NOT_FOUND;
+    const tutti__module_t *m = &ctx->reg.modules[index];
+    info_out->name = m->name;
+    info_out->version = m->version;
+    info_out->path = m->path;
+    info_out->reason = m->reason;
+    info_out->abi_major = m->abi_major;
+    info_out->abi_minor = m->abi_minor;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti_info_impl(const tutti_context_t *ctx, size_t index,
+                               tutti_impl_info_t *info_out)
+{
+    if (index >= ctx->reg.num_impls)
+        return TUTTI_ERR_NOT_FOUND;
+    const tutti__impl_entry_t *e = &ctx->reg.impls[index];
+    info_out->name = e->impl->name;
+    info_out->module = ctx->reg.modules[e->module].name;
+    info_out->description = e->impl->description;
+    info_out->collectives = e->impl->collectives;
+    info_out->device_types = e->impl->device_types;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
+                                  const tutti_select_query_t *query, char *buf,
+                                  size_t buflen, const char **impl_out)
+{
+    const tutti__rule_t *rule =
+        tutti__config_select(&ctx->cfg, query, buf, buflen);
+    *impl_out = NULL;
+    if (rule == NULL)
+        return TUTTI_ERR_NOT_FOUND;
+    const tutti__impl_entry_t *e = tutti__registry_find(&ctx->reg,
+                                                        rule->algorithm);
+    if (e == NULL)
+        return TUTTI_ERR_NOT_FOUND;
+    *impl_out = e->impl->name;
+    return TUTTI_OK;
+}
+
+void tutti_info_print_config(const tutti_context_t *ctx, void *file)
+{
+    FILE *out = file;
+    fprintf(out, "task %d of %d, job %s\n", ctx->task, ctx->num_tasks,
+            ctx->job_id);
+    fprintf(out, "module search path:\n");
+    for (size_t i = 0; i < ctx->module_dirs.count; i++)
+        fprintf(out, "  %s\n", ctx->module_dirs.items[i]);
+    tutti__config_print(&ctx->cfg, out);
+}

@@ -1,0 +1,87 @@
+/*
+ * Context, group, instance and request internals.
+ */
+#ifndef TUTTI_CORE_CONTEXT_H
+#define TUTTI_CORE_CONTEXT_H
+
+#include <pthread.h>
+
+#include <tutti/module.h>
+#include <tutti/transport.h>
+#include <tutti/tutti.h>
+
+#include "config.h"
+#include "registry.h"
+
+#define TUTTI_JOB_ID_MAX 64
+#define TUTTI_INSTANCE_BUCKETS 64
+
+struct tutti_context {
+    tutti__config_t cfg;
+    tutti__registry_t reg;
+    tutti__strlist_t module_dirs;   /* searched, in order */
+    int task, num_tasks;
+    char job_id[TUTTI_JOB_ID_MAX];
+    pthread_mutex_t lock;
+    int num_groups;
+};
+
+typedef struct tutti__instance tutti__instance_t;
+
+struct tutti_request {
+    tutti_group_t *group;
+    tutti__instance_t *inst;
+    tutti_alg_exec_t exec;
+    tutti_status_t status;          /* INPROGRESS until complete */
+    tutti_request_cb_t cb;
+    void *cb_arg;
+    struct tutti_request *next;     /* active, queued or free list */
+    char error[512];                /* detail of a failed execution */
+};
+
+struct tutti__instance {
+    tutti_instance_params_t params;  /* as first executed */
+    char algorithm[TUTTI_NAME_MAX];  /* chosen implementation */
+    const tutti__impl_entry_t *impl;
+    const tutti__rule_t *rule;       /* NULL when named by the call */
+    tutti_alg_instance_t alg;
+    void *details;
+    void *state;
+    uint64_t next_step;
+    tutti_request_t *running;        /* execution in flight */
+    tutti_request_t *queue_head, *queue_tail; /* waiting for it */
+    tutti__instance_t *next;         /* hash chain */
+};
+
+struct tutti_group {
+    tutti_context_t *ctx;
+    uint64_t key;
+    int rank, size;
+    tutti_device_type_t device_type;
+    int device_index;
+    char device_name[48];
+    int *rank_task;
+    double timeout;
+    const tutti_tp_ops_t *tp;
+    tutti_tp_ep_t *ep;
+    tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
+    tutti_request_t *active_head, *active_tail;
+    tutti_request_t *free_list;
+    int failed;                       /* endpoint failed: status */
+};
+
+/* paths.c */
+int tutti__running_from_build_tree(void);
+const char *tutti__default_module_path(void);
+const char *tutti__default_config_path(void);
+
+/* Built-in transports. */
+extern const tutti_tp_ops_t tutti__tp_local_ops;
+extern const tutti_tp_ops_t tutti__tp_shm_ops;
+
+/* The core's services for modules. */
+extern const tutti_core_ops_t tutti__core_ops;
+
+double tutti__now(void);
+
+#endif

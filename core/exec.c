@@ -1,0 +1,786 @@
+/*
+ * Executor: groups, instances, executions and their requests.
+ *
+ * An instance is resolved on its first execution: parameters checked, an
+ * implementation selected, its init_params and init_context run.  Later
+ * executions reuse all of that; a request comes from the group's free list,
+ * so steady-state calls allocate nothing.  Executions of one instance run
+ * one after another (they share the implementation's state); executions of
+ * different instances progress together.  Progress is driven by whichever
+ * thread tests or waits.
+ */
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "log.h"
+#include "reduce.h"
+
+_Static_assert(sizeof(tutti_tp_op_t) <= sizeof(tutti_xfer_t),
+               "tutti_xfer_t must hold a transport op");
+
+/* ---- services for modules --------------------------------------------------- */
+
+static tutti_status_t core_xfer(tutti_alg_exec_t *exec, int peer, uint32_t tag,
+                                tutti_xfer_t *xfer, tutti_tp_op_t **op_out)
+{
+    tutti_request_t *req = exec->core_private;
+    tutti_group_t *g = req->group;
+    tutti_tp_op_t *op = (tutti_tp_op_t *)xfer;
+
+    if (g->ep == NULL || peer < 0 || peer >= g->size || peer == g->rank)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "%s: rank %d cannot transfer to peer %d in a "
+                            "group of %d", req->inst->algorithm, g->rank,
+                            peer, g->size);
+    memset(op, 0, sizeof(*op));
+    op->key.instance = req->inst->params.instance_key;
+    op->key.step = (uint32_t)exec->step;
+    op->key.tag = tag;
+    op->peer = peer;
+    *op_out = op;
+    return TUTTI_OK;
+}
+
+static tutti_status_t core_send(tutti_alg_exec_t *exec, int peer, uint32_t tag,
+                                const void *buf, size_t len, tutti_xfer_t *xfer)
+{
+    tutti_tp_op_t *op;
+    tutti_status_t st = core_xfer(exec, peer, tag, xfer, &op);
+    if (st != TUTTI_OK)
+        return st;
+    op->sbuf = buf;
+    op->len = len;
+    tutti_group_t *g = ((tutti_request_t *)exec->core_private)->group;
+    return g->tp->send(g->ep, op);
+}
+
+static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
+                                void *buf, size_t len,
+                                const tutti_recv_reduce_t *reduce,
+                                tutti_xfer_t *xfer)
+{
+    tutti_tp_op_t *op;
+    tutti_status_t st = core_xfer(exec, peer, tag, xfer, &op);
+    if (st != TUTTI_OK)
+        return st;
+    op->rbuf = buf;
+    op->len = len;
+    if (reduce != NULL) {
+        op->reduce.fn = tutti__reduce;
+        op->reduce.dtype = exec->inst->dtype;
+        op->reduce.op = exec->inst->op;
+        op->reduce.local = reduce->local;
+    }
+    tutti_group_t *g = ((tutti_request_t *)exec->core_private)->group;
+    return g->tp->recv(g->ep, op);
+}
+
+static tutti_status_t core_test(tutti_alg_exec_t *exec, tutti_xfer_t *xfer)
+{
+    (void)exec;
+    return ((tutti_tp_op_t *)xfer)->status;
+}
+
+static tutti_status_t core_param_size(const tutti_alg_instance_t *inst,
+                                      const char *name, uint64_t dflt,
+                                      uint64_t *value_out)
+{
+    const tutti__rule_t *rule = inst->rule_params;
+    *value_out = dflt;
+    for (size_t i = 0; rule && i < rule->num_params; i++) {
+        if (strcmp(rule->params[i].key, name) != 0)
+            continue;
+        if (tutti__parse_size(rule->params[i].value, value_out) != TUTTI_OK)
+            return tutti__error(TUTTI_ERR_CONFIG, "exec",
+                                "%s:%d: params.%s = '%s': expected a size "
+                                "such as 64K or 1M", rule->file, rule->line,
+                                name, rule->params[i].value);
+    }
+    return TUTTI_OK;
+}
+
+static tutti_status_t core_error(tutti_status_t status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tutti__verror(status, "module", fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+static void core_log(int level, const char *module, const char *fmt, ...)
+{
+    va_list ap;
+    if (level > tutti__log_level)
+        return;
+    va_start(ap, fmt);
+    tutti__log_vwrite(level, module, fmt, ap);
+    va_end(ap);
+}
+
+const tutti_core_ops_t tutti__core_ops = {
+    sizeof(tutti_core_ops_t), core_send, core_recv, core_test, tutti__reduce,
+    core_param_size, core_error, core_log,
+};
+
+/* ---- groups --------------------------------------------------------------------- */
+
+void tutti_group_params_init(tutti_group_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+    params->size = sizeof(*params);
+    params->group_size = 1;
+    params->device_type = TUTTI_DEVICE_CPU;
+}
+
+int tutti_group_rank(const tutti_group_t *group)
+{
+    return group->rank;
+}
+
+int tutti_group_size(const tutti_group_t *group)
+{
+    return group->size;
+}
+
+/* Ranks by task then device index, for the shapes this version supports. */
+static tutti_status_t place_member(tutti_group_t *g,
+                                   const tutti_group_params_t *p)
+{
+    tutti_context_t *ctx = g->ctx;
+    if (ctx->num_tasks == 1) {
+        if (p->device_index >= p->group_size)
+            return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
+                                "group 0x%llx: device index %d in a group of "
+                                "%d devices of one task", (unsigned long long)
+                                p->group_key, p->device_index, p->group_size);
+        g->rank = p->device_index;
+        return TUTTI_OK;
+    }
+    if (p->group_size != ctx->num_tasks || p->device_index != 0)
+        return tutti__error(TUTTI_ERR_UNSUPPORTED, "group",
+                            "group 0x%llx: %d devices over %d tasks (device "
+                            "index %d); this version supports one device per "
+                            "task (group_size == tasks, device 0) or all "
+                            "devices in one task", (unsigned long long)
+                            p->group_key, p->group_size, ctx->num_tasks,
+                            p->device_index);
+    g->rank = ctx->task;
+    return TUTTI_OK;
+}
+
+/* The transport for this group's shape: local inside one task, else the
+ * first configured process transport that this build has. */
+static tutti_status_t pick_transport(tutti_group_t *g)
+{
+    const tutti__strlist_t *names = &g->ctx->cfg.transports;
+    if (g->ctx->num_tasks == 1) {
+        g->tp = &tutti__tp_local_ops;
+        return TUTTI_OK;
+    }
+    for (size_t i = 0; i < names->count; i++) {
+        if (strcmp(names->items[i], tutti__tp_shm_ops.name) == 0) {
+            g->tp = &tutti__tp_shm_ops;
+            return TUTTI_OK;
+        }
+    }
+    return tutti__error(TUTTI_ERR_CONFIG, "group", "transports (%s): none of "
+                        "the %zu listed can reach other processes; expected "
+                        "a list containing shm",
+                        tutti__source_name(g->ctx->cfg.transports_src),
+                        names->count);
+}
+
+static tutti_status_t check_group_params(const tutti_context_t *ctx,
+                                         const tutti_group_params_t *p)
+{
+    if (p == NULL || p->size < sizeof(*p))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group params "
+                            "missing or older than this library (size %zu)",
+                            p ? p->size : 0);
+    if (p->group_size < 1 || p->device_index < 0)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
+                            "group 0x%llx: group size %d, device index %d: "
+                            "expected size >= 1 and index >= 0",
+                            (unsigned long long)p->group_key, p->group_size,
+                            p->device_index);
+    if (p->device_type != TUTTI_DEVICE_CPU)
+        return tutti__error(TUTTI_ERR_UNSUPPORTED, "group",
+                            "group 0x%llx: device type '%s': this build runs "
+                            "cpu devices only", (unsigned long long)
+                            p->group_key,
+                            tutti_device_type_name(p->device_type)
+                                ? tutti_device_type_name(p->device_type)
+                                : "invalid");
+    (void)ctx;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti_group_join(tutti_context_t *ctx,
+                                const tutti_group_params_t *params,
+                                tutti_group_t **group_out)
+{
+    tutti_status_t st;
+    tutti_group_t *g;
+
+    tutti__error_clear();
+    if ((st = check_group_params(ctx, params)) != TUTTI_OK)
+        return st;
+    g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    g->ctx = ctx;
+    g->key = params->group_key;
+    g->size = params->group_size;
+    g->device_type = params->device_type;
+    g->device_index = params->device_index;
+    g->timeout = params->timeout > 0 ? params->timeout : ctx->cfg.timeout;
+    snprintf(g->device_name, sizeof(g->device_name), "task:%d/%s:%d",
+             ctx->task, tutti_device_type_name(g->device_type),
+             g->device_index);
+    if ((st = place_member(g, params)) != TUTTI_OK)
+        goto err_free;
+    g->rank_task = malloc((size_t)g->size * sizeof(int));
+    if (g->rank_task == NULL) {
+        st = TUTTI_ERR_NO_MEMORY;
+        goto err_free;
+    }
+    for (int r = 0; r < g->size; r++)
+        g->rank_task[r] = ctx->num_tasks == 1 ? 0 : r;
+    tutti__log_set_thread_member(g->rank, g->device_name);
+    if (g->size > 1) {
+        if ((st = pick_transport(g)) != TUTTI_OK)
+            goto err_free;
+        tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, g->key, g->rank,
+                               g->size, g->rank_task, ctx->task, g->timeout,
+                               &ctx->cfg};
+        if ((st = g->tp->connect(&tg, &g->ep)) != TUTTI_OK)
+            goto err_free;
+    }
+    tutti__log(TUTTI_LOG_DEBUG, "group", "joined group 0x%llx as rank %d of "
+               "%d (%s transport)", (unsigned long long)g->key, g->rank,
+               g->size, g->tp ? g->tp->name : "no");
+    pthread_mutex_lock(&ctx->lock);
+    ctx->num_groups++;
+    pthread_mutex_unlock(&ctx->lock);
+    *group_out = g;
+    return TUTTI_OK;
+
+err_free:
+    free(g->rank_task);
+    free(g);
+    return st;
+}
+
+static void instance_free(tutti__instance_t *inst)
+{
+    const tutti_alg_ops_t *ops = inst->impl ? inst->impl->impl->ops : NULL;
+    if (ops && inst->state)
+        ops->fini_context(inst->state);
+    if (ops && ops->fini_params && inst->details)
+        ops->fini_params(inst->details);
+    free(inst);
+}
+
+void tutti_group_leave(tutti_group_t *g)
+{
+    if (g == NULL)
+        return;
+    if (g->active_head != NULL)
+        tutti__log(TUTTI_LOG_WARN, "group", "group 0x%llx left with "
+                   "executions in flight", (unsigned long long)g->key);
+    for (int b = 0; b < TUTTI_INSTANCE_BUCKETS; b++) {
+        while (g->instances[b]) {
+            tutti__instance_t *next = g->instances[b]->next;
+            instance_free(g->instances[b]);
+            g->instances[b] = next;
+        }
+    }
+    while (g->free_list) {
+        tutti_request_t *next = g->free_list->next;
+        free(g->free_list);
+        g->free_list = next;
+    }
+    if (g->ep)
+        g->tp->disconnect(g->ep);
+    pthread_mutex_lock(&g->ctx->lock);
+    g->ctx->num_groups--;
+    pthread_mutex_unlock(&g->ctx->lock);
+    free(g->rank_task);
+    free(g);
+}
+
+/* ---- instances ---------------------------------------------------------------- */
+
+void tutti_instance_params_init(tutti_instance_params_t *params)
+{
+    memset(params, 0, sizeof(*params));
+    params->size = sizeof(*params);
+    params->dtype = TUTTI_FLOAT32;
+    params->op = TUTTI_OP_SUM;
+}
+
+static unsigned bucket_of(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (unsigned)(key % TUTTI_INSTANCE_BUCKETS);
+}
+
+static tutti__instance_t *instance_find(tutti_group_t *g, uint64_t key)
+{
+    for (tutti__instance_t *i = g->instances[bucket_of(key)]; i; i = i->next) {
+        if (i->params.instance_key == key)
+            return i;
+    }
+    return NULL;
+}
+
+static tutti_status_t check_instance_params(const tutti_group_t *g,
+                                            const tutti_instance_params_t *p)
+{
+    if (p == NULL || p->size < sizeof(*p))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance params "
+                            "missing or older than this library (size %zu)",
+                            p ? p->size : 0);
+    if ((unsigned)p->collective >= TUTTI_COLL_COUNT ||
+        (unsigned)p->dtype >= TUTTI_DTYPE_COUNT ||
+        (unsigned)p->op >= TUTTI_OP_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "instance 0x%llx: collective %d, dtype %d, op %d: "
+                            "expected values of tutti_collective_t, "
+                            "tutti_dtype_t, tutti_op_t",
+                            (unsigned long long)p->instance_key,
+                            (int)p->collective, (int)p->dtype, (int)p->op);
+    if (p->collective == TUTTI_COLL_BROADCAST &&
+        (p->root < 0 || p->root >= g->size))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "instance 0x%llx: broadcast root %d outside the "
+                            "group's ranks 0..%d",
+                            (unsigned long long)p->instance_key, p->root,
+                            g->size - 1);
+    if (p->count > SIZE_MAX / 8)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "count %zu too large",
+                            (unsigned long long)p->instance_key, p->count);
+    return TUTTI_OK;
+}
+
+/* Picks the implementation: the call's own choice, else the first rule. */
+static tutti_status_t select_impl(tutti_group_t *g, tutti__instance_t *inst)
+{
+    const tutti_instance_params_t *p = &inst->params;
+    const tutti__registry_t *reg = &g->ctx->reg;
+    const char *name = p->algorithm;
+
+    if (name == NULL) {
+        tutti_select_query_t q = {p->collective, g->device_type, p->dtype,
+                                  p->count * tutti_dtype_size(p->dtype),
+                                  g->size, g->ctx->num_tasks};
+        inst->rule = tutti__config_select(&g->ctx->cfg, &q, NULL, 0);
+        if (inst->rule == NULL)
+            return tutti__error(
+                TUTTI_ERR_NOT_FOUND, "select",
+                "no selection rule matches %s (%s, %s, %zu bytes, group of "
+                "%d, %d tasks); add one to %s or set TUTTI_ALGO",
+                tutti_collective_name(p->collective),
+                tutti_device_type_name(g->device_type),
+                tutti_dtype_name(p->dtype), q.bytes, g->size,
+                g->ctx->num_tasks,
+                g->ctx->cfg.path ? g->ctx->cfg.path : "the config");
+        name = inst->rule->algorithm;
+    }
+    inst->impl = tutti__registry_find(reg, name);
+    if (inst->impl == NULL)
+        return tutti__error(TUTTI_ERR_NOT_FOUND, "select",
+                            "implementation '%s' is not provided by any "
+                            "loaded module (tutti-info lists them)", name);
+    const tutti_alg_impl_t *impl = inst->impl->impl;
+    if (!(impl->collectives & TUTTI_COLL_BIT(p->collective)) ||
+        !(impl->device_types & TUTTI_DEVICE_BIT(g->device_type)))
+        return tutti__error(TUTTI_ERR_UNSUPPORTED, "select",
+                            "implementation '%s' (module %s) does not run %s "
+                            "on %s devices", name,
+                            reg->modules[inst->impl->module].name,
+                            tutti_collective_name(p->collective),
+                            tutti_device_type_name(g->device_type));
+    snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", name);
+    if (inst->rule)
+        tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s %s x %zu "
+                   "-> %s (rule %s:%d)", (unsigned long long)p->instance_key,
+                   tutti_collective_name(p->collective),
+                   tutti_dtype_name(p->dtype), p->count, name,
+                   inst->rule->file, inst->rule->line);
+    else
+        tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s -> %s "
+                   "(named by the call)", (unsigned long long)p->instance_key,
+                   tutti_collective_name(p->collective), name);
+    return TUTTI_OK;
+}
+
+static tutti_status_t instance_create(tutti_group_t *g,
+                                      const tutti_instance_params_t *p,
+                                      tutti__instance_t **inst_out)
+{
+    tutti_status_t st;
+    tutti__instance_t *inst = calloc(1, sizeof(*inst));
+
+    if (inst == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    inst->params = *p;
+    inst->params.size = sizeof(inst->params);
+    inst->params.algorithm = NULL;
+    if (p->algorithm) {
+        snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
+        inst->params.algorithm = inst->algorithm;
+    }
+    if ((st = select_impl(g, inst)) != TUTTI_OK)
+        goto err_free;
+    inst->alg = (tutti_alg_instance_t){
+        sizeof(inst->alg), p->collective, p->dtype, p->op, p->count, p->root,
+        g->rank, g->size, g->ctx->num_tasks, g->device_type, p->instance_key,
+        inst->rule};
+    const tutti_alg_ops_t *ops = inst->impl->impl->ops;
+    if (ops->init_params &&
+        (st = ops->init_params(&inst->alg, &tutti__core_ops,
+                               &inst->details)) != TUTTI_OK)
+        goto err_free;
+    if ((st = ops->init_context(&inst->alg, &tutti__core_ops, inst->details,
+                                &inst->state)) != TUTTI_OK)
+        goto err_free;
+    unsigned b = bucket_of(p->instance_key);
+    inst->next = g->instances[b];
+    g->instances[b] = inst;
+    *inst_out = inst;
+    return TUTTI_OK;
+
+err_free:
+    instance_free(inst);
+    return st;
+}
+
+/* A later execution must repeat what the first one asked for. */
+static tutti_status_t check_same(const tutti__instance_t *inst,
+                                 const tutti_instance_params_t *p)
+{
+    const tutti_instance_params_t *f = &inst->params;
+    const char *what = NULL;
+    long long was = 0, now = 0;
+
+    if (f->collective != p->collective)
+        what = "collective", was = f->collective, now = p->collective;
+    else if (f->dtype != p->dtype)
+        what = "dtype", was = f->dtype, now = p->dtype;
+    else if (f->count != p->count)
+        what = "count", was = (long long)f->count, now = (long long)p->count;
+    else if (f->op != p->op && p->collective == TUTTI_COLL_ALLREDUCE)
+        what = "op", was = f->op, now = p->op;
+    else if (f->root != p->root && p->collective == TUTTI_COLL_BROADCAST)
+        what = "root", was = f->root, now = p->root;
+    else if (p->algorithm && strcmp(p->algorithm, inst->algorithm) != 0)
+        return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx "
+                            "runs %s; this call asks for %s",
+                            (unsigned long long)f->instance_key,
+                            inst->algorithm, p->algorithm);
+    if (what == NULL)
+        return TUTTI_OK;
+    return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
+                        "first executed with %s %lld and now with %lld",
+                        (unsigned long long)f->instance_key, what, was, now);
+}
+
+/* ---- requests and progress ------------------------------------------------------- */
+
+static tutti_request_t *request_get(tutti_group_t *g)
+{
+    tutti_request_t *r = g->free_list;
+    if (r != NULL)
+        g->free_list = r->next;
+    else if ((r = malloc(sizeof(*r))) == NULL)
+        return NULL;
+    r->group = g;
+    r->status = TUTTI_INPROGRESS;
+    r->cb = NULL;
+    r->cb_arg = NULL;
+    r->next = NULL;
+    r->error[0] = '\0';
+    return r;
+}
+
+static void active_append(tutti_group_t *g, tutti_request_t *r)
+{
+    r->next = NULL;
+    if (g->active_tail)
+        g->active_tail->next = r;
+    else
+        g->active_head = r;
+    g->active_tail = r;
+}
+
+static void active_remove(tutti_group_t *g, tutti_request_t *r)
+{
+    tutti_request_t *prev = NULL;
+    for (tutti_request_t *i = g->active_head; i; prev = i, i = i->next) {
+        if (i != r)
+            continue;
+        if (prev)
+            prev->next = r->next;
+        else
+            g->active_head = r->next;
+        if (g->active_tail == r)
+            g->active_tail = prev;
+        r->next = NULL;
+        return;
+    }
+}
+
+static void request_start(tutti_request_t *r);
+
+static void request_complete(tutti_request_t *r, tutti_status_t st)
+{
+    tutti__instance_t *inst = r->inst;
+    if (st != TUTTI_OK)
+        snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
+    r->status = st;
+    inst->running = NULL;
+    if (r->cb)
+        r->cb(r, st, r->cb_arg);
+    tutti_request_t *next = inst->queue_head;
+    if (next != NULL) {
+        inst->queue_head = next->next;
+        if (inst->queue_head == NULL)
+            inst->queue_tail = NULL;
+        request_start(next);
+    }
+}
+
+static void request_start(tutti_request_t *r)
+{
+    tutti__instance_t *inst = r->inst;
+    const tutti_alg_ops_t *ops = inst->impl->impl->ops;
+    inst->running = r;
+    tutti_status_t st = ops->run(inst->state, &r->exec);
+    if (st == TUTTI_INPROGRESS)
+        active_append(r->group, r);
+    else
+        request_complete(r, st);
+}
+
+/* One pass of the progress engine; returns how much moved. */
+static int group_progress(tutti_group_t *g)
+{
+    int moved = 0;
+    if (g->ep != NULL) {
+        moved = g->tp->progress(g->ep);
+        if (moved < 0)
+            moved = 0;
+    }
+    tutti_request_t *r = g->active_head;
+    while (r != NULL) {
+        tutti_request_t *next = r->next;
+        const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
+        tutti_status_t st = ops->progress(r->inst->state, &r->exec);
+        if (st != TUTTI_INPROGRESS) {
+            active_remove(g, r);
+            request_complete(r, st);
+            moved++;
+        }
+        r = next;
+    }
+    return moved;
+}
+
+tutti_status_t tutti_execute(tutti_group_t *g,
+                             const tutti_instance_params_t *params,
+                             const void *sendbuf, void *recvbuf,
+                             tutti_request_t **request_out)
+{
+    tutti_status_t st;
+    tutti__instance_t *inst;
+    tutti_request_t *r;
+
+    if (g == NULL || request_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "tutti_execute: group or request_out is NULL");
+    if ((st = check_instance_params(g, params)) != TUTTI_OK)
+        return st;
+    if (params->count > 0 && (recvbuf == NULL || sendbuf == NULL))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "NULL buffer for %zu elements",
+                            (unsigned long long)params->instance_key,
+                            params->count);
+    inst = instance_find(g, params->instance_key);
+    if (inst == NULL) {
+        if ((st = instance_create(g, params, &inst)) != TUTTI_OK)
+            return st;
+    } else if ((st = check_same(inst, params)) != TUTTI_OK) {
+        return st;
+    }
+    if ((r = request_get(g)) == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    r->inst = inst;
+    r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
+                                 sendbuf, recvbuf, inst->next_step++, r};
+    if (inst->running == NULL) {
+        request_start(r);
+    } else {
+        if (inst->queue_tail)
+            inst->queue_tail->next = r;
+        else
+            inst->queue_head = r;
+        inst->queue_tail = r;
+    }
+    *request_out = r;
+    return TUTTI_OK;
+}
+
+/* Makes a failed request's detail the thread's last error. */
+static tutti_status_t request_status(const tutti_request_t *r)
+{
+    if (r->status != TUTTI_OK && r->status != TUTTI_INPROGRESS)
+        tutti__error_quiet(r->status, "%s", r->error);
+    return r->status;
+}
+
+tutti_status_t tutti_request_test(tutti_request_t *r)
+{
+    if (r->status == TUTTI_INPROGRESS)
+        group_progress(r->group);
+    return request_status(r);
+}
+
+/* Fails every execution in flight on @p g with TUTTI_ERR_TIMEOUT. */
+static void group_time_out(tutti_group_t *g, double idle)
+{
+    while (g->active_head != NULL) {
+        tutti_request_t *r = g->active_head;
+        active_remove(g, r);
+        tutti__error(TUTTI_ERR_TIMEOUT, "exec",
+                     "group 0x%llx rank %d: instance 0x%llx step %llu (%s) "
+                     "made no progress for %.1f s; a peer is missing or slow",
+                     (unsigned long long)g->key, g->rank,
+                     (unsigned long long)r->inst->params.instance_key,
+                     (unsigned long long)r->exec.step, r->inst->algorithm,
+                     idle);
+        request_complete(r, TUTTI_ERR_TIMEOUT);
+    }
+}
+
+tutti_status_t tutti_request_wait(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    unsigned idle = 0;
+    double idle_since = 0;
+
+    while (r->status == TUTTI_INPROGRESS) {
+        if (group_progress(g) > 0) {
+            idle = 0;
+            continue;
+        }
+        if (++idle < 1024) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        /* Idle for a while: let other processes on this core run, and
+         * watch the clock. */
+        sched_yield();
+        if (idle == 1024)
+            idle_since = tutti__now();
+        else if ((idle & 255) == 0 && tutti__now() - idle_since > g->timeout)
+            group_time_out(g, tutti__now() - idle_since);
+    }
+    return request_status(r);
+}
+
+void tutti_request_free(tutti_request_t *r)
+{
+    if (r == NULL)
+        return;
+    if (r->status == TUTTI_INPROGRESS) {
+        tutti__log(TUTTI_LOG_ERROR, "exec", "tutti_request_free on a request "
+                   "still in progress (instance 0x%llx); not freed",
+                   (unsigned long long)r->inst->params.instance_key);
+        return;
+    }
+    tutti_group_t *g = r->group;
+    r->next = g->free_list;
+    g->free_list = r;
+}
+
+void tutti_request_set_callback(tutti_request_t *r, tutti_request_cb_t cb,
+                                void *arg)
+{
+    r->cb = cb;
+    r->cb_arg = arg;
+    if (r->status != TUTTI_INPROGRESS && cb != NULL)
+        cb(r, r->status, arg);
+}
+
+/* ---- blocking helpers ---------------------------------------------------------------- */
+
+/* Instance keys of the helpers: a hash of the arguments, top bit set so
+ * they stay apart from keys hosts choose (document: use keys < 2^63). */
+static uint64_t helper_key(const tutti_instance_params_t *p)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t parts[5] = {(uint64_t)p->collective, (uint64_t)p->dtype,
+                         (uint64_t)p->count, (uint64_t)p->op,
+                         (uint64_t)(unsigned)p->root};
+    for (int i = 0; i < 5; i++) {
+        h ^= parts[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h | (1ULL << 63);
+}
+
+static tutti_status_t run_blocking(tutti_group_t *g,
+                                   tutti_instance_params_t *p,
+                                   const void *sendbuf, void *recvbuf)
+{
+    tutti_request_t *r;
+    p->instance_key = helper_key(p);
+    tutti_status_t st = tutti_execute(g, p, sendbuf, recvbuf, &r);
+    if (st != TUTTI_OK)
+        return st;
+    st = tutti_request_wait(r);
+    tutti_request_free(r);
+    return st;
+}
+
+tutti_status_t tutti_allreduce(tutti_group_t *g, const void *sendbuf,
+                               void *recvbuf, size_t count,
+                               tutti_dtype_t dtype, tutti_op_t op)
+{
+    tutti_instance_params_t p;
+    tutti_instance_params_init(&p);
+    p.collective = TUTTI_COLL_ALLREDUCE;
+    p.count = count;
+    p.dtype = dtype;
+    p.op = op;
+    return run_blocking(g, &p, sendbuf, recvbuf);
+}
+
+tutti_status_t tutti_broadcast(tutti_group_t *g, void *buf, size_t count,
+                               tutti_dtype_t dtype, int root)
+{
+    tutti_instance_params_t p;
+    tutti_instance_params_init(&p);
+    p.collective = TUTTI_COLL_BROADCAST;
+    p.count = count;
+    p.dtype = dtype;
+    p.root = root;
+    return run_blocking(g, &p, buf, buf);
+}
+
+tutti_status_t tutti_barrier(tutti_group_t *g)
+{
+    unsigned char in = 0, out;
+    return tutti_allreduce(g, &in, &out, 1, TUTTI_UINT8, TUTTI_OP_MAX);
+}

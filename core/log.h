@@ -1,0 +1,60 @@
+/*
+ * Logging and error recording (internal).
+ *
+ * Levels: error, warn, info, debug, trace (and "off").  The macro checks the
+ * level before any argument is formatted.  Every line carries the task and,
+ * where the calling thread drives a group member, its rank and device.
+ *
+ * tutti__error() is called by the function that first detects an error: it
+ * records the detail for tutti_last_error() on this thread and logs it once.
+ * Callers that only pass a status up stay quiet.
+ */
+#ifndef TUTTI_CORE_LOG_H
+#define TUTTI_CORE_LOG_H
+
+#include <stdarg.h>
+
+#include <tutti/status.h>
+
+enum {
+    TUTTI_LOG_OFF = -1,
+    TUTTI_LOG_ERROR = 0,
+    TUTTI_LOG_WARN = 1,
+    TUTTI_LOG_INFO = 2,
+    TUTTI_LOG_DEBUG = 3,
+    TUTTI_LOG_TRACE = 4
+};
+
+extern int tutti__log_level;
+
+#define tutti__log(level, subsys, ...)                                         \
+    do {                                                                       \
+        if ((level) <= tutti__log_level)                                       \
+            tutti__log_write((level), (subsys), __VA_ARGS__);                  \
+    } while (0)
+
+void tutti__log_write(int level, const char *subsys, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tutti__log_vwrite(int level, const char *subsys, const char *fmt,
+                       va_list ap);
+/** "error".."trace", "off"; TUTTI_ERR_NOT_FOUND for anything else. */
+tutti_status_t tutti__log_parse_level(const char *name, int *level_out);
+const char *tutti__log_level_name(int level);
+void tutti__log_set_level(int level);
+/** Identity printed on this thread's lines: task, and rank/device or -1. */
+void tutti__log_set_task(int task);
+void tutti__log_set_thread_member(int rank, const char *device);
+
+/** Record @p status with a formatted detail, log it at error level, and
+ *  return @p status. */
+tutti_status_t tutti__error(tutti_status_t status, const char *subsys,
+                            const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+tutti_status_t tutti__verror(tutti_status_t status, const char *subsys,
+                             const char *fmt, va_list ap);
+/** Record the detail without logging (for errors the caller expects). */
+tutti_status_t tutti__error_quiet(tutti_status_t status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void tutti__error_clear(void);
+
+#endif

@@ -1,0 +1,351 @@
+/* Module loader and implementation registry. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "registry.h"
+
+#define REASON_MAX 512
+#define MAX_IMPLS_PER_MODULE 256
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Module file stems in @p dir, sorted, each once (a .la and its .so count
+ * as one).  Returns the count, or -1 if the directory cannot be read. */
+static int list_stems(const char *dir, char ***stems_out)
+{
+    DIR *d = opendir(dir);
+    char **stems = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+
+    if (d == NULL)
+        return -1;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || len < 4)
+            continue;
+        if (strcmp(e->d_name + len - 3, ".la") != 0 &&
+            strcmp(e->d_name + len - 3, ".so") != 0)
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 16;
+            char **grown = realloc(stems, ncap * sizeof(*stems));
+            if (grown == NULL)
+                break;
+            stems = grown;
+            cap = ncap;
+        }
+        stems[n] = strndup(e->d_name, len - 3);
+        if (stems[n] != NULL)
+            n++;
+    }
+    closedir(d);
+    qsort(stems, n, sizeof(*stems), cmp_str);
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out > 0 && strcmp(stems[out - 1], stems[i]) == 0) {
+            free(stems[i]);
+            continue;
+        }
+        stems[out++] = stems[i];
+    }
+    *stems_out = stems;
+    return (int)out;
+}
+
+static int name_ok(const char *name)
+{
+    return name != NULL && name[0] != '\0' &&
+           strnlen(name, TUTTI_NAME_MAX) < TUTTI_NAME_MAX;
+}
+
+static const tutti__impl_entry_t *find_impl(const tutti__registry_t *reg,
+                                            const char *name)
+{
+    for (size_t i = 0; i < reg->num_impls; i++) {
+        if (strcmp(reg->impls[i].impl->name, name) == 0)
+            return &reg->impls[i];
+    }
+    return NULL;
+}
+
+static const tutti__module_t *find_module(const tutti__registry_t *reg,
+                                          const char *name)
+{
+    for (size_t i = 0; i < reg->num_modules; i++) {
+        const tutti__module_t *m = &reg->modules[i];
+        if (m->desc != NULL && strcmp(m->name, name) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+/* Checks one implementation entry; writes why it is malformed. */
+static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
+                   size_t len)
+{
+    const uint32_t all_colls = (1u << TUTTI_COLL_COUNT) - 1;
+    const uint32_t all_devs = (1u << TUTTI_DEVICE_COUNT) - 1;
+    const tutti_alg_ops_t *ops = impl->ops;
+
+    if (!name_ok(impl->name)) {
+        snprintf(why, len, "malformed table: implementation %u has an empty "
+                 "or over-long name", index);
+        return 0;
+    }
+    if (impl->collectives == 0 || (impl->collectives & ~all_colls) != 0 ||
+        impl->device_types == 0 || (impl->device_types & ~all_devs) != 0) {
+        snprintf(why, len, "malformed table: implementation '%s' has "
+                 "collectives 0x%x / device types 0x%x outside the known "
+                 "sets", impl->name, impl->collectives, impl->device_types);
+        return 0;
+    }
+    if (ops == NULL || ops->size < sizeof(tutti_alg_ops_t) ||
+        ops->init_context == NULL || ops->run == NULL ||
+        ops->progress == NULL || ops->fini_context == NULL) {
+        snprintf(why, len, "malformed table: implementation '%s' lacks an "
+                 "ops table with init_context, run, progress and "
+                 "fini_context", impl->name);
+        return 0;
+    }
+    return 1;
+}
+
+/* Checks a descriptor against the core's ABI and the names registered so
+ * far.  Returns 1 if it may be registered, else writes the reason. */
+static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
+                   char *why, size_t len)
+{
+    if (d->abi_major != TUTTI_MODULE_ABI_MAJOR) {
+        snprintf(why, len, "module ABI %u.%u, core ABI %u.%u: major versions "
+                 "differ", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
+                 TUTTI_MODULE_ABI_MINOR);
+        return 0;
+    }
+    if (d->abi_minor > TUTTI_MODULE_ABI_MINOR) {
+        snprintf(why, len, "module ABI %u.%u is newer than the core's %u.%u",
+                 d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
+                 TUTTI_MODULE_ABI_MINOR);
+        return 0;
+    }
+    if (d->size < sizeof(tutti_module_desc_t) ||
+        d->kind != TUTTI_MODULE_KIND_ALG) {
+        snprintf(why, len, "malformed descriptor: size %u (core reads %zu), "
+                 "kind %u (expected %d)", d->size, sizeof(tutti_module_desc_t),
+                 d->kind, TUTTI_MODULE_KIND_ALG);
+        return 0;
+    }
+    if (!name_ok(d->name) || d->version == NULL) {
+        snprintf(why, len, "malformed descriptor: module name empty or over "
+                 "%d characters, or no version", TUTTI_NAME_MAX - 1);
+        return 0;
+    }
+    if (d->impls == NULL || d->num_impls == 0 ||
+        d->num_impls > MAX_IMPLS_PER_MODULE) {
+        snprintf(why, len, "malformed table: %u implementations at %p "
+                 "(expected 1..%d)", d->num_impls, (const void *)d->impls,
+                 MAX_IMPLS_PER_MODULE);
+        return 0;
+    }
+    const tutti__module_t *other = find_module(reg, d->name);
+    if (other != NULL) {
+        snprintf(why, len, "module name '%s' already registered by %s",
+                 d->name, other->path);
+        return 0;
+    }
+    for (uint32_t i = 0; i < d->num_impls; i++) {
+        const tutti_alg_impl_t *impl = &d->impls[i];
+        if (!impl_ok(impl, i, why, len))
+            return 0;
+        for (uint32_t j = 0; j < i; j++) {
+            if (strcmp(d->impls[j].name, impl->name) == 0) {
+                snprintf(why, len, "implementation '%s' listed twice",
+                         impl->name);
+                return 0;
+            }
+        }
+        const tutti__impl_entry_t *dup = find_impl(reg, impl->name);
+        if (dup != NULL) {
+            snprintf(why, len, "implementation '%s' already registered by "
+                     "module '%s' (%s)", impl->name,
+                     reg->modules[dup->module].name,
+                     reg->modules[dup->module].path);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int listed(const tutti__strlist_t *list, const char *name)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        if (strcmp(list->items[i], name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static tutti_status_t add_impls(tutti__registry_t *reg, size_t module)
+{
+    const tutti_module_desc_t *d = reg->modules[module].desc;
+    tutti__impl_entry_t *grown =
+        realloc(reg->impls, (reg->num_impls + d->num_impls) * sizeof(*grown));
+    if (grown == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    reg->impls = grown;
+    for (uint32_t i = 0; i < d->num_impls; i++) {
+        reg->impls[reg->num_impls].impl = &d->impls[i];
+        reg->impls[reg->num_impls].module = module;
+        reg->num_impls++;
+    }
+    return TUTTI_OK;
+}
+
+/* Opens one module file and registers it, or records why not. */
+static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
+                               const tutti__strlist_t *load_only)
+{
+    char why[REASON_MAX] = "";
+    tutti__module_t *grown =
+        realloc(reg->modules, (reg->num_modules + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    reg->modules = grown;
+    tutti__module_t *m = &reg->modules[reg->num_modules];
+    memset(m, 0, sizeof(*m));
+    m->path = strdup(path);
+    if (m->path == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    reg->num_modules++;
+
+    lt_dladvise advise;
+    lt_dladvise_init(&advise);
+    lt_dladvise_ext(&advise);
+    lt_dladvise_local(&advise);
+    m->handle = lt_dlopenadvise(path, advise);
+    lt_dladvise_destroy(&advise);
+    if (m->handle == NULL) {
+        snprintf(why, sizeof(why), "cannot open: %s", lt_dlerror());
+        goto refuse;
+    }
+    const tutti_module_desc_t *d = lt_dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
+    if (d == NULL) {
+        snprintf(why, sizeof(why), "no descriptor: symbol '%s' not found",
+                 TUTTI_MODULE_SYMBOL_NAME);
+        goto refuse;
+    }
+    m->abi_major = d->abi_major;
+    m->abi_minor = d->abi_minor;
+    if (d->abi_major == TUTTI_MODULE_ABI_MAJOR && name_ok(d->name)) {
+        m->name = strdup(d->name);
+        m->version = d->version ? strdup(d->version) : NULL;
+    }
+    if (!desc_ok(reg, d, why, sizeof(why)))
+        goto refuse;
+    if (load_only->count > 0 && !listed(load_only, d->name)) {
+        snprintf(why, sizeof(why), "not listed in modules.load");
+        goto refuse;
+    }
+    m->desc = d;
+    tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded module '%s' %s from %s",
+               d->name, d->version, path);
+    return add_impls(reg, reg->num_modules - 1);
+
+refuse:
+    m->reason = strdup(why);
+    tutti__log(TUTTI_LOG_WARN, "registry", "module %s refused: %s", path, why);
+    if (m->handle != NULL) {
+        lt_dlclose(m->handle);
+        m->handle = NULL;
+    }
+    return m->reason ? TUTTI_OK : TUTTI_ERR_NO_MEMORY;
+}
+
+/* True if @p path (a stem) was loaded already, e.g. a directory listed
+ * twice. */
+static int seen_path(const tutti__registry_t *reg, const char *path)
+{
+    for (size_t i = 0; i < reg->num_modules; i++) {
+        if (strcmp(reg->modules[i].path, path) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static tutti_status_t load_dir(tutti__registry_t *reg, const char *dir,
+                               const tutti__strlist_t *load_only)
+{
+    char **stems = NULL;
+    char real[PATH_MAX];
+    tutti_status_t st = TUTTI_OK;
+    int n = list_stems(dir, &stems);
+
+    if (n < 0) {
+        tutti__log(TUTTI_LOG_DEBUG, "registry", "module dir %s: %s", dir,
+                   strerror(errno));
+        return TUTTI_OK;
+    }
+    if (realpath(dir, real) == NULL)
+        snprintf(real, sizeof(real), "%s", dir);
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof(path), "%s/%s", real, stems[i]);
+        if (st == TUTTI_OK && !seen_path(reg, path))
+            st = load_one(reg, path, load_only);
+        free(stems[i]);
+    }
+    free(stems);
+    return st;
+}
+
+tutti_status_t tutti__registry_load(tutti__registry_t *reg,
+                                    const tutti__strlist_t *dirs,
+                                    const tutti__strlist_t *load_only)
+{
+    memset(reg, 0, sizeof(*reg));
+    if (lt_dlinit() != 0)
+        return tutti__error(TUTTI_ERR_MODULE, "registry",
+                            "cannot start the module loader: %s", lt_dlerror());
+    reg->ltdl_ready = 1;
+    for (size_t i = 0; i < dirs->count; i++) {
+        tutti_status_t st = load_dir(reg, dirs->items[i], load_only);
+        if (st != TUTTI_OK)
+            return tutti__error(st, "registry", "out of memory loading %s",
+                                dirs->items[i]);
+    }
+    return TUTTI_OK;
+}
+
+const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
+                                                const char *name)
+{
+    return name ? find_impl(reg, name) : NULL;
+}
+
+void tutti__registry_free(tutti__registry_t *reg)
+{
+    if (reg == NULL)
+        return;
+    for (size_t i = 0; i < reg->num_modules; i++) {
+        tutti__module_t *m = &reg->modules[i];
+        if (m->handle != NULL)
+            lt_dlclose(m->handle);
+        free(m->path);
+        free(m->name);
+        free(m->version);
+        free(m->reason);
+    }
+    free(reg->modules);
+    free(reg->impls);
+    if (reg->ltdl_ready)
+        lt_dlexit();
+    memset(reg, 0, sizeof(*reg));
+}

@@ -1,0 +1,54 @@
+/*
+ * Module registry (internal): scans directories for module files, loads
+ * them with libltdl, checks each descriptor, and maps implementation names
+ * to implementations.  Refused modules are kept with their reason so
+ * tutti-info can show them.
+ */
+#ifndef TUTTI_CORE_REGISTRY_H
+#define TUTTI_CORE_REGISTRY_H
+
+#include <ltdl.h>
+
+#include <tutti/module.h>
+
+#include "config.h"
+
+typedef struct {
+    char *path;        /* file as opened (stem without extension) */
+    char *name;        /* from the descriptor, or NULL if unreadable */
+    char *version;
+    unsigned abi_major, abi_minor;
+    char *reason;      /* NULL: loaded */
+    lt_dlhandle handle;
+    const tutti_module_desc_t *desc;
+} tutti__module_t;
+
+typedef struct {
+    const tutti_alg_impl_t *impl;
+    size_t module;     /* index into modules */
+} tutti__impl_entry_t;
+
+typedef struct {
+    tutti__module_t *modules;  /* loaded and refused, in scan order */
+    size_t num_modules;
+    tutti__impl_entry_t *impls;
+    size_t num_impls;
+    int ltdl_ready;
+} tutti__registry_t;
+
+/**
+ * Scan @p dirs in order; load every module file (*.la or *.so) found,
+ * sorted by name within a directory.  The first module to register a
+ * module or implementation name wins; a later one is refused and logged
+ * with both paths.  When @p load_only is not empty, modules whose names it
+ * does not list are refused with that reason.  A directory that does not
+ * exist is skipped quietly.  Fails only when ltdl cannot start.
+ */
+tutti_status_t tutti__registry_load(tutti__registry_t *reg,
+                                    const tutti__strlist_t *dirs,
+                                    const tutti__strlist_t *load_only);
+const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
+                                                const char *name);
+void tutti__registry_free(tutti__registry_t *reg);
+
+#endif

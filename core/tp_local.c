@@ -1,0 +1,209 @@
+/*
+ * local transport: members of one group inside one process (one thread
+ * each).  The first member to join allocates every channel of the group;
+ * the others find it in a process-wide table by job and group key.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chan.h"
+#include "config.h"
+#include "context.h"
+#include "log.h"
+
+typedef struct local_mesh {
+    char job_id[TUTTI_JOB_ID_MAX];
+    uint64_t key;
+    int size;
+    int joined, left;
+    unsigned char *present;     /* which ranks joined */
+    char *mem;                  /* size x size channels */
+    size_t chan_bytes;
+    struct local_mesh *next;
+} local_mesh_t;
+
+typedef struct {
+    tutti__chan_ep_t chan;
+    local_mesh_t *mesh;
+} local_ep_t;
+
+static pthread_mutex_t mesh_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mesh_cond = PTHREAD_COND_INITIALIZER;
+static local_mesh_t *meshes;
+
+static tutti__chan_t *mesh_chan(local_mesh_t *m, int src, int dst)
+{
+    return (tutti__chan_t *)(m->mem +
+                             ((size_t)src * (size_t)m->size + (size_t)dst) *
+                                 m->chan_bytes);
+}
+
+static void mesh_free(local_mesh_t *m)
+{
+    local_mesh_t **pp = &meshes;
+    while (*pp && *pp != m)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = m->next;
+    free(m->mem);
+    free(m->present);
+    free(m);
+}
+
+/* Finds the mesh of a group still being joined, or makes one.  Called
+ * with mesh_lock held. */
+static tutti_status_t mesh_get(const tutti_tp_group_t *g, size_t chan_bytes,
+                               local_mesh_t **mesh_out)
+{
+    for (local_mesh_t *m = meshes; m; m = m->next) {
+        if (m->key != g->group_key || strcmp(m->job_id, g->job_id) != 0 ||
+            m->joined == m->size)
+            continue;
+        if (m->size != g->group_size)
+            return tutti__error(TUTTI_ERR_MISMATCH, "local",
+                                "group 0x%llx: rank %d joined with group size "
+                                "%d, earlier members with %d",
+                                (unsigned long long)g->group_key, g->rank,
+                                g->group_size, m->size);
+        *mesh_out = m;
+        return TUTTI_OK;
+    }
+    local_mesh_t *m = calloc(1, sizeof(*m));
+    size_t total = chan_bytes * (size_t)g->group_size * (size_t)g->group_size;
+    if (m == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    m->present = calloc((size_t)g->group_size, 1);
+    m->mem = aligned_alloc(TUTTI_CACHELINE,
+                           (total + TUTTI_CACHELINE - 1) / TUTTI_CACHELINE *
+                               TUTTI_CACHELINE);
+    if (m->present == NULL || m->mem == NULL) {
+        free(m->present);
+        free(m->mem);
+        free(m);
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    snprintf(m->job_id, sizeof(m->job_id), "%s", g->job_id);
+    m->key = g->group_key;
+    m->size = g->group_size;
+    m->chan_bytes = chan_bytes;
+    for (int s = 0; s < m->size; s++)
+        for (int d = 0; d < m->size; d++)
+            tutti__chan_init(mesh_chan(m, s, d));
+    m->next = meshes;
+    meshes = m;
+    *mesh_out = m;
+    return TUTTI_OK;
+}
+
+static tutti_status_t wait_complete(local_mesh_t *m, const tutti_tp_group_t *g)
+{
+    struct timespec until;
+    double whole = (double)(time_t)g->timeout;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)whole;
+    until.tv_nsec += (long)((g->timeout - whole) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (m->joined < m->size) {
+        if (pthread_cond_timedwait(&mesh_cond, &mesh_lock, &until) ==
+            ETIMEDOUT && m->joined < m->size) {
+            char missing[256] = "";
+            size_t n = 0;
+            for (int r = 0; r < m->size && n < sizeof(missing) - 12; r++) {
+                if (!m->present[r])
+                    n += (size_t)snprintf(missing + n, sizeof(missing) - n,
+                                          "%s%d", n ? "," : "", r);
+            }
+            return tutti__error(TUTTI_ERR_TIMEOUT, "local",
+                                "group 0x%llx: ranks %s did not join within "
+                                "%.0f s", (unsigned long long)g->group_key,
+                                missing, g->timeout);
+        }
+    }
+    return TUTTI_OK;
+}
+
+static void local_disconnect(tutti_tp_ep_t *tep)
+{
+    local_ep_t *ep = (local_ep_t *)tep;
+    if (ep == NULL)
+        return;
+    pthread_mutex_lock(&mesh_lock);
+    if (++ep->mesh->left == ep->mesh->size)
+        mesh_free(ep->mesh);
+    pthread_mutex_unlock(&mesh_lock);
+    tutti__chan_ep_fini(&ep->chan);
+    free(ep);
+}
+
+/* Withdraws a member that gave up waiting; frees the mesh if it was the
+ * only one.  Called with mesh_lock held. */
+static void mesh_withdraw(local_mesh_t *m, int rank)
+{
+    m->present[rank] = 0;
+    if (--m->joined == 0)
+        mesh_free(m);
+}
+
+static tutti_status_t local_connect(const tutti_tp_group_t *g,
+                                    tutti_tp_ep_t **ep_out)
+{
+    const tutti__config_t *cfg = g->config;
+    uint32_t slots = (uint32_t)cfg->shm_slots;
+    size_t slot_size = (size_t)cfg->shm_slot_size;
+    local_mesh_t *m = NULL;
+    tutti_status_t st;
+    local_ep_t *ep = calloc(1, sizeof(*ep));
+
+    if (ep == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    st = tutti__chan_ep_init(&ep->chan, g->rank, g->group_size, slots,
+                             slot_size, "local");
+    if (st != TUTTI_OK)
+        goto err_free;
+    pthread_mutex_lock(&mesh_lock);
+    st = mesh_get(g, tutti__chan_bytes(slots, slot_size), &m);
+    if (st == TUTTI_OK && m->present[g->rank]) {
+        st = tutti__error(TUTTI_ERR_MISMATCH, "local", "group 0x%llx: rank "
+                          "%d joined twice", (unsigned long long)g->group_key,
+                          g->rank);
+        m = NULL;
+    }
+    if (st == TUTTI_OK) {
+        m->present[g->rank] = 1;
+        m->joined++;
+        pthread_cond_broadcast(&mesh_cond);
+        st = wait_complete(m, g);
+        if (st != TUTTI_OK)
+            mesh_withdraw(m, g->rank);
+    }
+    pthread_mutex_unlock(&mesh_lock);
+    if (st != TUTTI_OK)
+        goto err_fini;
+    ep->mesh = m;
+    for (int r = 0; r < g->group_size; r++) {
+        if (r == g->rank)
+            continue;
+        ep->chan.peers[r].out = mesh_chan(m, g->rank, r);
+        ep->chan.peers[r].in = mesh_chan(m, r, g->rank);
+    }
+    *ep_out = (tutti_tp_ep_t *)ep;
+    return TUTTI_OK;
+
+err_fini:
+    tutti__chan_ep_fini(&ep->chan);
+err_free:
+    free(ep);
+    return st;
+}
+
+const tutti_tp_ops_t tutti__tp_local_ops = {
+    sizeof(tutti_tp_ops_t), "local", local_connect, tutti__chan_tp_send,
+    tutti__chan_tp_recv, tutti__chan_tp_progress, local_disconnect,
+};

@@ -1,0 +1,176 @@
+/*
+ * What an algorithm module includes.
+ *
+ * A module is a shared object that exports exactly one symbol,
+ * TUTTI_MODULE_SYMBOL, written by TUTTI_MODULE_DEFINE().  It names the module
+ * and lists its implementations.  Modules call back into the core only
+ * through the tutti_core_ops_t table they are handed, so they need no link
+ * dependency on libtutti.
+ *
+ * Life of an implementation, per instance (one logical collective):
+ *   init_params   once per instance: fill details (plan) from the instance;
+ *   init_context  once per instance on each member: allocate state (scratch,
+ *                 transfer slots).  No allocation after this point;
+ *   run           start one execution; return TUTTI_OK if it finished,
+ *                 TUTTI_INPROGRESS if progress must be called, or an error;
+ *   progress      advance a started execution, same returns;
+ *   fini_context, fini_params   free what init_* made.
+ * An error returned from run or progress fails that execution; the core
+ * then stops calling progress for it and the instance stays usable only if
+ * the transport says so.  Callbacks record error details with core->error().
+ */
+#ifndef TUTTI_MODULE_H
+#define TUTTI_MODULE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tutti/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TUTTI_MODULE_ABI_MAJOR 1
+#define TUTTI_MODULE_ABI_MINOR 0
+#define TUTTI_MODULE_SYMBOL tutti_module_descriptor
+#define TUTTI_MODULE_SYMBOL_NAME "tutti_module_descriptor"
+#define TUTTI_NAME_MAX 64 /* bound on module and implementation names */
+
+#define TUTTI_MODULE_KIND_ALG 1
+#define TUTTI_MODULE_KIND_TP 2
+
+/** One transfer in flight.  Opaque storage owned by the algorithm (in its
+ *  context state), so posting a transfer allocates nothing.  Must stay in
+ *  place until the transfer completes. */
+typedef struct {
+    uint64_t opaque[12];
+} tutti_xfer_t;
+
+/** What an implementation sees of an instance; fixed for its life. */
+typedef struct {
+    size_t size;                 /**< sizeof(tutti_alg_instance_t) */
+    tutti_collective_t collective;
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    size_t count;
+    int root;
+    int rank;                    /**< this member's rank in the group */
+    int group_size;
+    int num_tasks;
+    tutti_device_type_t device_type;
+    uint64_t instance_key;
+    const void *rule_params;     /**< read with core->param_size() */
+} tutti_alg_instance_t;
+
+typedef struct tutti_alg_exec tutti_alg_exec_t;
+
+/** Reduction applied on receipt: dst[i] = local[i] op incoming[i]. */
+typedef struct {
+    const void *local;   /**< may equal the receive buffer */
+} tutti_recv_reduce_t;
+
+/** Services the core offers to modules. */
+typedef struct {
+    size_t size; /**< sizeof(tutti_core_ops_t) as the core was built */
+    /** Post @p len bytes of @p buf to @p peer under @p tag (unique within
+     *  the execution for this peer pair).  @p buf stays untouched until the
+     *  transfer completes. */
+    tutti_status_t (*send)(tutti_alg_exec_t *exec, int peer, uint32_t tag,
+                           const void *buf, size_t len, tutti_xfer_t *xfer);
+    /** Receive exactly @p len bytes from @p peer under @p tag into @p buf;
+     *  with @p reduce, reduce them with reduce->local into @p buf instead
+     *  (the instance's dtype and op). */
+    tutti_status_t (*recv)(tutti_alg_exec_t *exec, int peer, uint32_t tag,
+                           void *buf, size_t len,
+                           const tutti_recv_reduce_t *reduce,
+                           tutti_xfer_t *xfer);
+    /** TUTTI_OK once @p xfer completed (then the slot may be reused),
+     *  TUTTI_INPROGRESS, or the transfer's error. */
+    tutti_status_t (*test)(tutti_alg_exec_t *exec, tutti_xfer_t *xfer);
+    /** dst[i] = a[i] op b[i] for @p count elements; dst may alias a or b. */
+    void (*reduce)(tutti_dtype_t dtype, tutti_op_t op, void *dst,
+                   const void *a, const void *b, size_t count);
+    /** A size-valued rule parameter ("chunk: 1M"), or @p dflt if absent.
+     *  Returns TUTTI_ERR_CONFIG (with detail recorded) if it is malformed. */
+    tutti_status_t (*param_size)(const tutti_alg_instance_t *inst,
+                                 const char *name, uint64_t dflt,
+                                 uint64_t *value_out);
+    /** Record an error's detail (shown by tutti_last_error()) and log it. */
+    tutti_status_t (*error)(tutti_status_t status, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+    /** Log a line at level 0 error .. 4 trace, under the module's name. */
+    void (*log)(int level, const char *module, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+} tutti_core_ops_t;
+
+/** One execution, as handed to run and progress. */
+struct tutti_alg_exec {
+    size_t size;                      /**< sizeof(tutti_alg_exec_t) */
+    const tutti_core_ops_t *core;
+    const tutti_alg_instance_t *inst;
+    const void *sendbuf;
+    void *recvbuf;
+    uint64_t step;                    /**< n-th execution of this instance */
+    void *core_private;               /**< the core's; do not touch */
+};
+
+typedef struct {
+    size_t size; /**< sizeof(tutti_alg_ops_t) */
+    /** Optional.  Compute instance details; *details_out may stay NULL. */
+    tutti_status_t (*init_params)(const tutti_alg_instance_t *inst,
+                                  const tutti_core_ops_t *core,
+                                  void **details_out);
+    /** Allocate per-member state for an instance. */
+    tutti_status_t (*init_context)(const tutti_alg_instance_t *inst,
+                                   const tutti_core_ops_t *core,
+                                   void *details, void **state_out);
+    tutti_status_t (*run)(void *state, tutti_alg_exec_t *exec);
+    tutti_status_t (*progress)(void *state, tutti_alg_exec_t *exec);
+    void (*fini_context)(void *state);
+    void (*fini_params)(void *details);
+} tutti_alg_ops_t;
+
+typedef struct {
+    const char *name;         /**< unique across modules, <= TUTTI_NAME_MAX */
+    const char *description;
+    uint32_t collectives;     /**< TUTTI_COLL_BIT mask */
+    uint32_t device_types;    /**< TUTTI_DEVICE_BIT mask */
+    const tutti_alg_ops_t *ops;
+} tutti_alg_impl_t;
+
+typedef struct {
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    uint32_t size;            /**< sizeof(tutti_module_desc_t) as compiled */
+    uint32_t kind;            /**< TUTTI_MODULE_KIND_ALG */
+    const char *name;         /**< module name, <= TUTTI_NAME_MAX */
+    const char *version;
+    uint32_t num_impls;
+    const tutti_alg_impl_t *impls;
+} tutti_module_desc_t;
+
+#if defined(__GNUC__)
+#define TUTTI_MODULE_EXPORT_ __attribute__((visibility("default")))
+#else
+#define TUTTI_MODULE_EXPORT_
+#endif
+
+/** Define the module's descriptor from a static array of implementations. */
+#define TUTTI_MODULE_DEFINE(mod_name, mod_version, impl_array)                 \
+    TUTTI_MODULE_EXPORT_ const tutti_module_desc_t TUTTI_MODULE_SYMBOL = {     \
+        TUTTI_MODULE_ABI_MAJOR,                                                \
+        TUTTI_MODULE_ABI_MINOR,                                                \
+        (uint32_t)sizeof(tutti_module_desc_t),                                 \
+        TUTTI_MODULE_KIND_ALG,                                                 \
+        (mod_name),                                                            \
+        (mod_version),                                                         \
+        (uint32_t)(sizeof(impl_array) / sizeof((impl_array)[0])),              \
+        (impl_array)}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

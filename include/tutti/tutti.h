@@ -1,0 +1,213 @@
+/*
+ * Tutti host (executor) API.
+ *
+ * A context holds the configuration, the loaded modules and this process's
+ * place in the job (task index and count).  A group is a set of devices that
+ * run collectives together; an instance is one logical collective in a
+ * group, named by an instance key; each call of tutti_execute() is one
+ * execution (step) of an instance.  Executions are asynchronous: they
+ * return a request that is tested or waited on.  Progress is made by the
+ * threads that test or wait, so a blocking call costs no thread hand-off.
+ *
+ * Threads: a context may be used from several threads; one group member
+ * (device) must be driven by one thread at a time.
+ */
+#ifndef TUTTI_TUTTI_H
+#define TUTTI_TUTTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tutti/status.h>
+#include <tutti/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TUTTI_VERSION_MAJOR 0
+#define TUTTI_VERSION_MINOR 1
+#define TUTTI_VERSION_PATCH 0
+
+typedef struct tutti_context tutti_context_t;
+typedef struct tutti_group tutti_group_t;
+typedef struct tutti_request tutti_request_t;
+
+/* ---- status and errors ------------------------------------------------ */
+
+/** Short identifier of a status ("ERR_TIMEOUT"); static string. */
+const char *tutti_status_name(tutti_status_t status);
+/** One-line description of a status; static string. */
+const char *tutti_strerror(tutti_status_t status);
+/**
+ * Detail of the last error recorded on the calling thread: what failed, with
+ * the values involved (file:line, key, rank, module path, errno text).
+ * Borrowed; valid until the next Tutti call on this thread.  Empty string if
+ * no error was recorded.
+ */
+const char *tutti_last_error(void);
+
+/* ---- context ------------------------------------------------------------ */
+
+typedef struct {
+    size_t size;             /**< sizeof(tutti_context_params_t) */
+    const char *config_path; /**< NULL: $TUTTI_CONFIG, else installed default;
+                                  "" : built-in defaults, no file */
+    const char *module_path; /**< colon-separated dirs searched first, or NULL */
+    const char *log_level;   /**< overrides config and env, or NULL */
+    int task;                /**< this process's task index, or -1: from env */
+    int num_tasks;           /**< number of tasks in the job, or -1: from env */
+    const char *job_id;      /**< job id shared by all tasks, or NULL: env */
+} tutti_context_params_t;
+
+/** Fill @p params with defaults (everything from config and env). */
+void tutti_context_params_init(tutti_context_params_t *params);
+
+/**
+ * Create a context: read the configuration, load modules, learn this
+ * process's task index and count (TUTTI_RANK/TUTTI_SIZE as set by tutti-run;
+ * a single task when unset).  @p params may be NULL.
+ */
+tutti_status_t tutti_context_create(const tutti_context_params_t *params,
+                                    tutti_context_t **ctx_out);
+/** Free everything the context holds; groups must have been left. NULL ok. */
+void tutti_context_destroy(tutti_context_t *ctx);
+
+int tutti_context_task(const tutti_context_t *ctx);
+int tutti_context_num_tasks(const tutti_context_t *ctx);
+
+/* ---- groups ------------------------------------------------------------- */
+
+typedef struct {
+    size_t size;            /**< sizeof(tutti_group_params_t) */
+    uint64_t group_key;     /**< chosen by the host, equal on all members */
+    int group_size;         /**< number of devices in the group */
+    tutti_device_type_t device_type;
+    int device_index;       /**< this member's device index within its task */
+    double timeout;         /**< seconds to wait for members and peers;
+                                 <= 0: the config's timeout */
+} tutti_group_params_t;
+
+void tutti_group_params_init(tutti_group_params_t *params);
+
+/**
+ * Join a group as device task:<this task>/<type>:<device_index>.  Blocks
+ * until every member has joined (or the timeout).  Ranks are ordered by task,
+ * then device index.  Supported shapes in this version: one device in each
+ * task (group_size == num_tasks), or every device in this one task
+ * (several threads of one process, each joining with its own index).
+ */
+tutti_status_t tutti_group_join(tutti_context_t *ctx,
+                                const tutti_group_params_t *params,
+                                tutti_group_t **group_out);
+/** Leave the group; pending requests must be complete. NULL ok. */
+void tutti_group_leave(tutti_group_t *group);
+
+int tutti_group_rank(const tutti_group_t *group);
+int tutti_group_size(const tutti_group_t *group);
+
+/* ---- executions ----------------------------------------------------------- */
+
+typedef struct {
+    size_t size;                   /**< sizeof(tutti_instance_params_t) */
+    uint64_t instance_key;         /**< equal on all members for one instance */
+    tutti_collective_t collective;
+    tutti_dtype_t dtype;
+    size_t count;                  /**< elements per rank (see each collective) */
+    tutti_op_t op;                 /**< reductions only */
+    int root;                      /**< rooted collectives only */
+    const char *algorithm;         /**< per-call choice, or NULL: selection */
+} tutti_instance_params_t;
+
+void tutti_instance_params_init(tutti_instance_params_t *params);
+
+/**
+ * Start one execution of an instance.  The first execution of an instance
+ * key resolves it (checks, selects and sets up the implementation); later
+ * executions reuse that and must pass the same parameters.  @p sendbuf and
+ * @p recvbuf stay owned by the caller and must stay valid until the request
+ * completes; they may be equal (in place).
+ *   allreduce:  count elements in sendbuf, count elements out in recvbuf.
+ *   broadcast:  count elements; the root reads sendbuf, every rank writes
+ *               recvbuf (the root too, unless sendbuf == recvbuf).
+ */
+tutti_status_t tutti_execute(tutti_group_t *group,
+                             const tutti_instance_params_t *params,
+                             const void *sendbuf, void *recvbuf,
+                             tutti_request_t **request_out);
+
+/** TUTTI_OK when complete, TUTTI_INPROGRESS, or the execution's error. */
+tutti_status_t tutti_request_test(tutti_request_t *request);
+/** Block (spinning, then yielding) until complete; its status. */
+tutti_status_t tutti_request_wait(tutti_request_t *request);
+/** Release a completed request.  NULL ok. */
+void tutti_request_free(tutti_request_t *request);
+
+typedef void (*tutti_request_cb_t)(tutti_request_t *request,
+                                   tutti_status_t status, void *arg);
+/** Call @p cb from the progressing thread when the request completes
+ *  (at once if it already has). */
+void tutti_request_set_callback(tutti_request_t *request,
+                                tutti_request_cb_t cb, void *arg);
+
+/* Blocking helpers.  Each derives its instance key from its arguments. */
+tutti_status_t tutti_allreduce(tutti_group_t *group, const void *sendbuf,
+                               void *recvbuf, size_t count,
+                               tutti_dtype_t dtype, tutti_op_t op);
+tutti_status_t tutti_broadcast(tutti_group_t *group, void *buf, size_t count,
+                               tutti_dtype_t dtype, int root);
+tutti_status_t tutti_barrier(tutti_group_t *group);
+
+/* ---- introspection (tutti-info) ------------------------------------------- */
+
+typedef struct {
+    const char *name;        /**< module name from its descriptor */
+    const char *version;
+    const char *path;        /**< file it was loaded from, or refused */
+    const char *reason;      /**< NULL when loaded; why it was refused */
+    unsigned abi_major, abi_minor;
+} tutti_module_info_t;
+
+typedef struct {
+    const char *name;        /**< implementation name ("RingReduce") */
+    const char *module;      /**< module that provides it */
+    const char *description;
+    uint32_t collectives;    /**< TUTTI_COLL_BIT mask */
+    uint32_t device_types;   /**< TUTTI_DEVICE_BIT mask */
+} tutti_impl_info_t;
+
+/** Modules seen on the module path, loaded and refused; borrowed strings
+ *  valid for the context's life.  Returns TUTTI_ERR_NOT_FOUND past the end. */
+tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
+                                 tutti_module_info_t *info_out);
+tutti_status_t tutti_info_impl(const tutti_context_t *ctx, size_t index,
+                               tutti_impl_info_t *info_out);
+
+/** A query for tutti_info_explain(): what selection sees for one call. */
+typedef struct {
+    tutti_collective_t collective;
+    tutti_device_type_t device_type;
+    tutti_dtype_t dtype;
+    size_t bytes;        /**< message size in bytes (count x dtype size) */
+    int group_size;
+    int num_tasks;
+} tutti_select_query_t;
+
+/**
+ * Explain which rule picks which implementation for @p query.  Writes a
+ * human-readable account (one line per rule considered) into @p buf and the
+ * chosen implementation name into @p impl_out (borrowed, context's life).
+ */
+tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
+                                  const tutti_select_query_t *query, char *buf,
+                                  size_t buflen, const char **impl_out);
+
+/** Print the configuration in force (each value with its source) and the
+ *  rules (with those skipped and why) to a stdio FILE *. */
+void tutti_info_print_config(const tutti_context_t *ctx, void *file);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

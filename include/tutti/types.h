@@ -1,0 +1,99 @@
+/*
+ * Tutti value types shared by the host API and modules: data types,
+ * reduction ops, collectives, device types.  Each enum has a name table in
+ * the core (tutti_dtype_name() and friends) used by YAML, logs and tools.
+ */
+#ifndef TUTTI_TYPES_H
+#define TUTTI_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tutti/status.h>
+
+#define TUTTI_DTYPE_LIST(X)                                                    \
+    X(INT8, int8, 1)                                                           \
+    X(UINT8, uint8, 1)                                                         \
+    X(INT32, int32, 4)                                                         \
+    X(UINT32, uint32, 4)                                                       \
+    X(INT64, int64, 8)                                                         \
+    X(UINT64, uint64, 8)                                                       \
+    X(FLOAT16, float16, 2)                                                     \
+    X(BFLOAT16, bfloat16, 2)                                                   \
+    X(FLOAT32, float32, 4)                                                     \
+    X(FLOAT64, float64, 8)
+
+typedef enum {
+#define TUTTI_DTYPE_ENUM_(up, low, size) TUTTI_##up,
+    TUTTI_DTYPE_LIST(TUTTI_DTYPE_ENUM_)
+#undef TUTTI_DTYPE_ENUM_
+    TUTTI_DTYPE_COUNT
+} tutti_dtype_t;
+
+#define TUTTI_OP_LIST(X)                                                       \
+    X(SUM, sum)                                                                \
+    X(PROD, prod)                                                              \
+    X(MIN, min)                                                                \
+    X(MAX, max)
+
+typedef enum {
+#define TUTTI_OP_ENUM_(up, low) TUTTI_OP_##up,
+    TUTTI_OP_LIST(TUTTI_OP_ENUM_)
+#undef TUTTI_OP_ENUM_
+    TUTTI_OP_COUNT
+} tutti_op_t;
+
+/* The order is part of the module ABI: collectives are bits in a mask. */
+#define TUTTI_COLL_LIST(X)                                                     \
+    X(ALLREDUCE, allreduce)                                                    \
+    X(BROADCAST, broadcast)                                                    \
+    X(ALLGATHER, allgather)                                                    \
+    X(REDUCE_SCATTER, reduce_scatter)                                          \
+    X(ALLTOALL, alltoall)                                                      \
+    X(REDUCE, reduce)                                                          \
+    X(GATHER, gather)                                                          \
+    X(PERMUTE, permute)
+
+typedef enum {
+#define TUTTI_COLL_ENUM_(up, low) TUTTI_COLL_##up,
+    TUTTI_COLL_LIST(TUTTI_COLL_ENUM_)
+#undef TUTTI_COLL_ENUM_
+    TUTTI_COLL_COUNT
+} tutti_collective_t;
+
+#define TUTTI_COLL_BIT(c) (1u << (unsigned)(c))
+
+#define TUTTI_DEVICE_LIST(X)                                                   \
+    X(CPU, cpu)                                                                \
+    X(CUDA, cuda)
+
+typedef enum {
+#define TUTTI_DEVICE_ENUM_(up, low) TUTTI_DEVICE_##up,
+    TUTTI_DEVICE_LIST(TUTTI_DEVICE_ENUM_)
+#undef TUTTI_DEVICE_ENUM_
+    TUTTI_DEVICE_COUNT
+} tutti_device_type_t;
+
+#define TUTTI_DEVICE_BIT(d) (1u << (unsigned)(d))
+
+/** Size in bytes of one element of @p dtype; 0 for an invalid value. */
+size_t tutti_dtype_size(tutti_dtype_t dtype);
+/** Names as used in YAML and logs ("float32", "sum", "allreduce", "cpu").
+ *  Return a static string, or NULL for an invalid value. */
+const char *tutti_dtype_name(tutti_dtype_t dtype);
+const char *tutti_op_name(tutti_op_t op);
+const char *tutti_collective_name(tutti_collective_t coll);
+const char *tutti_device_type_name(tutti_device_type_t type);
+/** Parse a name back; return TUTTI_ERR_NOT_FOUND for an unknown name. */
+tutti_status_t tutti_dtype_parse(const char *name, tutti_dtype_t *dtype_out);
+tutti_status_t tutti_op_parse(const char *name, tutti_op_t *op_out);
+tutti_status_t tutti_collective_parse(const char *name,
+                                      tutti_collective_t *coll_out);
+tutti_status_t tutti_device_type_parse(const char *name,
+                                       tutti_device_type_t *type_out);
+
+/** Parse a byte count: "4096", "64K", "1M", "2G" (binary suffixes K, M,
+ *  G, T, optional B, any case).  TUTTI_ERR_INVALID_ARG otherwise. */
+tutti_status_t tutti_size_parse(const char *text, uint64_t *bytes_out);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * A minimal allreduce implementation for the loader tests: each member
+ * copies its input (correct for a group of one).  Included by each fake
+ * module so every one is a complete, loadable .so.
+ */
+#ifndef TUTTI_TEST_MOD_COMMON_H
+#define TUTTI_TEST_MOD_COMMON_H
+
+#include <string.h>
+
+#include <tutti/module.h>
+
+static tutti_status_t copy_init(const tutti_alg_instance_t *inst,
+                                const tutti_core_ops_t *core, void *details,
+                                void **state_out)
+{
+    (void)core;
+    (void)details;
+    *state_out = (void *)inst;
+    return TUTTI_OK;
+}
+
+static tutti_status_t copy_run(void *state, tutti_alg_exec_t *x)
+{
+    const tutti_alg_instance_t *inst = state;
+    if (inst->group_size != 1)
+        return x->core->error(TUTTI_ERR_UNSUPPORTED,
+                              "test module runs groups of one only");
+    if (x->sendbuf != x->recvbuf)
+        memcpy(x->recvbuf, x->sendbuf,
+               inst->count * tutti_dtype_size(inst->dtype));
+    return TUTTI_OK;
+}
+
+static tutti_status_t copy_progress(void *state, tutti_alg_exec_t *x)
+{
+    (void)state;
+    (void)x;
+    return TUTTI_OK;
+}
+
+static void copy_fini(void *state)
+{
+    (void)state;
+}
+
+static const tutti_alg_ops_t copy_ops = {
+    sizeof(tutti_alg_ops_t), NULL, copy_init, copy_run, copy_progress,
+    copy_fini, NULL,
+};
+
+#define TEST_IMPL(name)                                                        \
+    {(name), "test: copies its input", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),   \
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops}
+
+#endif

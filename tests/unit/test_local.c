@@ -1,0 +1,143 @@
+/*
+ * The local transport: several members of one group in one process, one
+ * thread each, running the full correctness matrix; and the errors of
+ * joining (a member that never comes, a member with another group size).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include <tutti/tutti.h>
+
+#include "../mp/check_common.h"
+
+typedef struct {
+    tutti_context_t *ctx;
+    uint64_t key;
+    int size, index;
+    double timeout;
+    tutti_status_t join_status;
+    char join_error[512];
+    tutti_check_result_t res;
+    int run_matrix;
+} member_t;
+
+static void *member_main(void *arg)
+{
+    member_t *m = arg;
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+
+    tutti_group_params_init(&gp);
+    gp.group_key = m->key;
+    gp.group_size = m->size;
+    gp.device_index = m->index;
+    gp.timeout = m->timeout;
+    m->join_status = tutti_group_join(m->ctx, &gp, &g);
+    snprintf(m->join_error, sizeof(m->join_error), "%s", tutti_last_error());
+    if (m->join_status != TUTTI_OK)
+        return NULL;
+    if (m->run_matrix)
+        m->res = tutti_check_matrix(g, stderr);
+    tutti_group_leave(g);
+    return NULL;
+}
+
+static int setup(void **state)
+{
+    tutti_context_params_t p;
+    tutti_context_t *ctx;
+    tutti_context_params_init(&p);
+    p.task = 0;
+    p.num_tasks = 1;
+    p.log_level = "off";
+    if (tutti_context_create(&p, &ctx) != TUTTI_OK)
+        return -1;
+    *state = ctx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tutti_context_destroy(*state);
+    return 0;
+}
+
+/* Starts @p n members (sizes from @p sizes) and joins their threads. */
+static void run_members(member_t *m, int n)
+{
+    pthread_t t[8];
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, member_main, &m[i]), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+
+static void matrix_with(void **state, int n)
+{
+    member_t m[8];
+    for (int i = 0; i < n; i++)
+        m[i] = (member_t){*state, 100 + (uint64_t)n, n, i, 30, 0, "", {0, 0},
+                          1};
+    run_members(m, n);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(m[i].join_status, TUTTI_OK);
+        assert_true(m[i].res.checks > 0);
+        assert_int_equal(m[i].res.failures, 0);
+    }
+}
+
+static void test_matrix_1(void **state) { matrix_with(state, 1); }
+static void test_matrix_3(void **state) { matrix_with(state, 3); }
+static void test_matrix_4(void **state) { matrix_with(state, 4); }
+
+static void test_member_never_joins(void **state)
+{
+    member_t m[2];
+    for (int i = 0; i < 2; i++)
+        m[i] = (member_t){*state, 200, 3, i, 0.5, 0, "", {0, 0}, 0};
+    run_members(m, 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(m[i].join_status, TUTTI_ERR_TIMEOUT);
+        /* The member that gives up first withdraws, so the other may name
+         * it too; rank 2 is named by both. */
+        if (strstr(m[i].join_error, "2 did not join within") == NULL)
+            fail_msg("join error: %s", m[i].join_error);
+    }
+}
+
+static void test_group_size_mismatch(void **state)
+{
+    member_t first = {*state, 300, 2, 0, 2.0, 0, "", {0, 0}, 0};
+    member_t other = {*state, 300, 3, 1, 0.5, 0, "", {0, 0}, 0};
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, member_main, &first), 0);
+    /* Let the first member create the group before the other arrives. */
+    nanosleep(&pause, NULL);
+    member_main(&other);
+    pthread_join(t, NULL);
+    assert_int_equal(other.join_status, TUTTI_ERR_MISMATCH);
+    assert_non_null(strstr(other.join_error, "joined with group size 3, "
+                                             "earlier members with 2"));
+    assert_int_equal(first.join_status, TUTTI_ERR_TIMEOUT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matrix_1),
+        cmocka_unit_test(test_matrix_3),
+        cmocka_unit_test(test_matrix_4),
+        cmocka_unit_test(test_member_never_joins),
+        cmocka_unit_test(test_group_size_mismatch),
+    };
+    return cmocka_run_group_tests_name("local", tests, setup, teardown);
+}

@@ -1,0 +1,192 @@
+/*
+ * Loader and registry: real .so files built by the test suite, each refused
+ * for its own reason while the good one loads and runs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <tutti/tutti.h>
+
+#define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"
+#define BAD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/bad"
+
+static tutti_context_t *open_ctx(const char *config_path, const char *modules)
+{
+    tutti_context_params_t p;
+    tutti_context_t *ctx = NULL;
+    tutti_context_params_init(&p);
+    p.config_path = config_path;
+    p.module_path = modules;
+    p.log_level = "off";
+    p.task = 0;
+    p.num_tasks = 1;
+    tutti_status_t st = tutti_context_create(&p, &ctx);
+    if (st != TUTTI_OK)
+        fail_msg("context: %s: %s", tutti_strerror(st), tutti_last_error());
+    return ctx;
+}
+
+/* The module whose file stem is @p stem; fails the test if absent. */
+static tutti_module_info_t module_by_stem(tutti_context_t *ctx,
+                                          const char *stem)
+{
+    tutti_module_info_t m;
+    for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++) {
+        const char *base = strrchr(m.path, '/');
+        if (base && strcmp(base + 1, stem) == 0)
+            return m;
+    }
+    fail_msg("module %s not seen by the loader", stem);
+    return m;
+}
+
+static int setup(void **state)
+{
+    *state = open_ctx("", GOOD_DIR ":" BAD_DIR);
+    return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    tutti_context_destroy(*state);
+    return 0;
+}
+
+static void test_good_module_loads(void **state)
+{
+    tutti_module_info_t m = module_by_stem(*state, "mod_good");
+    assert_null(m.reason);
+    assert_string_equal(m.name, "testgood");
+    assert_string_equal(m.version, "1.2.3");
+    assert_int_equal(m.abi_major, 1);
+}
+
+static void assert_refused(tutti_context_t *ctx, const char *stem,
+                           const char *reason_part)
+{
+    tutti_module_info_t m = module_by_stem(ctx, stem);
+    assert_non_null(m.reason);
+    if (strstr(m.reason, reason_part) == NULL)
+        fail_msg("%s refused for '%s', expected '%s'", stem, m.reason,
+                 reason_part);
+}
+
+static void test_wrong_abi_refused(void **state)
+{
+    assert_refused(*state, "mod_badabi",
+                   "module ABI 2.0, core ABI 1.0: major versions differ");
+}
+
+static void test_no_descriptor_refused(void **state)
+{
+    assert_refused(*state, "mod_nodesc",
+                   "no descriptor: symbol 'tutti_module_descriptor' not found");
+}
+
+static void test_malformed_table_refused(void **state)
+{
+    assert_refused(*state, "mod_malformed", "malformed table: 3 implementations");
+}
+
+static void test_duplicate_name_refused(void **state)
+{
+    assert_refused(*state, "mod_zdup", "implementation 'TestCopy' already "
+                                       "registered by module 'testgood'");
+}
+
+static void test_builtin_modules_load(void **state)
+{
+    tutti_module_info_t ring = module_by_stem(*state, "alg_ring");
+    tutti_module_info_t tree = module_by_stem(*state, "alg_tree");
+    assert_null(ring.reason);
+    assert_null(tree.reason);
+    assert_string_equal(ring.name, "ring");
+    assert_string_equal(tree.name, "tree");
+}
+
+/* The good module's implementation runs although bad ones sit beside it. */
+static void test_good_module_runs(void **state)
+{
+    tutti_group_params_t gp;
+    tutti_instance_params_t ip;
+    tutti_group_t *g;
+    tutti_request_t *r;
+    int32_t in[5] = {1, -2, 3, -4, 5}, out[5] = {0};
+
+    tutti_group_params_init(&gp);
+    gp.group_key = 7;
+    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
+    tutti_instance_params_init(&ip);
+    ip.instance_key = 1;
+    ip.dtype = TUTTI_INT32;
+    ip.count = 5;
+    ip.algorithm = "TestCopy";
+    assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_OK);
+    tutti_request_free(r);
+    assert_memory_equal(in, out, sizeof(in));
+    /* Naming a refused module's implementation fails clearly. */
+    ip.instance_key = 2;
+    ip.algorithm = "TestBadAbi";
+    assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_ERR_NOT_FOUND);
+    assert_non_null(strstr(tutti_last_error(), "'TestBadAbi' is not provided"));
+    tutti_group_leave(g);
+}
+
+/* With the ring module filtered out, allreduce selection fails with a
+ * message naming the call, and nothing crashes. */
+static void test_missing_module_fails_clearly(void **state)
+{
+    char dir[] = "/tmp/tutti-reg-XXXXXX", path[64];
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    float x = 1, y = 0;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/t.yaml", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("modules: { load: [tree] }\n"
+          "selection:\n"
+          "  - { collective: allreduce, algorithm: RingReduce }\n"
+          "  - { collective: broadcast, algorithm: HierarchicalTreeBroadcast }\n",
+          f);
+    fclose(f);
+    tutti_context_t *ctx = open_ctx(path, NULL);
+    assert_refused(ctx, "alg_ring", "not listed in modules.load");
+    tutti_group_params_init(&gp);
+    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    assert_int_equal(tutti_allreduce(g, &x, &y, 1, TUTTI_FLOAT32, TUTTI_OP_SUM),
+                     TUTTI_ERR_NOT_FOUND);
+    assert_non_null(strstr(tutti_last_error(),
+                           "no selection rule matches allreduce"));
+    assert_int_equal(tutti_broadcast(g, &x, 1, TUTTI_FLOAT32, 0), TUTTI_OK);
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    unlink(path);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_good_module_loads),
+        cmocka_unit_test(test_wrong_abi_refused),
+        cmocka_unit_test(test_no_descriptor_refused),
+        cmocka_unit_test(test_malformed_table_refused),
+        cmocka_unit_test(test_duplicate_name_refused),
+        cmocka_unit_test(test_builtin_modules_load),
+        cmocka_unit_test(test_good_module_runs),
+        cmocka_unit_test(test_missing_module_fails_clearly),
+    };
+    return cmocka_run_group_tests_name("registry", tests, setup, teardown);
+}

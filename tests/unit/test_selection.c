@@ -1,0 +1,284 @@
+/* Unit tests for rule selection (tutti__config_select): first match wins. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* By path: the build directory's autoconf config.h shadows "config.h". */
+#include "../../core/config.h"
+#include "../../core/log.h"
+
+typedef struct {
+    char dir[64];
+    char path[128];
+    tutti__config_t cfg;
+    char explain[4096];
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof(*f));
+
+    if (f == NULL)
+        return -1;
+    strcpy(f->dir, "/tmp/tutti-test-select-XXXXXX");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->path, sizeof(f->path), "%s/rules.yaml", f->dir);
+    tutti__config_init(&f->cfg);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+
+    unlink(f->path);
+    rmdir(f->dir);
+    tutti__config_free(&f->cfg);
+    free(f);
+    return 0;
+}
+
+/* Load "selection:" followed by @p rules (one YAML list item per line). */
+static void load_rules(fixture_t *f, const char *rules)
+{
+    FILE *fp = fopen(f->path, "w");
+
+    assert_non_null(fp);
+    fprintf(fp, "selection:\n%s", rules);
+    assert_int_equal(fclose(fp), 0);
+    if (tutti__config_load_file(&f->cfg, f->path) != TUTTI_OK)
+        fail_msg("loading rules failed: %s", tutti_last_error());
+}
+
+static tutti_select_query_t query(tutti_collective_t coll, size_t bytes)
+{
+    tutti_select_query_t q = {coll, TUTTI_DEVICE_CPU, TUTTI_FLOAT32, bytes, 4,
+                              1};
+    return q;
+}
+
+/* Algorithm picked for @p q, or "-" when no rule matches. */
+static const char *pick(fixture_t *f, const tutti_select_query_t *q)
+{
+    const tutti__rule_t *r =
+        tutti__config_select(&f->cfg, q, f->explain, sizeof(f->explain));
+
+    return r != NULL ? r->algorithm : "-";
+}
+
+static const char *pick_size(fixture_t *f, size_t bytes)
+{
+    tutti_select_query_t q = query(TUTTI_COLL_ALLREDUCE, bytes);
+
+    return pick(f, &q);
+}
+
+static void test_first_match_by_collective(void **state)
+{
+    fixture_t *f = *state;
+    tutti_select_query_t q;
+
+    load_rules(f, "  - { collective: broadcast, algorithm: Bcast }\n"
+                  "  - { collective: allreduce, algorithm: First }\n"
+                  "  - { collective: [allreduce, allgather],\n"
+                  "      algorithm: Second }\n");
+    q = query(TUTTI_COLL_ALLREDUCE, 100);
+    assert_string_equal(pick(f, &q), "First");
+    q = query(TUTTI_COLL_BROADCAST, 100);
+    assert_string_equal(pick(f, &q), "Bcast");
+    q = query(TUTTI_COLL_ALLGATHER, 100);
+    assert_string_equal(pick(f, &q), "Second");
+    q = query(TUTTI_COLL_ALLTOALL, 100);
+    assert_string_equal(pick(f, &q), "-");
+}
+
+static void test_size_bounds_inclusive(void **state)
+{
+    fixture_t *f = *state;
+
+    load_rules(f, "  - { size: 0-16K, algorithm: Small }\n"
+                  "  - { size: \"64K\", algorithm: Exact }\n"
+                  "  - { size: 1M-, algorithm: Large }\n"
+                  "  - { size: -1M, algorithm: Middle }\n");
+    assert_string_equal(pick_size(f, 0), "Small");
+    assert_string_equal(pick_size(f, 16384), "Small");
+    assert_string_equal(pick_size(f, 16385), "Middle");
+    assert_string_equal(pick_size(f, 65535), "Middle");
+    assert_string_equal(pick_size(f, 65536), "Exact");
+    assert_string_equal(pick_size(f, 65537), "Middle");
+    assert_string_equal(pick_size(f, 1048575), "Middle");
+    assert_string_equal(pick_size(f, 1048576), "Large");
+    assert_string_equal(pick_size(f, SIZE_MAX), "Large");
+}
+
+static void test_group_size_and_tasks(void **state)
+{
+    fixture_t *f = *state;
+    tutti_select_query_t q = query(TUTTI_COLL_ALLREDUCE, 8);
+
+    load_rules(f, "  - { group_size: 2-8, num_tasks: 1, algorithm: Local }\n"
+                  "  - { group_size: 16-, algorithm: Big }\n"
+                  "  - { num_tasks: 2-4, algorithm: FewTasks }\n"
+                  "  - { group_size: 1, algorithm: Single }\n");
+    q.group_size = 2;
+    assert_string_equal(pick(f, &q), "Local");
+    q.group_size = 8;
+    assert_string_equal(pick(f, &q), "Local");
+    q.group_size = 1;
+    assert_string_equal(pick(f, &q), "Single");
+    q.group_size = 9;
+    assert_string_equal(pick(f, &q), "-");
+    q.group_size = 16;
+    assert_string_equal(pick(f, &q), "Big");
+    q.group_size = 9;
+    q.num_tasks = 2;
+    assert_string_equal(pick(f, &q), "FewTasks");
+    q.num_tasks = 4;
+    assert_string_equal(pick(f, &q), "FewTasks");
+    q.num_tasks = 5;
+    assert_string_equal(pick(f, &q), "-");
+    q.group_size = 4;
+    q.num_tasks = 2;
+    assert_string_equal(pick(f, &q), "FewTasks");
+    assert_non_null(strstr(f->explain, "Local: no (num_tasks 2 outside 1)"));
+}
+
+static void test_device_and_dtype(void **state)
+{
+    fixture_t *f = *state;
+    tutti_select_query_t q = query(TUTTI_COLL_ALLREDUCE, 1024);
+
+    load_rules(f, "  - { device: cuda, dtype: [float16, bfloat16], "
+                  "algorithm: CudaHalf }\n"
+                  "  - { device: cuda, algorithm: CudaAny }\n"
+                  "  - { dtype: [int32, int64], algorithm: CpuInt }\n"
+                  "  - { device: [cpu, cuda], algorithm: Fallback }\n");
+    q.device_type = TUTTI_DEVICE_CUDA;
+    q.dtype = TUTTI_BFLOAT16;
+    assert_string_equal(pick(f, &q), "CudaHalf");
+    q.dtype = TUTTI_FLOAT32;
+    assert_string_equal(pick(f, &q), "CudaAny");
+    q.device_type = TUTTI_DEVICE_CPU;
+    q.dtype = TUTTI_INT64;
+    assert_string_equal(pick(f, &q), "CpuInt");
+    q.dtype = TUTTI_FLOAT16;
+    assert_string_equal(pick(f, &q), "Fallback");
+    assert_non_null(
+        strstr(f->explain, "CudaHalf: no (device cpu not in cuda)"));
+    assert_non_null(
+        strstr(f->explain, "CpuInt: no (dtype float16 not in int32,int64)"));
+}
+
+static void test_no_match(void **state)
+{
+    fixture_t *f = *state;
+    tutti_select_query_t q = query(TUTTI_COLL_REDUCE_SCATTER, 100);
+    char line[512];
+
+    load_rules(f, "  - { collective: allreduce, algorithm: A }\n"
+                  "  - { collective: broadcast, algorithm: B }\n");
+    assert_null(tutti__config_select(&f->cfg, &q, f->explain,
+                                     sizeof(f->explain)));
+    snprintf(line, sizeof(line),
+             "%s:2: A: no (collective reduce_scatter not in allreduce)\n",
+             f->path);
+    assert_non_null(strstr(f->explain, line));
+    assert_non_null(strstr(f->explain, ":3: B: no (collective reduce_scatter"));
+    assert_non_null(strstr(f->explain, "no rule matches"));
+
+    /* No rules at all. */
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+    assert_null(tutti__config_select(&f->cfg, &q, NULL, 0));
+}
+
+static void test_explain_names_choice(void **state)
+{
+    fixture_t *f = *state;
+    char expected[1024];
+
+    load_rules(f,
+               "  - { collective: allreduce, size: 0-1024, algorithm: Small }\n"
+               "  - { collective: allreduce, algorithm: RingReduce }\n"
+               "  - { collective: allreduce, algorithm: NeverReached }\n");
+    assert_string_equal(pick_size(f, 2048), "RingReduce");
+    snprintf(expected, sizeof(expected),
+             "%s:2: Small: no (size 2048 outside 0-1024)\n"
+             "%s:3: RingReduce: matches\n"
+             "chosen: RingReduce (%s:3)\n",
+             f->path, f->path, f->path);
+    assert_string_equal(f->explain, expected);
+    /* Rules after the chosen one are not considered. */
+    assert_null(strstr(f->explain, "NeverReached"));
+}
+
+static int lookup_none(void *arg, const char *name, uint32_t *collectives_out)
+{
+    (void)arg;
+    *collectives_out = ~0u;
+    return strcmp(name, "Missing") != 0;
+}
+
+static void test_skipped_rule_not_selected(void **state)
+{
+    fixture_t *f = *state;
+
+    load_rules(f, "  - { collective: allreduce, algorithm: Missing }\n"
+                  "  - { collective: allreduce, algorithm: Present }\n");
+    tutti__config_check_rules(&f->cfg, lookup_none, NULL);
+    assert_string_equal(pick_size(f, 64), "Present");
+    assert_non_null(strstr(f->explain, ":2: Missing: skipped (rule names "
+                                       "implementation 'Missing'"));
+}
+
+static void test_explain_truncates_safely(void **state)
+{
+    fixture_t *f = *state;
+    tutti_select_query_t q = query(TUTTI_COLL_ALLREDUCE, 1 << 20);
+    char small[24];
+    const tutti__rule_t *r;
+
+    memset(small, 'x', sizeof(small));
+    load_rules(f, "  - { size: 0-1K, algorithm: Small }\n"
+                  "  - { algorithm: Any }\n");
+    r = tutti__config_select(&f->cfg, &q, small, sizeof(small));
+    assert_non_null(r);
+    assert_string_equal(r->algorithm, "Any");
+    assert_int_equal(strlen(small), sizeof(small) - 1);
+    assert_memory_equal(small, f->path, sizeof(small) - 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_first_match_by_collective, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_size_bounds_inclusive, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_group_size_and_tasks, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_device_and_dtype, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_no_match, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_explain_names_choice, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_skipped_rule_not_selected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_explain_truncates_safely, setup,
+                                        teardown),
+    };
+
+    tutti__log_set_level(TUTTI_LOG_OFF);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1197 @@
+/*
+ * tutti-run: start N processes (ranks) of a program on this host, tell each
+ * its rank through the environment, wait for all of them, and tear the job
+ * down when a rank fails, the job times out or the launcher is interrupted.
+ *
+ * Every rank runs in its own process group, so stopping a rank also stops
+ * whatever it started (a shell script's commands, a libtool wrapper's
+ * program).  Signals reach the main loop through a self-pipe; the loop polls
+ * that pipe and, with --tag-output, the ranks' output pipes, with a timeout
+ * taken from the nearest deadline (--timeout or the SIGTERM grace period).
+ * A finished rank is looked at with WNOWAIT before it is reaped: while its
+ * zombie exists its pid, and so its process-group id, cannot be reused, so
+ * the processes it left behind can be killed safely.
+ *
+ * This program does not link libtutti.
+ */
+#define _GNU_SOURCE /* pipe2, strchrnul */
+
+#ifdef HAVE_CONFIG_H
+#include "tutti-build.h"
+#endif
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "0.1.0"
+#endif
+
+#define MAX_RANKS 1024
+#define MAX_JOB_ID 40
+#define MAX_TIMEOUT_S 1e9
+#define KILL_GRACE_S 2.0
+#define LINE_MAX_BYTES 65536  /* longer lines are split (--tag-output) */
+#define RANK_LIST_BYTES 8192  /* holds any list of up to MAX_RANKS ranks */
+
+#define EXIT_TIMEOUT 124
+#define EXIT_LAUNCHER 125     /* tutti-run itself failed: usage, fork, ... */
+#define EXIT_EXEC 127
+
+struct options {
+    int np;
+    double timeout;           /* seconds; 0: none */
+    bool tag_output;
+    char job_id[MAX_JOB_ID + 1];
+    char **argv;              /* PROGRAM and its arguments */
+};
+
+/* Buffered writer for forwarded output; tutti-run is the only writer. */
+struct outbuf {
+    int fd;
+    bool broken;              /* a write failed (EPIPE...): discard the rest */
+    size_t len;
+    char data[65536];
+};
+
+/* One output pipe of a rank (--tag-output). */
+struct stream {
+    int fd;                   /* read end, -1 when closed */
+    int rank;
+    struct outbuf *out;
+    char *line;               /* the incomplete line received so far */
+    size_t len, cap;
+};
+
+struct rank {
+    pid_t pid;
+    bool running;
+    struct stream out, err;
+};
+
+enum phase {
+    PHASE_RUNNING,            /* all is well */
+    PHASE_TERMINATING,        /* ranks were signalled; SIGKILL at kill_at */
+    PHASE_KILLING,            /* SIGKILL was sent; waiting for the rest */
+};
+
+struct job {
+    const struct options *opt;
+    struct rank *ranks;
+    int started;              /* ranks[0 .. started-1] were forked */
+    int running;
+    enum phase phase;
+    int term_signal;          /* what was sent when terminating began */
+    double deadline;          /* --timeout expiry, monotonic; 0: none */
+    double kill_at;
+    int exit_code;            /* -1 until the first failure decides it */
+    int caught_signal;        /* signal that stopped tutti-run, or 0 */
+    struct pollfd *pfds;
+    struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (i >= 1) */
+};
+
+/* ---- signals --------------------------------------------------------- */
+
+struct sigslot {
+    int sig;
+    bool installed;
+    struct sigaction old;     /* restored in the ranks before exec */
+};
+
+static struct sigslot sigslots[] = {
+    { .sig = SIGCHLD }, { .sig = SIGINT },  { .sig = SIGTERM },
+    { .sig = SIGHUP },  { .sig = SIGQUIT }, { .sig = SIGPIPE },
+};
+#define NUM_SIGSLOTS (sizeof sigslots / sizeof sigslots[0])
+
+static int sig_pipe[2] = { -1, -1 };
+static sigset_t orig_mask;    /* the mask tutti-run started with */
+static sigset_t handled_mask; /* signals that arrive through sig_pipe */
+
+static struct outbuf out_stdout = { .fd = STDOUT_FILENO };
+static struct outbuf out_stderr = { .fd = STDERR_FILENO };
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    /* A full pipe already holds a wake-up; losing this byte is fine for
+     * SIGCHLD and at worst delays a repeated SIGINT. */
+    ssize_t r = write(sig_pipe[1], &b, 1);
+    (void)r;
+    errno = saved;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+#define SIGNAME(s) case s: return #s;
+    SIGNAME(SIGHUP) SIGNAME(SIGINT) SIGNAME(SIGQUIT) SIGNAME(SIGILL)
+    SIGNAME(SIGTRAP) SIGNAME(SIGABRT) SIGNAME(SIGBUS) SIGNAME(SIGFPE)
+    SIGNAME(SIGKILL) SIGNAME(SIGUSR1) SIGNAME(SIGSEGV) SIGNAME(SIGUSR2)
+    SIGNAME(SIGPIPE) SIGNAME(SIGALRM) SIGNAME(SIGTERM) SIGNAME(SIGCHLD)
+    SIGNAME(SIGCONT) SIGNAME(SIGSTOP) SIGNAME(SIGTSTP) SIGNAME(SIGTTIN)
+    SIGNAME(SIGTTOU) SIGNAME(SIGURG) SIGNAME(SIGXCPU) SIGNAME(SIGXFSZ)
+    SIGNAME(SIGVTALRM) SIGNAME(SIGPROF) SIGNAME(SIGSYS)
+#ifdef SIGSTKFLT
+    SIGNAME(SIGSTKFLT)
+#endif
+#ifdef SIGPWR
+    SIGNAME(SIGPWR)
+#endif
+#ifdef SIGWINCH
+    SIGNAME(SIGWINCH)
+#endif
+#undef SIGNAME
+    }
+#ifdef SIGRTMIN
+    if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+        return "SIGRT";
+#endif
+    return "unknown";
+}
+
+/*
+ * Route the signals tutti-run handles into sig_pipe.  SIGINT, SIGHUP,
+ * SIGQUIT and SIGTERM stay ignored when tutti-run started with them ignored
+ * (nohup, a background job of a non-interactive shell), as a shell would.
+ */
+static int install_signals(void)
+{
+    sigprocmask(SIG_SETMASK, NULL, &orig_mask);
+    sigemptyset(&handled_mask);
+    for (size_t i = 0; i < NUM_SIGSLOTS; i++) {
+        struct sigslot *s = &sigslots[i];
+        struct sigaction act;
+
+        if (sigaction(s->sig, NULL, &s->old) != 0)
+            goto err;
+        memset(&act, 0, sizeof act);
+        sigemptyset(&act.sa_mask);
+        if (s->sig == SIGPIPE) {
+            /* write errors on closed output are handled where they occur */
+            act.sa_handler = SIG_IGN;
+        } else if (s->sig != SIGCHLD && s->old.sa_handler == SIG_IGN) {
+            continue;
+        } else {
+            act.sa_handler = on_signal;
+            act.sa_flags = SA_RESTART | (s->sig == SIGCHLD ? SA_NOCLDSTOP : 0);
+        }
+        if (sigaction(s->sig, &act, NULL) != 0)
+            goto err;
+        s->installed = true;
+        if (act.sa_handler == on_signal)
+            sigaddset(&handled_mask, s->sig);
+    }
+    /* tutti-run needs these even if its parent blocked them */
+    sigprocmask(SIG_UNBLOCK, &handled_mask, NULL);
+    return 0;
+
+err:
+    fprintf(stderr, "tutti-run: cannot set up signal handling: %s\n",
+            strerror(errno));
+    return -1;
+}
+
+static void restore_signals(void)
+{
+    for (size_t i = 0; i < NUM_SIGSLOTS; i++)
+        if (sigslots[i].installed)
+            sigaction(sigslots[i].sig, &sigslots[i].old, NULL);
+    sigprocmask(SIG_SETMASK, &orig_mask, NULL);
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                /* someone made our output non-blocking */
+                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                poll(&pfd, 1, -1);
+                continue;
+            }
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void out_flush(struct outbuf *o)
+{
+    if (o->len > 0 && !o->broken && write_all(o->fd, o->data, o->len) != 0)
+        o->broken = true;
+    o->len = 0;
+}
+
+static void out_put(struct outbuf *o, const char *p, size_t n)
+{
+    while (n > 0) {
+        size_t k = sizeof o->data - o->len;
+
+        if (k == 0) {
+            out_flush(o);
+            continue;
+        }
+        if (k > n)
+            k = n;
+        memcpy(o->data + o->len, p, k);
+        o->len += k;
+        p += k;
+        n -= k;
+    }
+}
+
+/* Write the running ranks as "rank 3" or "ranks 0-2, 5"; return how many. */
+static int running_ranks(const struct job *job, char *buf, size_t size)
+{
+    int count = 0, ranges = 0;
+    size_t len;
+
+    for (int i = 0; i < job->started; i++)
+        count += job->ranks[i].running;
+    len = (size_t)snprintf(buf, size, count == 1 ? "rank " : "ranks ");
+    for (int i = 0; i < job->started; i++) {
+        int j = i, k;
+
+        if (!job->ranks[i].running)
+            continue;
+        while (j + 1 < job->started && job->ranks[j + 1].running)
+            j++;
+        k = i == j ? snprintf(buf + len, size - len, "%s%d",
+                              ranges ? ", " : "", i)
+                   : snprintf(buf + len, size - len, "%s%d-%d",
+                              ranges ? ", " : "", i, j);
+        if (k < 0 || (size_t)k >= size - len)
+            break; /* cannot happen with RANK_LIST_BYTES; stay bounded */
+        len += (size_t)k;
+        ranges++;
+        i = j;
+    }
+    return count;
+}
+
+/* ---- command line ----------------------------------------------------- */
+
+static const char usage_text[] =
+    "Usage: tutti-run [OPTIONS] -n N PROGRAM [ARGS...]\n"
+    "Start N processes (ranks) of PROGRAM on this host and wait for them.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --np N             number of ranks to start, 1 to 1024 (required)\n"
+    "      --timeout SECONDS  stop the job after SECONDS (fractions allowed)\n"
+    "                         and exit with status 124\n"
+    "      --tag-output       prefix every line a rank writes with \"[RANK] \"\n"
+    "      --job-id ID        job id for the ranks: 1 to 40 characters from\n"
+    "                         A-Z a-z 0-9 _ - (default: generated)\n"
+    "  -h, --help             print this help and exit\n"
+    "  -V, --version          print the version and exit\n"
+    "\n"
+    "Options end at PROGRAM: everything after it is passed to PROGRAM.\n"
+    "PROGRAM is searched for in PATH unless it contains a '/'.\n"
+    "\n"
+    "Environment of each rank:\n"
+    "  TUTTI_RANK        its rank, 0 to N-1\n"
+    "  TUTTI_SIZE        N\n"
+    "  TUTTI_LOCAL_RANK  its rank on this host (the same as TUTTI_RANK)\n"
+    "  TUTTI_LOCAL_SIZE  ranks on this host (the same as TUTTI_SIZE)\n"
+    "  TUTTI_JOB_ID      the job id\n"
+    "\n"
+    "When a rank exits with a non-zero status or is killed by a signal, the\n"
+    "other ranks get SIGTERM and, 2 seconds later, SIGKILL.  SIGINT, SIGTERM,\n"
+    "SIGHUP and SIGQUIT sent to tutti-run are passed on to the ranks.\n"
+    "Afterwards /dev/shm/tutti-ID-* segments of the job are removed.\n"
+    "\n"
+    "Exit status: 0 if every rank succeeded; else the status of the first\n"
+    "rank that failed (128+N if signal N killed it); 124 on timeout; 125 if\n"
+    "tutti-run itself failed; 127 if PROGRAM cannot be executed.\n";
+
+static bool parse_np(const char *s, int *out)
+{
+    size_t n = strlen(s);
+    long v;
+
+    /* digits only: strtol would also take signs and blanks */
+    if (n == 0 || n > 4 || strspn(s, "0123456789") != n)
+        return false;
+    v = strtol(s, NULL, 10);
+    if (v < 1 || v > MAX_RANKS)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool parse_seconds(const char *s, double *out)
+{
+    size_t n = strlen(s);
+    char *end;
+    double v;
+
+    /* plain decimal only: strtod would also take hex, exponents, "inf" */
+    if (n == 0 || strspn(s, "0123456789.") != n)
+        return false;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !(v > 0) || v > MAX_TIMEOUT_S)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool valid_job_id(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n >= 1 && n <= MAX_JOB_ID &&
+           strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789_-") == n;
+}
+
+static void make_job_id(char *buf, size_t size)
+{
+    uint32_t r = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        if (read(fd, &r, sizeof r) != (ssize_t)sizeof r)
+            r = 0;
+        close(fd);
+    }
+    if (r == 0) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r = (uint32_t)ts.tv_nsec ^ ((uint32_t)ts.tv_sec * 2654435761u);
+    }
+    snprintf(buf, size, "%jx-%08" PRIx32, (uintmax_t)getpid(), r);
+}
+
+enum { OPT_TIMEOUT = 256, OPT_TAG_OUTPUT, OPT_JOB_ID };
+
+/* getopt_long returned '?' for argv[optind - 1]. */
+static void report_bad_option(char **argv)
+{
+    const char *arg = argv[optind - 1];
+    int namelen = (int)strcspn(arg, "=");
+
+    /* optopt: 0 for an unknown long option; the option's value for a flag
+     * given "=VALUE"; else the unknown short option */
+    if (optopt == 0)
+        fprintf(stderr, "tutti-run: unknown option '%.*s'; see tutti-run "
+                "--help\n", namelen, arg);
+    else if (optopt >= 256 || optopt == 'h' || optopt == 'V')
+        fprintf(stderr, "tutti-run: option '%.*s' takes no argument; see "
+                "tutti-run --help\n", namelen, arg);
+    else
+        fprintf(stderr, "tutti-run: unknown option '-%c'; see tutti-run "
+                "--help\n", optopt);
+}
+
+/* Returns -1 to go on, or the status tutti-run should exit with. */
+static int parse_args(int argc, char **argv, struct options *opt)
+{
+    static const struct option longopts[] = {
+        { "np", required_argument, NULL, 'n' },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "tag-output", no_argument, NULL, OPT_TAG_OUTPUT },
+        { "job-id", required_argument, NULL, OPT_JOB_ID },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *job_id = NULL;
+    int c;
+
+    memset(opt, 0, sizeof *opt);
+    opterr = 0;
+    /* '+': stop at PROGRAM so its options pass through; ':': report a
+     * missing argument apart from an unknown option */
+    while ((c = getopt_long(argc, argv, "+:n:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (!parse_np(optarg, &opt->np)) {
+                fprintf(stderr, "tutti-run: -n expects a number between 1 "
+                        "and %d, got '%s'\n", MAX_RANKS, optarg);
+                return EXIT_LAUNCHER;
+            }
+            break;
+        case OPT_TIMEOUT:
+            if (!parse_seconds(optarg, &opt->timeout)) {
+                fprintf(stderr, "tutti-run: --timeout expects a number of "
+                        "seconds greater than 0, got '%s'\n", optarg);
+                return EXIT_LAUNCHER;
+            }
+            break;
+        case OPT_TAG_OUTPUT:
+            opt->tag_output = true;
+            break;
+        case OPT_JOB_ID:
+            if (!valid_job_id(optarg)) {
+                fprintf(stderr, "tutti-run: --job-id expects 1 to %d "
+                        "characters from A-Z a-z 0-9 _ -, got '%s'\n",
+                        MAX_JOB_ID, optarg);
+                return EXIT_LAUNCHER;
+            }
+            job_id = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return fflush(stdout) == 0 ? 0 : EXIT_LAUNCHER;
+        case 'V':
+            puts("tutti-run " PACKAGE_VERSION);
+            return fflush(stdout) == 0 ? 0 : EXIT_LAUNCHER;
+        case ':':
+            fprintf(stderr, "tutti-run: option '%s' needs an argument; see "
+                    "tutti-run --help\n", argv[optind - 1]);
+            return EXIT_LAUNCHER;
+        default:
+            report_bad_option(argv);
+            return EXIT_LAUNCHER;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "tutti-run: missing PROGRAM; see tutti-run --help\n");
+        return EXIT_LAUNCHER;
+    }
+    if (opt->np == 0) {
+        fprintf(stderr, "tutti-run: missing -n N, the number of ranks; see "
+                "tutti-run --help\n");
+        return EXIT_LAUNCHER;
+    }
+    opt->argv = argv + optind;
+    if (job_id != NULL)
+        snprintf(opt->job_id, sizeof opt->job_id, "%s", job_id);
+    else
+        make_job_id(opt->job_id, sizeof opt->job_id);
+    return -1;
+}
+
+/*
+ * Tell, before starting anything, whether PROGRAM certainly cannot be
+ * executed, so that a typo gives one message instead of one per rank.
+ * Returns an errno value, or 0 when execvp may succeed (the ranks then
+ * report any remaining failure themselves).
+ */
+static int check_program(const char *prog)
+{
+    const char *path = getenv("PATH");
+    struct stat st;
+    int found = ENOENT;
+
+    if (prog[0] == '\0')
+        return ENOENT;
+    if (strchr(prog, '/') != NULL) {
+        if (stat(prog, &st) != 0)
+            return errno;
+        if (S_ISDIR(st.st_mode))
+            return EISDIR;
+        return access(prog, X_OK) == 0 ? 0 : errno;
+    }
+    if (path == NULL)
+        return 0; /* execvp falls back to a built-in path */
+    for (const char *p = path;; p++) {
+        const char *colon = strchrnul(p, ':');
+        int dirlen = (int)(colon - p);
+        char cand[PATH_MAX];
+        int n;
+
+        /* an empty element means the current directory */
+        n = dirlen == 0 ? snprintf(cand, sizeof cand, "./%s", prog)
+                        : snprintf(cand, sizeof cand, "%.*s/%s", dirlen, p, prog);
+        if (n < 0 || (size_t)n >= sizeof cand)
+            return 0; /* cannot tell; leave it to execvp */
+        if (stat(cand, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            if (access(cand, X_OK) == 0)
+                return 0;
+            found = EACCES;
+        }
+        if (*colon == '\0')
+            break;
+        p = colon;
+    }
+    return found;
+}
+
+/* ---- starting ranks --------------------------------------------------- */
+
+static pid_t launcher_pid;
+static int devnull_fd = -1;
+static bool stdin_is_tty;
+static bool fd_limit_raised;
+static struct rlimit orig_fd_limit;
+
+static void set_env_int(const char *name, int value)
+{
+    char buf[16];
+
+    snprintf(buf, sizeof buf, "%d", value);
+    setenv(name, buf, 1);
+}
+
+/* In the forked child: become rank @rank and exec PROGRAM. */
+static void __attribute__((noreturn))
+exec_rank(const struct options *opt, int rank, int out_w, int err_w)
+{
+    restore_signals();
+    /* its own process group, so that terminating the rank reaches its
+     * children too; the parent does the same to close the race */
+    setpgid(0, 0);
+#ifdef __linux__
+    /* die with the launcher, even if it is SIGKILLed; it may have died
+     * before this line already */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != launcher_pid)
+        _exit(EXIT_EXEC);
+#endif
+    /* Only rank 0 reads our input.  Not from a terminal: in a background
+     * process group that read would stop the rank (SIGTTIN). */
+    if (rank != 0 || stdin_is_tty)
+        dup2(devnull_fd, STDIN_FILENO);
+    if (out_w >= 0) {
+        dup2(out_w, STDOUT_FILENO);
+        dup2(err_w, STDERR_FILENO);
+    }
+    if (fd_limit_raised)
+        setrlimit(RLIMIT_NOFILE, &orig_fd_limit);
+    set_env_int("TUTTI_RANK", rank);
+    set_env_int("TUTTI_SIZE", opt->np);
+    set_env_int("TUTTI_LOCAL_RANK", rank);
+    set_env_int("TUTTI_LOCAL_SIZE", opt->np);
+    setenv("TUTTI_JOB_ID", opt->job_id, 1);
+
+    execvp(opt->argv[0], opt->argv);
+    fprintf(stderr, "tutti-run: cannot execute '%s': %s\n", opt->argv[0],
+            strerror(errno));
+    _exit(EXIT_EXEC);
+}
+
+static void stream_init(struct stream *s, int fd, int rank,
+                        struct outbuf *out)
+{
+    s->fd = fd;
+    s->rank = rank;
+    s->out = out;
+}
+
+/* --tag-output keeps two pipes per rank open in the launcher. */
+static int ensure_fd_limit(int np)
+{
+    rlim_t need = (rlim_t)np * 2 + 16;
+    struct rlimit lim;
+
+    if (getrlimit(RLIMIT_NOFILE, &orig_fd_limit) != 0 ||
+        orig_fd_limit.rlim_cur == RLIM_INFINITY ||
+        orig_fd_limit.rlim_cur >= need)
+        return 0;
+    lim = orig_fd_limit;
+    lim.rlim_cur = need;
+    if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < need) {
+        fprintf(stderr, "tutti-run: --tag-output with %d ranks needs %ju open "
+                "files, but the hard limit is %ju; raise it (ulimit -Hn)\n",
+                np, (uintmax_t)need, (uintmax_t)lim.rlim_max);
+        return -1;
+    }
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+        fprintf(stderr, "tutti-run: cannot raise the open-file limit to %ju: "
+                "%s\n", (uintmax_t)need, strerror(errno));
+        return -1;
+    }
+    fd_limit_raised = true;
+    return 0;
+}
+
+/* Fork one rank.  Signals in handled_mask are blocked by the caller. */
+static int start_rank(struct job *job, int i)
+{
+    const struct options *opt = job->opt;
+    struct rank *r = &job->ranks[i];
+    int out_p[2] = { -1, -1 }, err_p[2] = { -1, -1 };
+    pid_t pid;
+
+    if (opt->tag_output &&
+        (pipe2(out_p, O_CLOEXEC) != 0 || pipe2(err_p, O_CLOEXEC) != 0)) {
+        fprintf(stderr, "tutti-run: cannot start rank %d: pipe: %s\n", i,
+                strerror(errno));
+        goto err_close_pipes;
+    }
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "tutti-run: cannot start rank %d: fork: %s\n", i,
+                strerror(errno));
+        goto err_close_pipes;
+    }
+    if (pid == 0)
+        exec_rank(opt, i, out_p[1], err_p[1]);
+
+    /* EACCES: the child has exec'd, after its own setpgid */
+    setpgid(pid, pid);
+    r->pid = pid;
+    r->running = true;
+    job->running++;
+    job->started++;
+    stream_init(&r->out, out_p[0], i, &out_stdout);
+    stream_init(&r->err, err_p[0], i, &out_stderr);
+    if (opt->tag_output) {
+        close(out_p[1]);
+        close(err_p[1]);
+    }
+    return 0;
+
+err_close_pipes:
+    for (int k = 0; k < 2; k++) {
+        if (out_p[k] >= 0)
+            close(out_p[k]);
+        if (err_p[k] >= 0)
+            close(err_p[k]);
+    }
+    return -1;
+}
+
+/* ---- tagged output ---------------------------------------------------- */
+
+/*
+ * Forward the pending line plus data[0..n) as one tagged line.  A newline
+ * is added when missing (end of output, over-long line), so that every line
+ * of the output starts with its tag.
+ */
+static void stream_emit(struct stream *s, const char *data, size_t n)
+{
+    char prefix[16];
+    int k = snprintf(prefix, sizeof prefix, "[%d] ", s->rank);
+
+    out_put(s->out, prefix, (size_t)k);
+    out_put(s->out, s->line, s->len);
+    out_put(s->out, data, n);
+    if (n == 0 || data[n - 1] != '\n')
+        out_put(s->out, "\n", 1);
+    s->len = 0;
+}
+
+/*
+ * Add data[0..n), which holds no newline, to the stream's current line.
+ * A line longer than LINE_MAX_BYTES is forwarded in pieces of that size.
+ */
+static void stream_keep(struct stream *s, const char *data, size_t n)
+{
+    while (n > 0) {
+        size_t k;
+
+        if (s->len == LINE_MAX_BYTES)
+            stream_emit(s, "", 0); /* full, and more is coming */
+        k = LINE_MAX_BYTES - s->len;
+        if (k > n)
+            k = n;
+        if (s->len + k > s->cap) {
+            size_t cap = s->cap ? s->cap : 256;
+            char *p;
+
+            while (cap < s->len + k)
+                cap *= 2;
+            p = realloc(s->line, cap);
+            if (p == NULL) {
+                stream_emit(s, data, k); /* no memory: split here */
+                data += k;
+                n -= k;
+                continue;
+            }
+            s->line = p;
+            s->cap = cap;
+        }
+        memcpy(s->line + s->len, data, k);
+        s->len += k;
+        data += k;
+        n -= k;
+    }
+}
+
+static void stream_close(struct stream *s)
+{
+    if (s->fd < 0)
+        return;
+    if (s->len > 0)
+        stream_emit(s, "", 0); /* the last line had no newline */
+    out_flush(s->out);
+    close(s->fd);
+    s->fd = -1;
+}
+
+static void stream_read(struct stream *s)
+{
+    static char chunk[65536];
+    ssize_t n = read(s->fd, chunk, sizeof chunk);
+    const char *p = chunk;
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        stream_close(s);
+        return;
+    }
+    while (n > 0) {
+        const char *nl = memchr(p, '\n', (size_t)n);
+        size_t k;
+
+        if (nl == NULL) {
+            stream_keep(s, p, (size_t)n);
+            break;
+        }
+        k = (size_t)(nl - p);
+        stream_keep(s, p, k);
+        stream_emit(s, "\n", 1);
+        p += k + 1;
+        n -= (ssize_t)k + 1;
+    }
+    out_flush(s->out);
+}
+
+/* Fill job->pfds with the open streams after @first entries. */
+static int collect_streams(struct job *job, int first)
+{
+    int n = first;
+
+    for (int i = 0; i < job->started; i++) {
+        struct stream *ss[2] = { &job->ranks[i].out, &job->ranks[i].err };
+
+        for (int k = 0; k < 2; k++) {
+            if (ss[k]->fd < 0)
+                continue;
+            job->pfds[n].fd = ss[k]->fd;
+            job->pfds[n].events = POLLIN;
+            job->pfds[n].revents = 0;
+            job->pstreams[n] = ss[k];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* After the last rank: forward what is left in the pipes, then close. */
+static void drain_streams(struct job *job)
+{
+    /* bounded, in case a process that left the rank's group keeps writing */
+    double until = now_s() + 1.0;
+
+    for (;;) {
+        int n = collect_streams(job, 0);
+
+        if (n == 0 || now_s() > until || poll(job->pfds, (nfds_t)n, 0) <= 0)
+            break;
+        for (int i = 0; i < n; i++)
+            if (job->pfds[i].revents != 0)
+                stream_read(job->pstreams[i]);
+    }
+    for (int i = 0; i < job->started; i++) {
+        stream_close(&job->ranks[i].out);
+        stream_close(&job->ranks[i].err);
+        free(job->ranks[i].out.line);
+        free(job->ranks[i].err.line);
+    }
+}
+
+/* ---- the job ---------------------------------------------------------- */
+
+static void signal_rank(const struct rank *r, int sig)
+{
+    if (kill(-r->pid, sig) != 0 && errno == ESRCH)
+        kill(r->pid, sig); /* its group was never created */
+}
+
+static void start_terminating(struct job *job, int sig)
+{
+    for (int i = 0; i < job->started; i++)
+        if (job->ranks[i].running)
+            signal_rank(&job->ranks[i], sig);
+    job->phase = PHASE_TERMINATING;
+    job->term_signal = sig;
+    job->kill_at = now_s() + KILL_GRACE_S;
+}
+
+static void kill_remaining(struct job *job)
+{
+    for (int i = 0; i < job->started; i++)
+        if (job->ranks[i].running)
+            signal_rank(&job->ranks[i], SIGKILL);
+    job->phase = PHASE_KILLING;
+}
+
+static void rank_finished(struct job *job, struct rank *r, int status)
+{
+    int rank = (int)(r - job->ranks);
+
+    r->running = false;
+    job->running--;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return;
+    /* once we are stopping the job, exits are our doing, not news */
+    if (job->phase != PHASE_RUNNING)
+        return;
+    if (WIFEXITED(status)) {
+        fprintf(stderr, "tutti-run: rank %d (pid %jd) exited with status %d\n",
+                rank, (intmax_t)r->pid, WEXITSTATUS(status));
+        job->exit_code = WEXITSTATUS(status);
+    } else {
+        int sig = WTERMSIG(status);
+
+        fprintf(stderr, "tutti-run: rank %d (pid %jd) was killed by signal %d "
+                "(%s)%s\n", rank, (intmax_t)r->pid, sig, signal_name(sig),
+                WCOREDUMP(status) ? ", core dumped" : "");
+        job->exit_code = 128 + sig;
+    }
+    start_terminating(job, SIGTERM);
+}
+
+static struct rank *find_rank(struct job *job, pid_t pid)
+{
+    for (int i = 0; i < job->started; i++)
+        if (job->ranks[i].pid == pid)
+            return &job->ranks[i];
+    return NULL;
+}
+
+static void reap_ranks(struct job *job)
+{
+    for (;;) {
+        siginfo_t si;
+        struct rank *r;
+        int status;
+
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* ECHILD: none left */
+        }
+        if (si.si_pid == 0)
+            break;
+        r = find_rank(job, si.si_pid);
+        /* The zombie still holds the group id: whatever the rank left
+         * behind in its group goes with it. */
+        if (r != NULL)
+            kill(-r->pid, SIGKILL);
+        while (waitpid(si.si_pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        /* r == NULL: a child we inherited through exec; just reap it */
+        if (r != NULL && r->running)
+            rank_finished(job, r, status);
+    }
+}
+
+static void on_caught_signal(struct job *job, int sig)
+{
+    char list[RANK_LIST_BYTES];
+
+    if (job->phase == PHASE_RUNNING) {
+        fprintf(stderr, "tutti-run: caught %s; passing it on to the ranks of "
+                "job %s\n", signal_name(sig), job->opt->job_id);
+        if (job->exit_code < 0) {
+            job->exit_code = 128 + sig;
+            job->caught_signal = sig;
+        }
+        start_terminating(job, sig);
+    } else if (job->phase == PHASE_TERMINATING) {
+        running_ranks(job, list, sizeof list);
+        fprintf(stderr, "tutti-run: caught %s while stopping the job; "
+                "sending SIGKILL to %s\n", signal_name(sig), list);
+        kill_remaining(job);
+    }
+}
+
+static void on_timeout(struct job *job)
+{
+    char list[RANK_LIST_BYTES];
+
+    running_ranks(job, list, sizeof list);
+    fprintf(stderr, "tutti-run: job %s timed out after %g s; %s still "
+            "running\n", job->opt->job_id, job->opt->timeout, list);
+    job->exit_code = EXIT_TIMEOUT;
+    start_terminating(job, SIGTERM);
+}
+
+static void on_grace_over(struct job *job)
+{
+    char list[RANK_LIST_BYTES];
+
+    running_ranks(job, list, sizeof list);
+    fprintf(stderr, "tutti-run: %s still running %g s after %s; sending "
+            "SIGKILL\n", list, KILL_GRACE_S, signal_name(job->term_signal));
+    kill_remaining(job);
+}
+
+static int poll_timeout_ms(const struct job *job, double now)
+{
+    double until, ms;
+
+    if (job->phase == PHASE_RUNNING && job->deadline > 0)
+        until = job->deadline;
+    else if (job->phase == PHASE_TERMINATING)
+        until = job->kill_at;
+    else
+        return -1;
+    ms = (until - now) * 1000.0;
+    if (ms <= 0)
+        return 0;
+    /* round up: waking early would only cost another poll */
+    return ms >= INT_MAX - 1 ? INT_MAX : (int)ms + 1;
+}
+
+static void handle_sig_pipe(struct job *job)
+{
+    unsigned char sigs[64];
+    ssize_t n = read(sig_pipe[0], sigs, sizeof sigs);
+
+    for (ssize_t i = 0; i < n; i++) {
+        if (sigs[i] == SIGCHLD)
+            reap_ranks(job);
+        else
+            on_caught_signal(job, sigs[i]);
+    }
+}
+
+/*
+ * Fork every rank.  The handled signals stay blocked meanwhile, so that no
+ * child runs our handler before it has restored the defaults.
+ */
+static void start_ranks(struct job *job)
+{
+    sigprocmask(SIG_BLOCK, &handled_mask, NULL);
+#ifdef __linux__
+    /* adopt orphaned descendants of the ranks, see reap_strays() */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+    fflush(NULL);
+    for (int i = 0; i < job->opt->np; i++) {
+        if (start_rank(job, i) != 0) {
+            job->exit_code = EXIT_LAUNCHER;
+            start_terminating(job, SIGTERM);
+            break;
+        }
+    }
+    sigprocmask(SIG_UNBLOCK, &handled_mask, NULL);
+}
+
+static void run_job(struct job *job)
+{
+    while (job->running > 0) {
+        double now = now_s();
+        int n;
+
+        if (job->phase == PHASE_RUNNING && job->deadline > 0 &&
+            now >= job->deadline) {
+            on_timeout(job);
+            continue;
+        }
+        if (job->phase == PHASE_TERMINATING && now >= job->kill_at) {
+            on_grace_over(job);
+            continue;
+        }
+        job->pfds[0].fd = sig_pipe[0];
+        job->pfds[0].events = POLLIN;
+        job->pfds[0].revents = 0;
+        n = collect_streams(job, 1);
+        if (poll(job->pfds, (nfds_t)n, poll_timeout_ms(job, now)) < 0)
+            continue; /* EINTR */
+        /* output first, so a rank's last words come before our report */
+        for (int i = 1; i < n; i++)
+            if (job->pfds[i].revents != 0)
+                stream_read(job->pstreams[i]);
+        if (job->pfds[0].revents != 0)
+            handle_sig_pipe(job);
+    }
+}
+
+/*
+ * As a subreaper, tutti-run inherits what the ranks' processes leave behind
+ * when they die.  Those in a rank's group were sent SIGKILL with it; reap
+ * them so that no zombie is left to an init that may not reap (containers).
+ * Bounded: a process that left the rank's group may run on.
+ */
+static void reap_strays(void)
+{
+    double until = now_s() + 1.0;
+
+    for (;;) {
+        struct pollfd pfd = { .fd = sig_pipe[0], .events = POLLIN };
+        unsigned char sigs[64];
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        double left;
+
+        if (pid > 0)
+            continue;
+        if (pid < 0 && errno != EINTR)
+            return; /* ECHILD: all gone */
+        left = until - now_s();
+        if (left <= 0)
+            return;
+        /* wait for the next SIGCHLD */
+        if (poll(&pfd, 1, (int)(left * 1000.0) + 1) > 0)
+            while (read(sig_pipe[0], sigs, sizeof sigs) > 0)
+                ;
+    }
+}
+
+/* Remove /dev/shm/tutti-<job id>-* (segments of ranks that crashed). */
+static void remove_job_shm(const char *job_id)
+{
+    char prefix[MAX_JOB_ID + 8];
+    size_t plen = (size_t)snprintf(prefix, sizeof prefix, "tutti-%s-", job_id);
+    DIR *dir = opendir("/dev/shm");
+    struct dirent *e;
+    int removed = 0;
+
+    if (dir == NULL)
+        return; /* no such directory on this system: nothing to do */
+    while ((e = readdir(dir)) != NULL) {
+        char name[NAME_MAX + 2];
+
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        if (shm_unlink(name) == 0)
+            removed++;
+        else if (errno != ENOENT)
+            fprintf(stderr, "tutti-run: cannot remove shared-memory segment "
+                    "%s: %s\n", name, strerror(errno));
+    }
+    closedir(dir);
+    if (removed > 0)
+        fprintf(stderr, "tutti-run: removed %d shared-memory segment%s left "
+                "by job %s\n", removed, removed == 1 ? "" : "s", job_id);
+}
+
+/* Make sure fds 0-2 are open, so pipes never land on them. */
+static int open_devnull(void)
+{
+    for (;;) {
+        int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+        if (fd < 0) {
+            fprintf(stderr, "tutti-run: cannot open /dev/null: %s\n",
+                    strerror(errno));
+            return -1;
+        }
+        if (fd > STDERR_FILENO) {
+            devnull_fd = fd;
+            return 0;
+        }
+        /* filled a closed standard descriptor: keep it there */
+        fcntl(fd, F_SETFD, 0);
+    }
+}
+
+/*
+ * Die of the signal that stopped the job, so that a calling shell sees an
+ * interrupted command (and, for SIGINT, stops its script or loop).
+ */
+static void die_of_signal(int sig)
+{
+    sigset_t one;
+
+    signal(sig, SIG_DFL);
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    struct job job;
+    int rc, err;
+
+    rc = parse_args(argc, argv, &opt);
+    if (rc >= 0)
+        return rc;
+    err = check_program(opt.argv[0]);
+    if (err != 0) {
+        fprintf(stderr, "tutti-run: cannot execute '%s': %s\n", opt.argv[0],
+                strerror(err));
+        return EXIT_EXEC;
+    }
+
+    memset(&job, 0, sizeof job);
+    job.opt = &opt;
+    job.exit_code = -1;
+    rc = EXIT_LAUNCHER;
+    launcher_pid = getpid();
+    stdin_is_tty = isatty(STDIN_FILENO);
+    if (open_devnull() != 0)
+        goto out;
+    if (opt.tag_output && ensure_fd_limit(opt.np) != 0)
+        goto out_close_devnull;
+    job.ranks = calloc((size_t)opt.np, sizeof *job.ranks);
+    job.pfds = calloc((size_t)opt.np * 2 + 1, sizeof *job.pfds);
+    job.pstreams = calloc((size_t)opt.np * 2 + 1, sizeof *job.pstreams);
+    if (job.ranks == NULL || job.pfds == NULL || job.pstreams == NULL) {
+        fprintf(stderr, "tutti-run: out of memory\n");
+        goto out_free;
+    }
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "tutti-run: cannot create a pipe: %s\n",
+                strerror(errno));
+        goto out_free;
+    }
+    if (install_signals() != 0)
+        goto out_restore_signals;
+
+    if (opt.timeout > 0)
+        job.deadline = now_s() + opt.timeout;
+    start_ranks(&job);
+    run_job(&job);
+    reap_strays();
+    drain_streams(&job);
+    remove_job_shm(opt.job_id);
+    rc = job.exit_code < 0 ? 0 : job.exit_code;
+
+out_restore_signals:
+    restore_signals();
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+out_free:
+    free(job.pstreams);
+    free(job.pfds);
+    free(job.ranks);
+out_close_devnull:
+    close(devnull_fd);
+out:
+    /* no core dump for SIGQUIT: exit 131 */
+    if (job.caught_signal != 0 && job.caught_signal != SIGQUIT)
+        die_of_signal(job.caught_signal);
+    return rc;
+}
