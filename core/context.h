@@ -67,7 +67,8 @@ struct tutti_group {
     tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
     tutti_request_t *active_head, *active_tail;
     tutti_request_t *free_list;
-    int failed;                       /* endpoint failed: status */
+    tutti_status_t failed;            /* an execution failed mid-way */
+    char failure[512];                /* its detail */
 };
 
 /* paths.c */

@@ -48,7 +48,7 @@ static tutti_status_t core_xfer(tutti_alg_exec_t *exec, int peer, uint32_t tag,
 static tutti_status_t core_send(tutti_alg_exec_t *exec, int peer, uint32_t tag,
                                 const void *buf, size_t len, tutti_xfer_t *xfer)
 {
-    tutti_tp_op_t *op;
+    tutti_tp_op_t *op = NULL;
     tutti_status_t st = core_xfer(exec, peer, tag, xfer, &op);
     if (st != TUTTI_OK)
         return st;
@@ -63,7 +63,7 @@ static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
                                 const tutti_recv_reduce_t *reduce,
                                 tutti_xfer_t *xfer)
 {
-    tutti_tp_op_t *op;
+    tutti_tp_op_t *op = NULL;
     tutti_status_t st = core_xfer(exec, peer, tag, xfer, &op);
     if (st != TUTTI_OK)
         return st;
@@ -544,8 +544,16 @@ static void request_start(tutti_request_t *r);
 static void request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
-    if (st != TUTTI_OK)
+    tutti_group_t *g = r->group;
+    if (st != TUTTI_OK) {
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
+        /* Transfers of a failed execution may still be queued: the group
+         * cannot be trusted with another one. */
+        if (g->failed == TUTTI_OK) {
+            g->failed = st;
+            snprintf(g->failure, sizeof(g->failure), "%s", r->error);
+        }
+    }
     r->status = st;
     inst->running = NULL;
     if (r->cb)
@@ -607,6 +615,10 @@ tutti_status_t tutti_execute(tutti_group_t *g,
     if (g == NULL || request_out == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
                             "tutti_execute: group or request_out is NULL");
+    if (g->failed != TUTTI_OK)
+        return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
+                            "earlier and must be left: %s",
+                            (unsigned long long)g->key, g->rank, g->failure);
     if ((st = check_instance_params(g, params)) != TUTTI_OK)
         return st;
     if (params->count > 0 && (recvbuf == NULL || sendbuf == NULL))

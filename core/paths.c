@@ -7,29 +7,38 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
 
-int tutti__running_from_build_tree(void)
+static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
+static int from_build_tree;
+static char build_config[PATH_MAX];
+
+static void find_paths(void)
 {
-    static int cached = -1;
     Dl_info info;
     char lib[PATH_MAX], build[PATH_MAX];
 
-    if (cached >= 0)
-        return cached;
-    cached = 0;
+    if (realpath(TUTTI_BUILD_CONFIG, build_config) == NULL)
+        snprintf(build_config, sizeof(build_config), "%s", TUTTI_BUILD_CONFIG);
     if (dladdr((void *)&tutti__running_from_build_tree, &info) == 0 ||
         info.dli_fname == NULL)
-        return cached;
+        return;
     if (realpath(info.dli_fname, lib) == NULL ||
         realpath(TUTTI_BUILD_LIBDIR, build) == NULL)
-        return cached;
+        return;
     size_t n = strlen(build);
-    cached = strncmp(lib, build, n) == 0 && lib[n] == '/';
-    return cached;
+    from_build_tree = strncmp(lib, build, n) == 0 && lib[n] == '/';
+}
+
+int tutti__running_from_build_tree(void)
+{
+    pthread_once(&paths_once, find_paths);
+    return from_build_tree;
 }
 
 const char *tutti__default_module_path(void)
@@ -40,6 +49,6 @@ const char *tutti__default_module_path(void)
 
 const char *tutti__default_config_path(void)
 {
-    return tutti__running_from_build_tree() ? TUTTI_BUILD_CONFIG
+    return tutti__running_from_build_tree() ? build_config
                                             : TUTTI_INSTALL_CONFIG;
 }

@@ -4,6 +4,7 @@
  * joining (a member that never comes, a member with another group size).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,11 +30,11 @@ typedef struct {
     int run_matrix;
 } member_t;
 
-static void *member_main(void *arg)
+/* Joins @p m's group; keeps the status and detail in @p m. */
+static tutti_group_t *join(member_t *m)
 {
-    member_t *m = arg;
     tutti_group_params_t gp;
-    tutti_group_t *g;
+    tutti_group_t *g = NULL;
 
     tutti_group_params_init(&gp);
     gp.group_key = m->key;
@@ -42,7 +43,15 @@ static void *member_main(void *arg)
     gp.timeout = m->timeout;
     m->join_status = tutti_group_join(m->ctx, &gp, &g);
     snprintf(m->join_error, sizeof(m->join_error), "%s", tutti_last_error());
-    if (m->join_status != TUTTI_OK)
+    return m->join_status == TUTTI_OK ? g : NULL;
+}
+
+static void *member_main(void *arg)
+{
+    member_t *m = arg;
+    tutti_group_t *g = join(m);
+
+    if (g == NULL)
         return NULL;
     if (m->run_matrix)
         m->res = tutti_check_matrix(g, stderr);
@@ -130,6 +139,59 @@ static void test_group_size_mismatch(void **state)
     assert_int_equal(first.join_status, TUTTI_ERR_TIMEOUT);
 }
 
+static atomic_int idle_stop;
+
+/* Joins the group and then never calls a collective. */
+static void *idle_member(void *arg)
+{
+    struct timespec nap = {0, 1000 * 1000};
+    tutti_group_t *g = join(arg);
+
+    if (g == NULL)
+        return NULL;
+    while (!atomic_load(&idle_stop))
+        nanosleep(&nap, NULL);
+    tutti_group_leave(g);
+    return NULL;
+}
+
+/* A peer that never arrives: the execution fails within the time limit,
+ * naming group, instance and step, and the group refuses further calls. */
+static void test_execution_timeout(void **state)
+{
+    member_t idle = {*state, 400, 2, 1, 0.5, 0, "", {0, 0}, 0};
+    tutti_group_params_t gp;
+    tutti_instance_params_t ip;
+    tutti_request_t *r;
+    tutti_group_t *g;
+    pthread_t t;
+    float x[4] = {1, 2, 3, 4}, y[4];
+
+    atomic_store(&idle_stop, 0);
+    assert_int_equal(pthread_create(&t, NULL, idle_member, &idle), 0);
+    tutti_group_params_init(&gp);
+    gp.group_key = 400;
+    gp.group_size = 2;
+    gp.timeout = 0.5;
+    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
+    tutti_instance_params_init(&ip);
+    ip.instance_key = 9;
+    ip.count = 4;
+    assert_int_equal(tutti_execute(g, &ip, x, y, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_ERR_TIMEOUT);
+    tutti_request_free(r);
+    if (strstr(tutti_last_error(), "group 0x190 rank 0: instance 0x9 step 0 "
+                                   "(RingReduce) made no progress") == NULL)
+        fail_msg("timeout detail: %s", tutti_last_error());
+    assert_int_equal(tutti_execute(g, &ip, x, y, &r), TUTTI_ERR_TIMEOUT);
+    assert_non_null(strstr(tutti_last_error(), "failed earlier and must be "
+                                               "left"));
+    atomic_store(&idle_stop, 1);
+    pthread_join(t, NULL);
+    assert_int_equal(idle.join_status, TUTTI_OK);
+    tutti_group_leave(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_matrix_4),
         cmocka_unit_test(test_member_never_joins),
         cmocka_unit_test(test_group_size_mismatch),
+        cmocka_unit_test(test_execution_timeout),
     };
     return cmocka_run_group_tests_name("local", tests, setup, teardown);
 }

@@ -176,6 +176,93 @@ static void test_missing_module_fails_clearly(void **state)
     rmdir(dir);
 }
 
+/* Writes a config whose only allreduce rule names @p impl. */
+static void write_rule(const char *path, const char *impl)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "selection:\n"
+            "  - { collective: allreduce, algorithm: %s }\n", impl);
+    fclose(f);
+}
+
+/* Runs one allreduce on a group of one under @p config, with the log sent
+ * to @p log_path; returns what selection chose according to explain. */
+static const char *run_with(const char *config, const char *log_path,
+                            tutti_context_t **ctx_out)
+{
+    tutti_context_params_t p;
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
+                              TUTTI_FLOAT32, 8, 1, 1};
+    const char *chosen = NULL;
+    char explain[2048];
+    float in[2] = {3, 4}, out[2] = {0, 0};
+
+    tutti_context_params_init(&p);
+    p.config_path = config;
+    p.module_path = GOOD_DIR;
+    p.log_level = "debug"; /* the API beats TUTTI_LOG_LEVEL */
+    p.task = 0;
+    p.num_tasks = 1;
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *log = freopen(log_path, "w", stderr);
+    assert_non_null(log);
+    assert_int_equal(tutti_context_create(&p, ctx_out), TUTTI_OK);
+    tutti_group_params_init(&gp);
+    assert_int_equal(tutti_group_join(*ctx_out, &gp, &g), TUTTI_OK);
+    assert_int_equal(tutti_allreduce(g, in, out, 2, TUTTI_FLOAT32,
+                                     TUTTI_OP_SUM), TUTTI_OK);
+    tutti_group_leave(g);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    assert_true(out[0] == 3 && out[1] == 4);
+    assert_int_equal(tutti_info_explain(*ctx_out, &q, explain,
+                                        sizeof(explain), &chosen), TUTTI_OK);
+    return chosen;
+}
+
+static int file_has(const char *path, const char *text)
+{
+    char buf[16384];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+/* Changing the rule in YAML changes what runs, and both explain and the
+ * debug log say so. */
+static void test_rule_change_changes_what_runs(void **state)
+{
+    char dir[] = "/tmp/tutti-rule-XXXXXX", cfg[64], log[64];
+    tutti_context_t *ctx;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg), "%s/t.yaml", dir);
+    snprintf(log, sizeof(log), "%s/log", dir);
+
+    write_rule(cfg, "TestCopy");
+    assert_string_equal(run_with(cfg, log, &ctx), "TestCopy");
+    assert_true(file_has(log, "-> TestCopy (rule "));
+    assert_true(file_has(log, "t.yaml:2)"));
+    tutti_context_destroy(ctx);
+
+    write_rule(cfg, "RingReduce");
+    assert_string_equal(run_with(cfg, log, &ctx), "RingReduce");
+    assert_true(file_has(log, "-> RingReduce (rule "));
+    assert_false(file_has(log, "-> TestCopy"));
+    tutti_context_destroy(ctx);
+    unlink(cfg);
+    unlink(log);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_builtin_modules_load),
         cmocka_unit_test(test_good_module_runs),
         cmocka_unit_test(test_missing_module_fails_clearly),
+        cmocka_unit_test(test_rule_change_changes_what_runs),
     };
     return cmocka_run_group_tests_name("registry", tests, setup, teardown);
 }

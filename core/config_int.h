@@ -1,0 +1,140 @@
+/*
+ * Configuration internals shared by config.c (values, rules, environment,
+ * selection) and config_yaml.c (the YAML file).  Nothing outside those two
+ * files includes this header.
+ */
+#ifndef TUTTI_CORE_CONFIG_INT_H
+#define TUTTI_CORE_CONFIG_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define TUTTI__CFG_SECONDS_EXPECTED                                            \
+    "a number of seconds above 0, e.g. 300 or 0.5"
+#define TUTTI__CFG_LEVEL_EXPECTED "one of error, warn, info, debug, trace, off"
+#define TUTTI__CFG_SIZE_RANGE_EXPECTED                                         \
+    "LO-HI, LO- or -HI in bytes, inclusive, or one size, with optional K, "   \
+    "M, G, T suffixes, e.g. 0-16K, 1M-, -4K, 64"
+#define TUTTI__CFG_RANGE_ORDER_EXPECTED                                        \
+    "the lower bound not above the upper, e.g. 1K-16K"
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/** Record and return TUTTI_ERR_NO_MEMORY for the configuration. */
+tutti_status_t tutti__cfg_oom(void);
+
+/** Replace *@p field by a copy of @p value (NULL allowed); the old string is
+ *  freed only on success. */
+tutti_status_t tutti__cfg_set_str(char **field, const char *value);
+
+/** 1 to 63 printable characters without spaces. */
+bool tutti__cfg_valid_name(const char *s);
+
+/** A caller's buffer that tutti__cfg_sb_printf() appends to. */
+typedef struct {
+    char *buf; /* NULL: discard everything */
+    size_t len;
+    size_t pos;
+} tutti__cfg_sbuf_t;
+
+/** Append to @p sb; stops quietly (truncating) when it is full. */
+void tutti__cfg_sb_printf(tutti__cfg_sbuf_t *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- string lists, rules ------------------------------------------------ */
+
+/** Free the items of @p l and leave it empty. */
+void tutti__cfg_strlist_free(tutti__strlist_t *l);
+
+/** Append a copy of @p s to @p l. */
+tutti_status_t tutti__cfg_strlist_push(tutti__strlist_t *l, const char *s);
+
+/** A growing array of rules, as tutti__cfg_rules_push() builds it. */
+typedef struct {
+    tutti__rule_t *rules;
+    size_t count;
+} tutti__cfg_rules_t;
+
+/** Set @p r to a rule that matches everything and owns nothing. */
+void tutti__cfg_rule_init(tutti__rule_t *r);
+
+/** Free what @p r owns and re-initialise it. */
+void tutti__cfg_rule_free(tutti__rule_t *r);
+
+/** Free @p n rules and the array holding them (NULL allowed). */
+void tutti__cfg_rules_free(tutti__rule_t *rules, size_t n);
+
+/** Add a copy of the parameter @p key = @p value to @p r. */
+tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const char *key,
+                                    const char *value);
+
+/** Move @p r onto the end of *@p rules; on failure @p r is still the
+ *  caller's. */
+tutti_status_t tutti__cfg_rules_push(tutti__rule_t **rules, size_t *n,
+                                     tutti__rule_t *r);
+
+/** Replace the rules of one origin (TUTTI_ALGO if @p env, else files) by
+ *  @p add; TUTTI_ALGO rules stay in front.  Takes @p add in all cases. */
+tutti_status_t tutti__cfg_rules_replace(tutti__config_t *cfg, bool env,
+                                        tutti__rule_t *add, size_t num_add);
+
+/* ---- configuration object ----------------------------------------------- */
+
+/** Deep copy of @p src into @p dst; on failure @p dst holds nothing. */
+tutti_status_t tutti__cfg_config_copy(tutti__config_t *dst,
+                                      const tutti__config_t *src);
+
+/** Free @p cfg and move @p tmp into it. */
+void tutti__cfg_config_replace(tutti__config_t *cfg, tutti__config_t *tmp);
+
+/* ---- values: sizes, ranges, seconds ------------------------------------- */
+
+/** Digits, then an optional K/M/G/T and an optional B, any case; false on
+ *  anything else or overflow. */
+bool tutti__cfg_size_value(const char *s, uint64_t *out);
+
+/** A plain whole number not above @p max. */
+bool tutti__cfg_uint_value(const char *s, uint64_t max, uint64_t *out);
+
+/** What tutti__cfg_range_value() found. */
+enum {
+    TUTTI__CFG_RANGE_OK,
+    TUTTI__CFG_RANGE_MALFORMED,
+    TUTTI__CFG_RANGE_INVERTED
+};
+
+/** "LO-HI", "LO-", "-HI" or "N"; bounds are sizes (@p sizes) or plain
+ *  integers <= @p max, an open upper bound is @p max.  Returns a
+ *  TUTTI__CFG_RANGE_* value. */
+int tutti__cfg_range_value(const char *s, bool sizes, uint64_t max,
+                           uint64_t *lo, uint64_t *hi);
+
+/** A finite number of seconds above 0. */
+bool tutti__cfg_seconds_value(const char *s, double *out);
+
+/* ---- names of collectives, device types, data types --------------------- */
+
+/** A set of names indexed by small integers (collectives, devices, dtypes). */
+typedef struct {
+    const char *key; /* YAML key and word in messages */
+    int count;
+    const char *(*name)(int index);
+} tutti__cfg_name_kind_t;
+
+/** Collectives, device types and data types, by their public names. */
+extern const tutti__cfg_name_kind_t tutti__cfg_coll_kind;
+extern const tutti__cfg_name_kind_t tutti__cfg_device_kind;
+extern const tutti__cfg_name_kind_t tutti__cfg_dtype_kind;
+
+/** Index of the name @p s in @p kind, or -1. */
+int tutti__cfg_kind_lookup(const tutti__cfg_name_kind_t *kind, const char *s);
+
+/** Names of the bits set in @p mask (all names when @p mask is ~0u), joined
+ *  by @p sep, into @p buf. */
+void tutti__cfg_mask_names(const tutti__cfg_name_kind_t *kind, uint32_t mask,
+                           const char *sep, char *buf, size_t len);
+
+#endif
