@@ -62,6 +62,7 @@ struct tutti_group {
     char device_name[48];
     int *rank_task;
     double timeout;
+    unsigned spin_limit;              /* idle polls before yielding */
     const tutti_tp_ops_t *tp;
     tutti_tp_ep_t *ep;
     tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];

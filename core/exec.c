@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "context.h"
 #include "log.h"
@@ -239,6 +240,10 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
     g->device_type = params->device_type;
     g->device_index = params->device_index;
     g->timeout = params->timeout > 0 ? params->timeout : ctx->cfg.timeout;
+    /* More members on this host than processors: a waiting member must
+     * give its processor to the peer it waits for at once, not spin. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    g->spin_limit = cpus > 0 && params->group_size > cpus ? 1 : 1024;
     snprintf(g->device_name, sizeof(g->device_name), "task:%d/%s:%d",
              ctx->task, tutti_device_type_name(g->device_type),
              g->device_index);
@@ -694,7 +699,7 @@ tutti_status_t tutti_request_wait(tutti_request_t *r)
             idle = 0;
             continue;
         }
-        if (++idle < 1024) {
+        if (++idle < g->spin_limit) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
@@ -703,7 +708,7 @@ tutti_status_t tutti_request_wait(tutti_request_t *r)
         /* Idle for a while: let other processes on this core run, and
          * watch the clock. */
         sched_yield();
-        if (idle == 1024)
+        if (idle == g->spin_limit)
             idle_since = tutti__now();
         else if ((idle & 255) == 0 && tutti__now() - idle_since > g->timeout)
             group_time_out(g, tutti__now() - idle_since);
