@@ -56,7 +56,7 @@ case "$cmd" in
     run)
         deps; build
         exec "$build_dir/tools/tutti-run" -n 4 "$build_dir/tools/tutti-perf" \
-            -c allreduce -b 8 -e 64M -f 8 "$@" ;;
+            -c allreduce -b 8 -e 64M -f 2 "$@" ;;
     check) deps; build; exec "$top/tests/run-suite" "$build_dir" ;;
     *) echo "usage: ./build.sh run|check|build|deps" >&2; exit 2 ;;
 esac
