@@ -40,7 +40,7 @@ static frag_hdr_t *slot_at(const tutti__chan_ep_t *ep, tutti__chan_t *ch,
     return (frag_hdr_t *)(base + (seq % ep->slots) * slot_stride(ep->slot_size));
 }
 
-static char *slot_data(frag_hdr_t *h)
+static char *slot_data(const frag_hdr_t *h)
 {
     return (char *)h + FRAG_HDR_BYTES;
 }
@@ -63,6 +63,15 @@ tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
 
 void tutti__chan_ep_fini(tutti__chan_ep_t *ep)
 {
+    /* Messages nobody received (a group left mid-operation) die here. */
+    for (int i = 0; ep->peers != NULL && i < ep->size; i++) {
+        tutti__chan_unexp_t *u = ep->peers[i].unexp;
+        while (u != NULL) {
+            tutti__chan_unexp_t *next = u->next;
+            free(u);
+            u = next;
+        }
+    }
     free(ep->peers);
     ep->peers = NULL;
 }
@@ -78,32 +87,117 @@ static void enqueue(tutti_tp_op_t **head, tutti_tp_op_t **tail,
     *tail = op;
 }
 
-/* Queues a send or a receive for its peer. */
-static tutti_status_t post(tutti__chan_ep_t *ep, tutti_tp_op_t *op, int is_recv)
+static int key_eq(const tutti_wire_key_t *a, const tutti_wire_key_t *b)
+{
+    return a->instance == b->instance && a->step == b->step && a->tag == b->tag;
+}
+
+static tutti_status_t truncated(const tutti__chan_ep_t *ep, int peer,
+                                const tutti_wire_key_t *key, uint64_t msg_len,
+                                size_t want)
+{
+    return tutti__error(
+        TUTTI_ERR_TRUNCATED, ep->tp_name,
+        "rank %d: message from rank %d (instance 0x%llx step %u tag %u) "
+        "has %llu bytes, the receive expects %zu", ep->rank, peer,
+        (unsigned long long)key->instance, key->step, key->tag,
+        (unsigned long long)msg_len, want);
+}
+
+/* Copies or reduces @p len incoming bytes at offset @p off of @p op. */
+static void deliver(tutti_tp_op_t *op, uint64_t off, const char *data,
+                    size_t len)
+{
+    char *dst = (char *)op->rbuf + off;
+    if (len == 0)
+        return;
+    if (op->reduce.fn != NULL) {
+        size_t esize = tutti_dtype_size(op->reduce.dtype);
+        op->reduce.fn(op->reduce.dtype, op->reduce.op, dst,
+                      (const char *)op->reduce.local + off, data, len / esize);
+    } else {
+        memcpy(dst, data, len);
+    }
+}
+
+/* Checks @p op's peer and marks it in progress. */
+static tutti_status_t op_start(tutti__chan_ep_t *ep, tutti_tp_op_t *op,
+                               int is_recv)
 {
     if (op->peer < 0 || op->peer >= ep->size || op->peer == ep->rank)
         return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
                             "rank %d: peer %d is not another member of a "
                             "group of %d", ep->rank, op->peer, ep->size);
-    tutti__chan_peer_t *p = &ep->peers[op->peer];
     op->is_recv = is_recv;
     op->done = 0;
     op->status = TUTTI_INPROGRESS;
-    if (is_recv)
-        enqueue(&p->recvq, &p->recvq_tail, op);
-    else
-        enqueue(&p->sendq, &p->sendq_tail, op);
     return TUTTI_OK;
+}
+
+/* Unlinks and returns the oldest buffered message under @p key, or NULL. */
+static tutti__chan_unexp_t *unexp_take(tutti__chan_peer_t *p,
+                                       const tutti_wire_key_t *key)
+{
+    tutti__chan_unexp_t *prev = NULL;
+    for (tutti__chan_unexp_t *u = p->unexp; u != NULL; prev = u, u = u->next) {
+        if (!key_eq(&u->key, key))
+            continue;
+        if (prev)
+            prev->next = u->next;
+        else
+            p->unexp = u->next;
+        if (p->unexp_tail == u)
+            p->unexp_tail = prev;
+        return u;
+    }
+    return NULL;
+}
+
+/* Gives buffered message @p u to @p op, just posted for it, and frees it.
+ * If the rest of @p u is still on the ring, it streams straight into @p op
+ * (or is dropped, on a size mismatch) as it arrives. */
+static void unexp_claim(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                        tutti__chan_unexp_t *u, tutti_tp_op_t *op)
+{
+    int partial = p->filling == u;
+    if (op->len != u->msg_len) {
+        op->status = truncated(ep, op->peer, &u->key, u->msg_len, op->len);
+        p->discard_left = u->msg_len - u->got;
+        p->discarding = partial;
+    } else {
+        deliver(op, 0, u->data, u->got);
+        op->done = u->got;
+        if (partial)
+            p->cur_recv = op;
+        else
+            op->status = TUTTI_OK;
+    }
+    if (partial)
+        p->filling = NULL;
+    free(u);
 }
 
 tutti_status_t tutti__chan_send(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
 {
-    return post(ep, op, 0);
+    tutti_status_t st = op_start(ep, op, 0);
+    if (st == TUTTI_OK)
+        enqueue(&ep->peers[op->peer].sendq, &ep->peers[op->peer].sendq_tail,
+                op);
+    return st;
 }
 
 tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
 {
-    return post(ep, op, 1);
+    tutti_status_t st = op_start(ep, op, 1);
+    if (st != TUTTI_OK)
+        return st;
+    tutti__chan_peer_t *p = &ep->peers[op->peer];
+    tutti__chan_unexp_t *u = p->unexp ? unexp_take(p, &op->key) : NULL;
+    if (u != NULL)
+        unexp_claim(ep, p, u, op);
+    else
+        enqueue(&p->recvq, &p->recvq_tail, op);
+    return TUTTI_OK;
 }
 
 /* Writes as many fragments of queued sends as there are free slots. */
@@ -142,11 +236,6 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
     return moved;
 }
 
-static int key_eq(const tutti_wire_key_t *a, const tutti_wire_key_t *b)
-{
-    return a->instance == b->instance && a->step == b->step && a->tag == b->tag;
-}
-
 /* Takes the posted receive for @p key off the queue, or NULL. */
 static tutti_tp_op_t *match(tutti__chan_peer_t *p, const tutti_wire_key_t *key)
 {
@@ -166,23 +255,8 @@ static tutti_tp_op_t *match(tutti__chan_peer_t *p, const tutti_wire_key_t *key)
     return NULL;
 }
 
-static void deliver(tutti_tp_op_t *op, const frag_hdr_t *h, const char *data)
-{
-    char *dst = (char *)op->rbuf + h->frag_off;
-    if (h->frag_len == 0)
-        return;
-    if (op->reduce.fn != NULL) {
-        size_t esize = tutti_dtype_size(op->reduce.dtype);
-        op->reduce.fn(op->reduce.dtype, op->reduce.op, dst,
-                      (const char *)op->reduce.local + h->frag_off, data,
-                      h->frag_len / esize);
-    } else {
-        memcpy(dst, data, h->frag_len);
-    }
-}
-
 /* Starts receiving the message whose first fragment is @p h.  Returns 0 if
- * no receive is posted for it yet (it waits at the head of the channel). */
+ * no receive is posted for it yet. */
 static int begin_message(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                          const frag_hdr_t *h, int peer)
 {
@@ -190,18 +264,69 @@ static int begin_message(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     if (op == NULL)
         return 0;
     if (op->len != h->msg_len) {
-        op->status = tutti__error(
-            TUTTI_ERR_TRUNCATED, ep->tp_name,
-            "rank %d: message from rank %d (instance 0x%llx step %u tag %u) "
-            "has %llu bytes, the receive expects %zu", ep->rank, peer,
-            (unsigned long long)h->key.instance, h->key.step, h->key.tag,
-            (unsigned long long)h->msg_len, op->len);
+        op->status = truncated(ep, peer, &h->key, h->msg_len, op->len);
         p->discard_left = h->msg_len;
         p->discarding = 1;
         return 1;
     }
     p->cur_recv = op;
     return 1;
+}
+
+/* Starts copying the message whose first fragment is @p h into a new
+ * unexpected record.  Returns 0 if memory ran out: the message then stays
+ * at the head and is tried again on the next progress call. */
+static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                       const frag_hdr_t *h, int peer)
+{
+    tutti__chan_unexp_t *u = malloc(sizeof(*u) + h->msg_len);
+    if (u == NULL) {
+        if (!p->nomem_logged)
+            tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
+                         "rank %d: no memory to buffer a %llu-byte message "
+                         "from rank %d that no receive matches yet; its "
+                         "channel stays blocked", ep->rank,
+                         (unsigned long long)h->msg_len, peer);
+        p->nomem_logged = 1;
+        return 0;
+    }
+    p->nomem_logged = 0;
+    u->next = NULL;
+    u->key = h->key;
+    u->msg_len = h->msg_len;
+    u->got = 0;
+    if (p->unexp_tail)
+        p->unexp_tail->next = u;
+    else
+        p->unexp = u;
+    p->unexp_tail = u;
+    p->filling = u;
+    return 1;
+}
+
+/* Moves fragment @p h to where its message goes: dropped, buffered, or into
+ * the receive being filled. */
+static void consume(tutti__chan_peer_t *p, const frag_hdr_t *h)
+{
+    if (p->discarding) {
+        p->discard_left -= h->frag_len;
+        p->discarding = p->discard_left > 0;
+    } else if (p->filling != NULL) {
+        tutti__chan_unexp_t *u = p->filling;
+        if (h->frag_len > 0)
+            memcpy(u->data + h->frag_off, slot_data(h), h->frag_len);
+        u->got += h->frag_len;
+        if (u->got == u->msg_len)
+            p->filling = NULL;
+    } else {
+        tutti_tp_op_t *op = p->cur_recv;
+        deliver(op, h->frag_off, slot_data(h), h->frag_len);
+        op->done += h->frag_len;
+        if (op->done == op->len) {
+            p->cur_recv = NULL;
+            op->status = TUTTI_OK;
+        }
+    }
 }
 
 /* Consumes fragments that have arrived from @p peer. */
@@ -211,21 +336,15 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
     uint64_t head = atomic_load_explicit(&p->in->head, memory_order_acquire);
     while (p->in_tail < head) {
         frag_hdr_t *h = slot_at(ep, p->in, p->in_tail);
-        if (p->cur_recv == NULL && !p->discarding &&
-            !begin_message(ep, p, h, peer))
+        int between = p->cur_recv == NULL && !p->discarding &&
+                      p->filling == NULL;
+        /* Unmatched: its receive usually comes a moment later, so leave it
+         * while the sender can still write; on a full ring the sender may
+         * be blocked behind it, and only then is it worth a copy. */
+        if (between && !begin_message(ep, p, h, peer) &&
+            (head - p->in_tail < ep->slots || !unexp_begin(ep, p, h, peer)))
             break;
-        if (p->discarding) {
-            p->discard_left -= h->frag_len;
-            p->discarding = p->discard_left > 0;
-        } else {
-            tutti_tp_op_t *op = p->cur_recv;
-            deliver(op, h, slot_data(h));
-            op->done += h->frag_len;
-            if (op->done == op->len) {
-                p->cur_recv = NULL;
-                op->status = TUTTI_OK;
-            }
-        }
+        consume(p, h);
         p->in_tail++;
         atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);
         moved++;

@@ -10,6 +10,13 @@
  * frees the slot, so large messages stream through a small, cache-resident
  * ring.  Sends to one peer leave in the order posted; a receive matches the
  * message at the head of the channel by key.
+ *
+ * A message at the head that no posted receive matches stays there while
+ * the ring has free slots: its receive usually comes a moment later, and
+ * waiting costs nothing.  Once the ring is full the sender may be blocked
+ * behind it, so the receiver takes the message off the ring into an
+ * unexpected record (the only allocation on the data path) and the messages
+ * behind it flow again.  A receive looks in its peer's records first.
  */
 #ifndef TUTTI_CORE_CHAN_H
 #define TUTTI_CORE_CHAN_H
@@ -34,6 +41,15 @@ size_t tutti__chan_bytes(uint32_t slots, size_t slot_size);
 /* Zero a channel's counters (its creator, before anyone uses it). */
 void tutti__chan_init(tutti__chan_t *ch);
 
+/* A message taken off a full ring before its receive was posted. */
+typedef struct tutti__chan_unexp {
+    struct tutti__chan_unexp *next;
+    tutti_wire_key_t key;
+    uint64_t msg_len;
+    uint64_t got;                /* bytes copied in so far */
+    char data[];                 /* msg_len bytes */
+} tutti__chan_unexp_t;
+
 typedef struct {
     tutti__chan_t *out;          /* this member -> peer */
     tutti__chan_t *in;           /* peer -> this member */
@@ -45,6 +61,9 @@ typedef struct {
     tutti_tp_op_t *cur_recv;     /* message being received */
     uint64_t discard_left;       /* bytes of a refused message to drop */
     int discarding;              /* dropping a refused message */
+    tutti__chan_unexp_t *unexp, *unexp_tail; /* buffered, oldest first */
+    tutti__chan_unexp_t *filling; /* record the ring is copied into */
+    int nomem_logged;            /* buffering failed; said so once */
 } tutti__chan_peer_t;
 
 typedef struct {

@@ -8,6 +8,7 @@
 
 #include "context.h"
 #include "log.h"
+#include "resolve.h"
 
 double tutti__now(void)
 {
@@ -214,6 +215,7 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     if (ctx == NULL)
         return TUTTI_ERR_NO_MEMORY;
     pthread_mutex_init(&ctx->lock, NULL);
+    pthread_mutex_init(&ctx->resolver_lock, NULL);
     if ((st = read_config(ctx, params)) != TUTTI_OK)
         goto err_free;
     if ((st = learn_job(ctx, params)) != TUTTI_OK)
@@ -224,6 +226,8 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
                                    &ctx->cfg.module_load)) != TUTTI_OK)
         goto err_free;
     tutti__config_check_rules(&ctx->cfg, impl_lookup, &ctx->reg);
+    if ((st = tutti__resolver_start(ctx)) != TUTTI_OK)
+        goto err_free;
     *ctx_out = ctx;
     return TUTTI_OK;
 
@@ -239,9 +243,11 @@ void tutti_context_destroy(tutti_context_t *ctx)
     if (ctx->num_groups > 0)
         tutti__log(TUTTI_LOG_WARN, "context", "destroyed with %d groups not "
                    "left", ctx->num_groups);
+    tutti__resolver_stop(ctx);
     tutti__registry_free(&ctx->reg);
     tutti__config_free(&ctx->cfg);
     strlist_free(&ctx->module_dirs);
+    pthread_mutex_destroy(&ctx->resolver_lock);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }

@@ -5,6 +5,7 @@
 #define TUTTI_CORE_CONTEXT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include <tutti/module.h>
 #include <tutti/transport.h>
@@ -14,6 +15,9 @@
 #include "registry.h"
 
 #define TUTTI_JOB_ID_MAX 64
+
+typedef struct tutti__resolver tutti__resolver_t;
+typedef struct tutti__decision tutti__decision_t;
 #define TUTTI_INSTANCE_BUCKETS 64
 
 struct tutti_context {
@@ -24,6 +28,8 @@ struct tutti_context {
     char job_id[TUTTI_JOB_ID_MAX];
     pthread_mutex_t lock;
     int num_groups;
+    pthread_mutex_t resolver_lock;  /* resolver state and control sends */
+    tutti__resolver_t *resolver;
 };
 
 typedef struct tutti__instance tutti__instance_t;
@@ -51,6 +57,10 @@ struct tutti__instance {
     tutti_request_t *running;        /* execution in flight */
     tutti_request_t *queue_head, *queue_tail; /* waiting for it */
     tutti__instance_t *next;         /* hash chain */
+    int resolved;                    /* the coordinator decided */
+    double timeout_asked;            /* when we told it we gave up */
+    tutti_status_t failed;           /* resolution refused it: why */
+    char failure[512];
 };
 
 struct tutti_group {
@@ -61,6 +71,7 @@ struct tutti_group {
     int device_index;
     char device_name[48];
     int *rank_task;
+    int num_tasks;                    /* distinct tasks among members */
     double timeout;
     unsigned spin_limit;              /* idle polls before yielding */
     const tutti_tp_ops_t *tp;
@@ -68,6 +79,8 @@ struct tutti_group {
     tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
     tutti_request_t *active_head, *active_tail;
     tutti_request_t *free_list;
+    tutti__decision_t *decisions;     /* from the resolver (its lock) */
+    atomic_int has_decisions;
     tutti_status_t failed;            /* an execution failed mid-way */
     char failure[512];                /* its detail */
 };

@@ -19,6 +19,7 @@
 #include "context.h"
 #include "log.h"
 #include "reduce.h"
+#include "resolve.h"
 
 _Static_assert(sizeof(tutti_tp_op_t) <= sizeof(tutti_xfer_t),
                "tutti_xfer_t must hold a transport op");
@@ -148,38 +149,34 @@ int tutti_group_size(const tutti_group_t *group)
     return group->size;
 }
 
-/* Ranks by task then device index, for the shapes this version supports. */
+/* This member's place in the group the coordinator formed. */
 static tutti_status_t place_member(tutti_group_t *g,
-                                   const tutti_group_params_t *p)
+                                   const tutti__group_table_t *t)
 {
-    tutti_context_t *ctx = g->ctx;
-    if (ctx->num_tasks == 1) {
-        if (p->device_index >= p->group_size)
-            return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
-                                "group 0x%llx: device index %d in a group of "
-                                "%d devices of one task", (unsigned long long)
-                                p->group_key, p->device_index, p->group_size);
-        g->rank = p->device_index;
-        return TUTTI_OK;
+    g->rank = -1;
+    for (int i = 0; i < t->size; i++) {
+        g->rank_task[i] = t->members[i].task;
+        if (t->members[i].task == g->ctx->task &&
+            t->members[i].device_index == g->device_index)
+            g->rank = i;
     }
-    if (p->group_size != ctx->num_tasks || p->device_index != 0)
-        return tutti__error(TUTTI_ERR_UNSUPPORTED, "group",
-                            "group 0x%llx: %d devices over %d tasks (device "
-                            "index %d); this version supports one device per "
-                            "task (group_size == tasks, device 0) or all "
-                            "devices in one task", (unsigned long long)
-                            p->group_key, p->group_size, ctx->num_tasks,
-                            p->device_index);
-    g->rank = ctx->task;
+    g->num_tasks = t->num_tasks;
+    if (g->rank < 0)
+        return tutti__error(TUTTI_ERR_INTERNAL, "group", "group 0x%llx: the "
+                            "coordinator's table lacks task %d device %d",
+                            (unsigned long long)g->key, g->ctx->task,
+                            g->device_index);
     return TUTTI_OK;
 }
 
 /* The transport for this group's shape: local inside one task, else the
- * first configured process transport that this build has. */
+ * first configured process transport that this build has (members of one
+ * task then also meet through it; per-peer choice comes with transport
+ * modules). */
 static tutti_status_t pick_transport(tutti_group_t *g)
 {
     const tutti__strlist_t *names = &g->ctx->cfg.transports;
-    if (g->ctx->num_tasks == 1) {
+    if (g->num_tasks == 1) {
         g->tp = &tutti__tp_local_ops;
         return TUTTI_OK;
     }
@@ -209,14 +206,11 @@ static tutti_status_t check_group_params(const tutti_context_t *ctx,
                             "expected size >= 1 and index >= 0",
                             (unsigned long long)p->group_key, p->group_size,
                             p->device_index);
-    if (p->device_type != TUTTI_DEVICE_CPU)
-        return tutti__error(TUTTI_ERR_UNSUPPORTED, "group",
-                            "group 0x%llx: device type '%s': this build runs "
-                            "cpu devices only", (unsigned long long)
-                            p->group_key,
-                            tutti_device_type_name(p->device_type)
-                                ? tutti_device_type_name(p->device_type)
-                                : "invalid");
+    if ((unsigned)p->device_type >= TUTTI_DEVICE_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "device type %d: expected a tutti_device_type_t",
+                            (unsigned long long)p->group_key,
+                            (int)p->device_type);
     (void)ctx;
     return TUTTI_OK;
 }
@@ -225,6 +219,7 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
                                 const tutti_group_params_t *params,
                                 tutti_group_t **group_out)
 {
+    tutti__group_table_t table;
     tutti_status_t st;
     tutti_group_t *g;
 
@@ -247,28 +242,42 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
     snprintf(g->device_name, sizeof(g->device_name), "task:%d/%s:%d",
              ctx->task, tutti_device_type_name(g->device_type),
              g->device_index);
-    if ((st = place_member(g, params)) != TUTTI_OK)
-        goto err_free;
     g->rank_task = malloc((size_t)g->size * sizeof(int));
     if (g->rank_task == NULL) {
         st = TUTTI_ERR_NO_MEMORY;
         goto err_free;
     }
-    for (int r = 0; r < g->size; r++)
-        g->rank_task[r] = ctx->num_tasks == 1 ? 0 : r;
+    st = tutti__resolve_group(ctx, g->key, g->size, g->device_type,
+                              g->device_index, g->timeout, &table);
+    if (st != TUTTI_OK)
+        goto err_free;
+    st = place_member(g, &table);
+    free(table.members);
+    if (st != TUTTI_OK)
+        goto err_free;
+    /* Checked after the coordinator saw every member agree on the type,
+     * so a mixed group fails everywhere alike. */
+    if (g->device_type != TUTTI_DEVICE_CPU) {
+        st = tutti__error(TUTTI_ERR_UNSUPPORTED, "group", "group 0x%llx: "
+                          "device type '%s': this build runs cpu devices "
+                          "only", (unsigned long long)g->key,
+                          tutti_device_type_name(g->device_type));
+        goto err_free;
+    }
     tutti__log_set_thread_member(g->rank, g->device_name);
     if (g->size > 1) {
         if ((st = pick_transport(g)) != TUTTI_OK)
             goto err_free;
         tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, g->key, g->rank,
                                g->size, g->rank_task, ctx->task, g->timeout,
-                               &ctx->cfg};
+                               &ctx->cfg, 0, 0};
         if ((st = g->tp->connect(&tg, &g->ep)) != TUTTI_OK)
             goto err_free;
     }
+    tutti__resolver_add_group(ctx, g);
     tutti__log(TUTTI_LOG_DEBUG, "group", "joined group 0x%llx as rank %d of "
-               "%d (%s transport)", (unsigned long long)g->key, g->rank,
-               g->size, g->tp ? g->tp->name : "no");
+               "%d over %d tasks (%s transport)", (unsigned long long)g->key,
+               g->rank, g->size, g->num_tasks, g->tp ? g->tp->name : "no");
     pthread_mutex_lock(&ctx->lock);
     ctx->num_groups++;
     pthread_mutex_unlock(&ctx->lock);
@@ -310,6 +319,7 @@ void tutti_group_leave(tutti_group_t *g)
         free(g->free_list);
         g->free_list = next;
     }
+    tutti__resolver_remove_group(g->ctx, g);
     if (g->ep)
         g->tp->disconnect(g->ep);
     pthread_mutex_lock(&g->ctx->lock);
@@ -376,65 +386,50 @@ static tutti_status_t check_instance_params(const tutti_group_t *g,
     return TUTTI_OK;
 }
 
-/* Picks the implementation: the call's own choice, else the first rule. */
-static tutti_status_t select_impl(tutti_group_t *g, tutti__instance_t *inst)
+/* Sets up the implementation the coordinator chose for @p inst. */
+static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
+                                 const char *name, const char *why)
 {
     const tutti_instance_params_t *p = &inst->params;
-    const tutti__registry_t *reg = &g->ctx->reg;
-    const char *name = p->algorithm;
+    tutti_status_t st;
 
-    if (name == NULL) {
+    inst->impl = tutti__registry_find(&g->ctx->reg, name);
+    if (inst->impl == NULL)
+        return tutti__error(TUTTI_ERR_NOT_FOUND, "select", "implementation "
+                            "'%s' chosen for instance 0x%llx is not loaded on "
+                            "task %d", name,
+                            (unsigned long long)p->instance_key, g->ctx->task);
+    snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", name);
+    inst->rule = NULL;
+    if (p->algorithm == NULL) {
         tutti_select_query_t q = {p->collective, g->device_type, p->dtype,
                                   p->count * tutti_dtype_size(p->dtype),
-                                  g->size, g->ctx->num_tasks};
+                                  g->size, g->num_tasks};
         inst->rule = tutti__config_select(&g->ctx->cfg, &q, NULL, 0);
-        if (inst->rule == NULL)
-            return tutti__error(
-                TUTTI_ERR_NOT_FOUND, "select",
-                "no selection rule matches %s (%s, %s, %zu bytes, group of "
-                "%d, %d tasks); add one to %s or set TUTTI_ALGO",
-                tutti_collective_name(p->collective),
-                tutti_device_type_name(g->device_type),
-                tutti_dtype_name(p->dtype), q.bytes, g->size,
-                g->ctx->num_tasks,
-                g->ctx->cfg.path ? g->ctx->cfg.path : "the config");
-        name = inst->rule->algorithm;
     }
-    inst->impl = tutti__registry_find(reg, name);
-    if (inst->impl == NULL)
-        return tutti__error(TUTTI_ERR_NOT_FOUND, "select",
-                            "implementation '%s' is not provided by any "
-                            "loaded module (tutti-info lists them)", name);
-    const tutti_alg_impl_t *impl = inst->impl->impl;
-    if (!(impl->collectives & TUTTI_COLL_BIT(p->collective)) ||
-        !(impl->device_types & TUTTI_DEVICE_BIT(g->device_type)))
-        return tutti__error(TUTTI_ERR_UNSUPPORTED, "select",
-                            "implementation '%s' (module %s) does not run %s "
-                            "on %s devices", name,
-                            reg->modules[inst->impl->module].name,
-                            tutti_collective_name(p->collective),
-                            tutti_device_type_name(g->device_type));
-    snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", name);
-    if (inst->rule)
-        tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s %s x %zu "
-                   "-> %s (rule %s:%d)", (unsigned long long)p->instance_key,
-                   tutti_collective_name(p->collective),
-                   tutti_dtype_name(p->dtype), p->count, name,
-                   inst->rule->file, inst->rule->line);
-    else
-        tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s -> %s "
-                   "(named by the call)", (unsigned long long)p->instance_key,
-                   tutti_collective_name(p->collective), name);
-    return TUTTI_OK;
+    tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s %s x %zu -> "
+               "%s (%s)", (unsigned long long)p->instance_key,
+               tutti_collective_name(p->collective),
+               tutti_dtype_name(p->dtype), p->count, name, why);
+    inst->alg = (tutti_alg_instance_t){
+        sizeof(inst->alg), p->collective, p->dtype, p->op, p->count, p->root,
+        g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
+        inst->rule};
+    const tutti_alg_ops_t *ops = inst->impl->impl->ops;
+    if (ops->init_params &&
+        (st = ops->init_params(&inst->alg, &tutti__core_ops,
+                               &inst->details)) != TUTTI_OK)
+        return st;
+    return ops->init_context(&inst->alg, &tutti__core_ops, inst->details,
+                             &inst->state);
 }
 
-static tutti_status_t instance_create(tutti_group_t *g,
-                                      const tutti_instance_params_t *p,
-                                      tutti__instance_t **inst_out)
+/* Records a new instance; the coordinator decides what runs it. */
+static tutti_status_t instance_new(tutti_group_t *g,
+                                   const tutti_instance_params_t *p,
+                                   tutti__instance_t **inst_out)
 {
-    tutti_status_t st;
     tutti__instance_t *inst = calloc(1, sizeof(*inst));
-
     if (inst == NULL)
         return TUTTI_ERR_NO_MEMORY;
     inst->params = *p;
@@ -444,29 +439,16 @@ static tutti_status_t instance_create(tutti_group_t *g,
         snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
         inst->params.algorithm = inst->algorithm;
     }
-    if ((st = select_impl(g, inst)) != TUTTI_OK)
-        goto err_free;
-    inst->alg = (tutti_alg_instance_t){
-        sizeof(inst->alg), p->collective, p->dtype, p->op, p->count, p->root,
-        g->rank, g->size, g->ctx->num_tasks, g->device_type, p->instance_key,
-        inst->rule};
-    const tutti_alg_ops_t *ops = inst->impl->impl->ops;
-    if (ops->init_params &&
-        (st = ops->init_params(&inst->alg, &tutti__core_ops,
-                               &inst->details)) != TUTTI_OK)
-        goto err_free;
-    if ((st = ops->init_context(&inst->alg, &tutti__core_ops, inst->details,
-                                &inst->state)) != TUTTI_OK)
-        goto err_free;
+    tutti_status_t st = tutti__resolve_instance(g, p);
+    if (st != TUTTI_OK) {
+        free(inst);
+        return st;
+    }
     unsigned b = bucket_of(p->instance_key);
     inst->next = g->instances[b];
     g->instances[b] = inst;
     *inst_out = inst;
     return TUTTI_OK;
-
-err_free:
-    instance_free(inst);
-    return st;
 }
 
 /* A later execution must repeat what the first one asked for. */
@@ -553,8 +535,9 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
     if (st != TUTTI_OK) {
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
         /* Transfers of a failed execution may still be queued: the group
-         * cannot be trusted with another one. */
-        if (g->failed == TUTTI_OK) {
+         * cannot be trusted with another one.  (An instance refused by
+         * the resolver never ran: its group stays usable.) */
+        if (g->failed == TUTTI_OK && inst->failed == TUTTI_OK) {
             g->failed = st;
             snprintf(g->failure, sizeof(g->failure), "%s", r->error);
         }
@@ -568,7 +551,10 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
         inst->queue_head = next->next;
         if (inst->queue_head == NULL)
             inst->queue_tail = NULL;
-        request_start(next);
+        if (inst->failed == TUTTI_OK)
+            request_start(next);
+        else
+            request_complete(next, inst->failed);
     }
 }
 
@@ -584,10 +570,56 @@ static void request_start(tutti_request_t *r)
         request_complete(r, st);
 }
 
+/* The resolver answered for an instance: set it up and start what waits,
+ * or refuse everything that waits with the resolver's reason. */
+static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
+{
+    tutti__instance_t *inst = instance_find(g, d->instance_key);
+    tutti_status_t st = d->status;
+    if (inst == NULL || inst->resolved || inst->failed != TUTTI_OK)
+        return;
+    if (st == TUTTI_OK)
+        st = setup_impl(g, inst, d->algorithm, d->detail);
+    else
+        tutti__error(st, "resolve", "%s", d->detail);
+    if (st == TUTTI_OK) {
+        inst->resolved = 1;
+    } else {
+        inst->failed = st;
+        snprintf(inst->failure, sizeof(inst->failure), "%s",
+                 tutti_last_error());
+    }
+    tutti_request_t *next = inst->queue_head;
+    if (next == NULL)
+        return;
+    inst->queue_head = next->next;
+    if (inst->queue_head == NULL)
+        inst->queue_tail = NULL;
+    if (st == TUTTI_OK)
+        request_start(next);
+    else
+        request_complete(next, st);
+}
+
+static void take_decisions(tutti_group_t *g)
+{
+    tutti__decision_t *d = tutti__resolver_take(g);
+    while (d) {
+        tutti__decision_t *next = d->next;
+        apply_decision(g, d);
+        free(d);
+        d = next;
+    }
+}
+
 /* One pass of the progress engine; returns how much moved. */
 static int group_progress(tutti_group_t *g)
 {
     int moved = 0;
+    if (atomic_load_explicit(&g->has_decisions, memory_order_acquire)) {
+        take_decisions(g);
+        moved++;
+    }
     if (g->ep != NULL) {
         moved = g->tp->progress(g->ep);
         if (moved < 0)
@@ -633,8 +665,10 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                             params->count);
     inst = instance_find(g, params->instance_key);
     if (inst == NULL) {
-        if ((st = instance_create(g, params, &inst)) != TUTTI_OK)
+        if ((st = instance_new(g, params, &inst)) != TUTTI_OK)
             return st;
+    } else if (inst->failed != TUTTI_OK) {
+        return tutti__error(inst->failed, "exec", "%s", inst->failure);
     } else if ((st = check_same(inst, params)) != TUTTI_OK) {
         return st;
     }
@@ -643,7 +677,7 @@ tutti_status_t tutti_execute(tutti_group_t *g,
     r->inst = inst;
     r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
                                  sendbuf, recvbuf, inst->next_step++, r};
-    if (inst->running == NULL) {
+    if (inst->resolved && inst->running == NULL) {
         request_start(r);
     } else {
         if (inst->queue_tail)
@@ -688,6 +722,29 @@ static void group_time_out(tutti_group_t *g, double idle)
     }
 }
 
+/* The request still waits for its instance's resolution and the time
+ * limit passed: ask the coordinator which ranks never came (its answer
+ * refuses the instance); if it does not answer, refuse it here. */
+static void resolution_time_out(tutti_group_t *g, tutti__instance_t *inst)
+{
+    double now = tutti__now();
+    if (inst->timeout_asked == 0) {
+        inst->timeout_asked = now;
+        tutti__resolve_timeout(g, inst->params.instance_key);
+        return;
+    }
+    if (now - inst->timeout_asked < 2.0)
+        return;
+    tutti__decision_t d = {inst->params.instance_key, TUTTI_ERR_TIMEOUT, "",
+                           "", NULL};
+    snprintf(d.detail, sizeof(d.detail), "instance 0x%llx of group 0x%llx: "
+             "not every member executed it within %.1f s, and the "
+             "coordinator (task 0) did not answer",
+             (unsigned long long)inst->params.instance_key,
+             (unsigned long long)g->key, g->timeout);
+    apply_decision(g, &d);
+}
+
 tutti_status_t tutti_request_wait(tutti_request_t *r)
 {
     tutti_group_t *g = r->group;
@@ -710,8 +767,12 @@ tutti_status_t tutti_request_wait(tutti_request_t *r)
         sched_yield();
         if (idle == g->spin_limit)
             idle_since = tutti__now();
-        else if ((idle & 255) == 0 && tutti__now() - idle_since > g->timeout)
-            group_time_out(g, tutti__now() - idle_since);
+        else if ((idle & 255) == 0 && tutti__now() - idle_since > g->timeout) {
+            if (!r->inst->resolved && r->inst->failed == TUTTI_OK)
+                resolution_time_out(g, r->inst);
+            else
+                group_time_out(g, tutti__now() - idle_since);
+        }
     }
     return request_status(r);
 }

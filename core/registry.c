@@ -184,6 +184,26 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
     return 1;
 }
 
+/* FNV-1a over the file's bytes: members compare it to be sure they run the
+ * same build of a module. */
+static uint64_t file_hash(const char *path)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    unsigned char buf[65536];
+    size_t n;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (f == NULL)
+        return 0;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            h ^= buf[i];
+            h *= 0x100000001b3ULL;
+        }
+    }
+    fclose(f);
+    return h;
+}
+
 static int listed(const tutti__strlist_t *list, const char *name)
 {
     for (size_t i = 0; i < list->count; i++) {
@@ -255,8 +275,11 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         goto refuse;
     }
     m->desc = d;
-    tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded module '%s' %s from %s",
-               d->name, d->version, path);
+    const lt_dlinfo *info = lt_dlgetinfo(m->handle);
+    m->file_hash = file_hash(info ? info->filename : NULL);
+    tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded module '%s' %s from %s "
+               "(hash %016llx)", d->name, d->version, path,
+               (unsigned long long)m->file_hash);
     return add_impls(reg, reg->num_modules - 1);
 
 refuse:

@@ -21,6 +21,7 @@ typedef struct {
     char *reason;      /* NULL: loaded */
     lt_dlhandle handle;
     const tutti_module_desc_t *desc;
+    uint64_t file_hash;  /* of the shared object's bytes (FNV-1a) */
 } tutti__module_t;
 
 typedef struct {

@@ -155,8 +155,8 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
                                     tutti_tp_ep_t **ep_out)
 {
     const tutti__config_t *cfg = g->config;
-    uint32_t slots = (uint32_t)cfg->shm_slots;
-    size_t slot_size = (size_t)cfg->shm_slot_size;
+    uint32_t slots = g->slots ? g->slots : (uint32_t)cfg->shm_slots;
+    size_t slot_size = g->slot_size ? g->slot_size : (size_t)cfg->shm_slot_size;
     local_mesh_t *m = NULL;
     tutti_status_t st;
     local_ep_t *ep = calloc(1, sizeof(*ep));

@@ -206,8 +206,10 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
     if (ep == NULL)
         return TUTTI_ERR_NO_MEMORY;
     st = tutti__chan_ep_init(&ep->chan, g->rank, g->group_size,
-                             (uint32_t)cfg->shm_slots,
-                             (size_t)cfg->shm_slot_size, "shm");
+                             g->slots ? g->slots : (uint32_t)cfg->shm_slots,
+                             g->slot_size ? g->slot_size
+                                          : (size_t)cfg->shm_slot_size,
+                             "shm");
     ep->maps = calloc((size_t)g->group_size, sizeof(char *));
     if (st != TUTTI_OK || ep->maps == NULL) {
         shm_disconnect((tutti_tp_ep_t *)ep);

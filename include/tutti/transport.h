@@ -71,6 +71,8 @@ typedef struct {
     int task;                  /**< this process's task */
     double timeout;            /**< seconds to wait for peers to connect */
     const void *config;        /**< read with the core's config accessors */
+    uint32_t slots;            /**< slots per channel, or 0: from config */
+    size_t slot_size;          /**< bytes per slot, or 0: from config */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;

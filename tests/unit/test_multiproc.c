@@ -47,19 +47,22 @@ static int shm_names_with(const char *prefix)
     return n;
 }
 
-static void matrix_on(int nprocs)
+/* The matrix on a group of @p nprocs tasks x @p devices devices. */
+static void matrix_on(int nprocs, int devices)
 {
     char cmd[512], out[8192], job[64], line[128];
-    snprintf(job, sizeof(job), "mtest%d-%ld", nprocs, (long)getpid());
-    snprintf(cmd, sizeof(cmd), "%s --job-id %s -n %d %s", RUN, job, nprocs,
-             WORKER);
+    int n = nprocs * devices;
+    snprintf(job, sizeof(job), "mtest%dx%d-%ld", nprocs, devices,
+             (long)getpid());
+    snprintf(cmd, sizeof(cmd), "%s --job-id %s -n %d %s --devices %d", RUN,
+             job, nprocs, WORKER, devices);
     int rc = run(cmd, out, sizeof(out));
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
-    for (int r = 0; r < nprocs; r++) {
+    for (int r = 0; r < n; r++) {
         /* 10 dtypes x 5 counts x (4 ops x 2 placements + n roots) */
         snprintf(line, sizeof(line), "coll_worker: rank %d: %d checks, 0 "
-                 "failures", r, 10 * 5 * (8 + nprocs));
+                 "failures", r, 10 * 5 * (8 + n));
         if (strstr(out, line) == NULL)
             fail_msg("missing '%s' in:\n%s", line, out);
     }
@@ -67,9 +70,43 @@ static void matrix_on(int nprocs)
     assert_int_equal(shm_names_with(line), 0);
 }
 
-static void test_matrix_2_procs(void **state) { (void)state; matrix_on(2); }
-static void test_matrix_3_procs(void **state) { (void)state; matrix_on(3); }
-static void test_matrix_4_procs(void **state) { (void)state; matrix_on(4); }
+static void test_matrix_2x1(void **state) { (void)state; matrix_on(2, 1); }
+static void test_matrix_3x1(void **state) { (void)state; matrix_on(3, 1); }
+static void test_matrix_4x1(void **state) { (void)state; matrix_on(4, 1); }
+static void test_matrix_2x3(void **state) { (void)state; matrix_on(2, 3); }
+static void test_matrix_1x4(void **state) { (void)state; matrix_on(1, 4); }
+
+/* Rank 1 (or task 1, for join fields) asks for another @p field: every
+ * member of every task is refused with the same message naming it. */
+static void disagree_on(const char *field, const char *named)
+{
+    char cmd[512], out[8192], first[512] = "";
+    snprintf(cmd, sizeof(cmd), "%s --timeout 60 -n 3 %s --disagree %s", RUN,
+             WORKER, field);
+    int rc = run(cmd, out, sizeof(out)), lines = 0;
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        char *detail = strstr(l, ": refused: ");
+        if (detail == NULL)
+            fail_msg("member not refused: %s", l);
+        if (strstr(detail, named) == NULL)
+            fail_msg("refusal does not name '%s': %s", named, l);
+        if (first[0] == '\0')
+            snprintf(first, sizeof(first), "%s", detail);
+        assert_string_equal(detail, first);
+        lines++;
+    }
+    assert_int_equal(lines, 3);
+}
+
+static void test_disagree_collective(void **s) { (void)s; disagree_on("collective", "disagree on collective: rank 0 has broadcast, rank 1 has allreduce"); }
+static void test_disagree_dtype(void **s) { (void)s; disagree_on("dtype", "disagree on dtype: rank 0 has float64, rank 1 has int64"); }
+static void test_disagree_count(void **s) { (void)s; disagree_on("count", "disagree on count: rank 0 has 8, rank 1 has 7"); }
+static void test_disagree_op(void **s) { (void)s; disagree_on("op", "disagree on op: rank 0 has sum, rank 1 has max"); }
+static void test_disagree_root(void **s) { (void)s; disagree_on("root", "disagree on root: rank 0 has 0, rank 1 has 1"); }
+static void test_disagree_group_size(void **s) { (void)s; disagree_on("group_size", "group size differs"); }
+static void test_disagree_device_type(void **s) { (void)s; disagree_on("device_type", "device type differs"); }
 
 /* tutti-perf checks every result; its table says #wrong 0 on each row. */
 static void test_perf_table(void **state)
@@ -131,9 +168,18 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_launcher_env),
         cmocka_unit_test(test_failing_rank_stops_job),
-        cmocka_unit_test(test_matrix_2_procs),
-        cmocka_unit_test(test_matrix_3_procs),
-        cmocka_unit_test(test_matrix_4_procs),
+        cmocka_unit_test(test_matrix_2x1),
+        cmocka_unit_test(test_matrix_3x1),
+        cmocka_unit_test(test_matrix_4x1),
+        cmocka_unit_test(test_matrix_2x3),
+        cmocka_unit_test(test_matrix_1x4),
+        cmocka_unit_test(test_disagree_collective),
+        cmocka_unit_test(test_disagree_dtype),
+        cmocka_unit_test(test_disagree_count),
+        cmocka_unit_test(test_disagree_op),
+        cmocka_unit_test(test_disagree_root),
+        cmocka_unit_test(test_disagree_group_size),
+        cmocka_unit_test(test_disagree_device_type),
         cmocka_unit_test(test_perf_table),
     };
     return cmocka_run_group_tests_name("multiproc", tests, NULL, NULL);

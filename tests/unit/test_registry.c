@@ -136,7 +136,9 @@ static void test_good_module_runs(void **state)
     /* Naming a refused module's implementation fails clearly. */
     ip.instance_key = 2;
     ip.algorithm = "TestBadAbi";
-    assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_ERR_NOT_FOUND);
+    assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_ERR_NOT_FOUND);
+    tutti_request_free(r);
     assert_non_null(strstr(tutti_last_error(), "'TestBadAbi' is not provided"));
     tutti_group_leave(g);
 }

@@ -1,0 +1,210 @@
+/* Control plane: fixed frames over the process transport. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chan.h"
+#include "context.h"
+#include "ctrl.h"
+#include "log.h"
+
+/* Reserved keys: no host group or instance uses them (helper instance keys
+ * have the top bit set and differ from this one). */
+#define CTRL_GROUP_KEY 0xc0c0c0c0c0c0c0c0ULL
+#define CTRL_INSTANCE 0xc7c7c7c7c7c7c7c7ULL
+
+typedef struct send_rec {
+    tutti_tp_op_t op;
+    tutti__ctrl_msg_t msg;
+    struct send_rec *next;
+} send_rec_t;
+
+typedef struct {
+    tutti_tp_op_t op;
+    tutti__ctrl_msg_t msg;
+    uint32_t seq;             /* next sequence number expected */
+} recv_slot_t;
+
+struct tutti__ctrl {
+    tutti_context_t *ctx;
+    tutti__ctrl_handler_t handle;
+    const tutti_tp_ops_t *tp;
+    tutti_tp_ep_t *ep;
+    int *task_ids;
+    uint32_t *out_seq;        /* per destination task */
+    recv_slot_t *in;          /* one posted receive per source task */
+    send_rec_t *sending;      /* frames in flight */
+    pthread_t thread;
+    int running;
+    volatile int stop;
+};
+
+static tutti_status_t post_recv(tutti__ctrl_t *c, int task)
+{
+    recv_slot_t *r = &c->in[task];
+    memset(&r->op, 0, sizeof(r->op));
+    r->op.key = (tutti_wire_key_t){CTRL_INSTANCE, r->seq, 0};
+    r->op.peer = task;
+    r->op.rbuf = &r->msg;
+    r->op.len = sizeof(r->msg);
+    return c->tp->recv(c->ep, &r->op);
+}
+
+/* Frees frames whose sends completed; returns how many. */
+static int reap_sends(tutti__ctrl_t *c)
+{
+    int n = 0;
+    send_rec_t **pp = &c->sending;
+    while (*pp) {
+        send_rec_t *s = *pp;
+        if (s->op.status == TUTTI_INPROGRESS) {
+            pp = &s->next;
+            continue;
+        }
+        if (s->op.status != TUTTI_OK)
+            tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame to task %d "
+                       "failed: %s", s->op.peer, tutti_strerror(s->op.status));
+        *pp = s->next;
+        free(s);
+        n++;
+    }
+    return n;
+}
+
+/* One pass: move frames, hand complete ones to the resolver. */
+static int ctrl_progress(tutti__ctrl_t *c)
+{
+    int n = c->tp->progress(c->ep);
+    for (int t = 0; t < c->ctx->num_tasks; t++) {
+        recv_slot_t *r = &c->in[t];
+        if (t == c->ctx->task || r->op.status == TUTTI_INPROGRESS)
+            continue;
+        if (r->op.status == TUTTI_OK)
+            c->handle(c->ctx, &r->msg);
+        else
+            tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
+                       "failed: %s", t, tutti_strerror(r->op.status));
+        r->seq++;
+        post_recv(c, t);
+        n++;
+    }
+    return n + reap_sends(c);
+}
+
+static void *ctrl_main(void *arg)
+{
+    tutti__ctrl_t *c = arg;
+    tutti_context_t *ctx = c->ctx;
+    unsigned quiet = 0;
+    tutti__log_set_task(ctx->task);
+    while (!c->stop) {
+        pthread_mutex_lock(&ctx->resolver_lock);
+        int n = ctrl_progress(c);
+        pthread_mutex_unlock(&ctx->resolver_lock);
+        /* Poll fast right after traffic, then back off: resolution is
+         * rare and this thread must not steal the data path's cores. */
+        quiet = n > 0 ? 0 : quiet + 1;
+        struct timespec nap = {0, quiet < 200 ? 50000 : 1000000};
+        nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
+tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
+                                 tutti__ctrl_handler_t handle,
+                                 tutti__ctrl_t **ctrl_out)
+{
+    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
+    tutti__ctrl_t *c = calloc(1, sizeof(*c));
+    int n = ctx->num_tasks;
+
+    if (c == NULL)
+        return st;
+    c->ctx = ctx;
+    c->handle = handle;
+    c->tp = &tutti__tp_shm_ops;
+    c->task_ids = malloc((size_t)n * sizeof(int));
+    c->out_seq = calloc((size_t)n, sizeof(uint32_t));
+    c->in = calloc((size_t)n, sizeof(recv_slot_t));
+    if (c->task_ids == NULL || c->out_seq == NULL || c->in == NULL)
+        goto err_free;
+    for (int t = 0; t < n; t++)
+        c->task_ids[t] = t;
+    if (n > 1) {
+        tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, CTRL_GROUP_KEY,
+                               ctx->task, n, c->task_ids, ctx->task,
+                               ctx->cfg.timeout, &ctx->cfg, 8, 4096};
+        if ((st = c->tp->connect(&tg, &c->ep)) != TUTTI_OK)
+            goto err_free;
+        for (int t = 0; t < n; t++) {
+            if (t != ctx->task && (st = post_recv(c, t)) != TUTTI_OK)
+                goto err_free;
+        }
+        if (pthread_create(&c->thread, NULL, ctrl_main, c) != 0) {
+            st = tutti__error(TUTTI_ERR_INTERNAL, "ctrl", "cannot start the "
+                              "control thread");
+            goto err_free;
+        }
+        c->running = 1;
+    }
+    *ctrl_out = c;
+    return TUTTI_OK;
+
+err_free:
+    tutti__ctrl_stop(c);
+    return st;
+}
+
+void tutti__ctrl_stop(tutti__ctrl_t *c)
+{
+    if (c == NULL)
+        return;
+    if (c->running) {
+        c->stop = 1;
+        pthread_join(c->thread, NULL);
+    }
+    if (c->ep) {
+        /* Let frames in flight reach their tasks before the channels go. */
+        double until = tutti__now() + 1.0;
+        while (c->sending && tutti__now() < until) {
+            c->tp->progress(c->ep);
+            reap_sends(c);
+        }
+        c->tp->disconnect(c->ep);
+    }
+    while (c->sending) {
+        send_rec_t *next = c->sending->next;
+        free(c->sending);
+        c->sending = next;
+    }
+    free(c->task_ids);
+    free(c->out_seq);
+    free(c->in);
+    free(c);
+}
+
+tutti_status_t tutti__ctrl_send(tutti__ctrl_t *c, int task,
+                                tutti__ctrl_msg_t *msg)
+{
+    msg->from_task = c->ctx->task;
+    if (task == c->ctx->task) {
+        c->handle(c->ctx, msg);
+        return TUTTI_OK;
+    }
+    send_rec_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    s->msg = *msg;
+    s->op.key = (tutti_wire_key_t){CTRL_INSTANCE, c->out_seq[task]++, 0};
+    s->op.peer = task;
+    s->op.sbuf = &s->msg;
+    s->op.len = sizeof(s->msg);
+    tutti_status_t st = c->tp->send(c->ep, &s->op);
+    if (st != TUTTI_OK) {
+        free(s);
+        return st;
+    }
+    s->next = c->sending;
+    c->sending = s;
+    return TUTTI_OK;
+}

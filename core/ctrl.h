@@ -1,0 +1,63 @@
+/*
+ * Control plane (internal): small fixed-size messages between the tasks of
+ * a job, for resolution (joins, instance agreement) and, later, aborts.
+ *
+ * Tasks are connected by the process transport at context creation.  A
+ * control thread per context receives messages and hands each to the
+ * resolver; sending may happen from any thread.  A message to one's own
+ * task is handled in place, so a single-task job needs no thread.  Nothing
+ * here is on the data path.
+ */
+#ifndef TUTTI_CORE_CTRL_H
+#define TUTTI_CORE_CTRL_H
+
+#include <stdint.h>
+
+#include <tutti/tutti.h>
+
+#define TUTTI_CTRL_FRAME 4096
+#define TUTTI_CTRL_PAYLOAD (TUTTI_CTRL_FRAME - 40)
+
+typedef enum {
+    TUTTI_CTRL_JOIN = 1,      /* member -> coordinator */
+    TUTTI_CTRL_JOIN_CANCEL,   /* member gave up waiting */
+    TUTTI_CTRL_GROUP,         /* coordinator -> member: the group formed */
+    TUTTI_CTRL_GROUP_ERR,     /* coordinator -> member: it cannot form */
+    TUTTI_CTRL_INST,          /* member -> coordinator: first execution */
+    TUTTI_CTRL_INST_OK,       /* coordinator -> task: what runs */
+    TUTTI_CTRL_INST_ERR,      /* coordinator -> task: members disagree */
+    TUTTI_CTRL_INST_TIMEOUT,  /* member waited too long for the others */
+} tutti__ctrl_type_t;
+
+typedef struct {
+    uint32_t type;
+    uint32_t len;             /* payload bytes used */
+    uint64_t group_key;
+    uint64_t instance_key;
+    int32_t from_task;
+    int32_t device_index;     /* member a reply is for, or -1 */
+    int32_t status;
+    int32_t reserved;
+    char payload[TUTTI_CTRL_PAYLOAD];
+} tutti__ctrl_msg_t;
+
+_Static_assert(sizeof(tutti__ctrl_msg_t) == TUTTI_CTRL_FRAME, "frame size");
+
+typedef struct tutti__ctrl tutti__ctrl_t;
+
+/** Connect this task to every other task and start the control thread
+ *  (none for a single task).  @p handle is called for every message that
+ *  arrives, from the control thread, with the context's resolver lock held. */
+typedef void (*tutti__ctrl_handler_t)(tutti_context_t *ctx,
+                                      const tutti__ctrl_msg_t *msg);
+tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
+                                 tutti__ctrl_handler_t handle,
+                                 tutti__ctrl_t **ctrl_out);
+void tutti__ctrl_stop(tutti__ctrl_t *ctrl);
+
+/** Send @p msg (its header's from_task is filled in) to @p task.  To this
+ *  task, the handler runs in place.  Call with the resolver lock held. */
+tutti_status_t tutti__ctrl_send(tutti__ctrl_t *ctrl, int task,
+                                tutti__ctrl_msg_t *msg);
+
+#endif

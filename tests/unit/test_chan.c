@@ -1,0 +1,446 @@
+/*
+ * Unit tests for the message channels (core/chan.c) under the local and shm
+ * transports: two endpoints driven by hand in one thread, with a small ring
+ * (4 slots of 4096 bytes) so that messages longer than the ring, and
+ * messages whose receive comes late or out of order, are easy to arrange.
+ *
+ * Covered: plain matched transfers of every fragment shape; an unmatched
+ * message stays on the ring while it has room (no buffering); a message
+ * longer than the ring sent before its receive; receives posted in the
+ * reverse order of the sends; reduce-on-receive from a buffered message;
+ * size mismatches on buffered messages; a receive posted while its message
+ * is half buffered; records left at teardown.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <tutti/tutti.h>
+
+#include "../../core/chan.h"
+#include "../../core/log.h"
+#include "../../core/reduce.h"
+
+#define SLOTS 4
+#define SLOT 4096
+#define RING (SLOTS * SLOT)
+/* Progress rounds after which a transfer that has not finished never will. */
+#define MAX_ROUNDS 10000
+
+/* Two members, 0 and 1; chan[i] carries i -> 1 - i. */
+typedef struct {
+    tutti__chan_ep_t ep[2];
+    tutti__chan_t *chan[2];
+} pair_t;
+
+static int setup(void **state)
+{
+    pair_t *pp = calloc(1, sizeof(*pp));
+    size_t bytes = tutti__chan_bytes(SLOTS, SLOT);
+
+    if (pp == NULL)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        pp->chan[i] = aligned_alloc(TUTTI_CACHELINE, bytes);
+        if (pp->chan[i] == NULL)
+            return -1;
+        tutti__chan_init(pp->chan[i]);
+        if (tutti__chan_ep_init(&pp->ep[i], i, 2, SLOTS, SLOT, "test") !=
+            TUTTI_OK)
+            return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        pp->ep[i].peers[1 - i].out = pp->chan[i];
+        pp->ep[i].peers[1 - i].in = pp->chan[1 - i];
+    }
+    *state = pp;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    pair_t *pp = *state;
+    for (int i = 0; i < 2; i++) {
+        tutti__chan_ep_fini(&pp->ep[i]);
+        free(pp->chan[i]);
+    }
+    free(pp);
+    return 0;
+}
+
+/* Progresses both members until nothing moves; returns the rounds taken. */
+static int settle(pair_t *pp)
+{
+    int rounds = 0, moved;
+    do {
+        moved = tutti__chan_progress(&pp->ep[0]);
+        moved += tutti__chan_progress(&pp->ep[1]);
+        rounds++;
+    } while (moved > 0 && rounds < MAX_ROUNDS);
+    assert_true(rounds < MAX_ROUNDS);
+    return rounds;
+}
+
+static tutti_wire_key_t key(uint32_t tag)
+{
+    tutti_wire_key_t k = {0x1234, 7, tag};
+    return k;
+}
+
+static void fill(unsigned char *buf, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (unsigned char)(i * 7 + seed * 13 + (i >> 8));
+}
+
+static void *pattern(size_t len, unsigned seed)
+{
+    unsigned char *buf = malloc(len ? len : 1);
+    assert_non_null(buf);
+    fill(buf, len, seed);
+    return buf;
+}
+
+/* Posts a send of @p len bytes of @p buf from member 0 under @p tag. */
+static void post_send(pair_t *pp, tutti_tp_op_t *op, uint32_t tag,
+                      const void *buf, size_t len)
+{
+    memset(op, 0, sizeof(*op));
+    op->key = key(tag);
+    op->peer = 1;
+    op->sbuf = buf;
+    op->len = len;
+    assert_int_equal(tutti__chan_send(&pp->ep[0], op), TUTTI_OK);
+}
+
+/* Posts a receive of @p len bytes into @p buf at member 1 under @p tag. */
+static void post_recv(pair_t *pp, tutti_tp_op_t *op, uint32_t tag, void *buf,
+                      size_t len)
+{
+    memset(op, 0, sizeof(*op));
+    op->key = key(tag);
+    op->peer = 0;
+    op->rbuf = buf;
+    op->len = len;
+    assert_int_equal(tutti__chan_recv(&pp->ep[1], op), TUTTI_OK);
+}
+
+/* Member 1's view of the channel from member 0. */
+static tutti__chan_peer_t *rx(pair_t *pp)
+{
+    return &pp->ep[1].peers[0];
+}
+
+static size_t unexp_count(pair_t *pp)
+{
+    size_t n = 0;
+    for (tutti__chan_unexp_t *u = rx(pp)->unexp; u != NULL; u = u->next)
+        n++;
+    return n;
+}
+
+/* Sends @p len bytes under @p tag and receives them, checking the bytes. */
+static void transfer(pair_t *pp, uint32_t tag, size_t len, int recv_first)
+{
+    tutti_tp_op_t s, r;
+    unsigned char *src = pattern(len, tag), *dst = calloc(1, len + 1);
+
+    assert_non_null(dst);
+    if (recv_first)
+        post_recv(pp, &r, tag, dst, len);
+    post_send(pp, &s, tag, src, len);
+    if (!recv_first)
+        post_recv(pp, &r, tag, dst, len);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(r.status, TUTTI_OK);
+    assert_int_equal(r.done, len);
+    assert_memory_equal(dst, src, len);
+    free(src);
+    free(dst);
+}
+
+/* Matched messages of every fragment shape never touch the unexpected
+ * path. */
+static void test_matched_sizes(void **state)
+{
+    pair_t *pp = *state;
+    static const size_t sizes[] = {0, 1, SLOT - 1, SLOT, 3 * SLOT + 5,
+                                   5 * RING + 3};
+    uint32_t tag = 1;
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        transfer(pp, tag++, sizes[i], 1);
+        transfer(pp, tag++, sizes[i], 0);
+        assert_null(rx(pp)->unexp);
+    }
+}
+
+/* An unmatched message on a ring with free slots waits at the head, without
+ * being buffered, and its late receive takes it from the ring. */
+static void test_unmatched_stays_while_room(void **state)
+{
+    pair_t *pp = *state;
+    size_t len = 3 * SLOT;
+    unsigned char *src = pattern(len, 5), *dst = calloc(1, len);
+    tutti_tp_op_t s, r;
+
+    post_send(pp, &s, 5, src, len);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_null(rx(pp)->unexp);
+    assert_int_equal(rx(pp)->in_tail, 0);
+    post_recv(pp, &r, 5, dst, len);
+    assert_int_equal(r.status, TUTTI_INPROGRESS);
+    settle(pp);
+    assert_int_equal(r.status, TUTTI_OK);
+    assert_memory_equal(dst, src, len);
+    free(src);
+    free(dst);
+}
+
+/* A message longer than the ring, sent before its receive is posted, used
+ * to block its sender forever; now the sender completes and the receive
+ * completes at once when posted. */
+static void test_longer_than_ring_before_recv(void **state)
+{
+    pair_t *pp = *state;
+    size_t len = 3 * RING + 7;
+    unsigned char *src = pattern(len, 9), *dst = calloc(1, len);
+    tutti_tp_op_t s, r;
+
+    post_send(pp, &s, 9, src, len);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(unexp_count(pp), 1);
+    assert_null(rx(pp)->filling);
+    post_recv(pp, &r, 9, dst, len);
+    assert_int_equal(r.status, TUTTI_OK);
+    assert_int_equal(r.done, len);
+    assert_memory_equal(dst, src, len);
+    assert_null(rx(pp)->unexp);
+    assert_null(rx(pp)->unexp_tail);
+    transfer(pp, 10, SLOT + 1, 0);
+    free(src);
+    free(dst);
+}
+
+/* Receives posted in the reverse order of the sends, once the sender has
+ * filled the ring: the messages in front are buffered, each receive gets
+ * its own bytes. */
+static void test_reverse_order(void **state)
+{
+    pair_t *pp = *state;
+    enum { N = 3 };
+    static const size_t len[N] = {2 * SLOT, 3 * SLOT + 1, 1};
+    unsigned char *src[N], *dst[N];
+    tutti_tp_op_t s[N], r[N];
+
+    for (int i = 0; i < N; i++) {
+        src[i] = pattern(len[i], 20 + (unsigned)i);
+        dst[i] = calloc(1, len[i]);
+        post_send(pp, &s[i], 20 + (uint32_t)i, src[i], len[i]);
+    }
+    tutti__chan_progress(&pp->ep[0]);
+    assert_int_equal(atomic_load(&pp->chan[0]->head), SLOTS);
+    for (int i = N - 1; i >= 0; i--) {
+        post_recv(pp, &r[i], 20 + (uint32_t)i, dst[i], len[i]);
+        settle(pp);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(s[i].status, TUTTI_OK);
+        assert_int_equal(r[i].status, TUTTI_OK);
+        assert_memory_equal(dst[i], src[i], len[i]);
+        free(src[i]);
+        free(dst[i]);
+    }
+    assert_null(rx(pp)->unexp);
+}
+
+/* Reduce-on-receive (float32 sum: dst = local + incoming) from a message
+ * buffered whole, and from one half buffered that streams the rest. */
+static void check_reduce(pair_t *pp, uint32_t tag, int whole)
+{
+    size_t count = RING / 4 + 1000, len = count * sizeof(float);
+    float *in = malloc(len), *local = malloc(len), *out = calloc(1, len);
+    tutti_tp_op_t s, r;
+
+    for (size_t i = 0; i < count; i++) {
+        in[i] = (float)i;
+        local[i] = (float)i * 0.5f + (float)tag;
+    }
+    post_send(pp, &s, tag, in, len);
+    if (whole) {
+        settle(pp);
+    } else {
+        tutti__chan_progress(&pp->ep[0]);
+        tutti__chan_progress(&pp->ep[1]);
+        assert_non_null(rx(pp)->filling);
+    }
+    memset(&r, 0, sizeof(r));
+    r.key = key(tag);
+    r.peer = 0;
+    r.rbuf = out;
+    r.len = len;
+    r.reduce.fn = tutti__reduce;
+    r.reduce.dtype = TUTTI_FLOAT32;
+    r.reduce.op = TUTTI_OP_SUM;
+    r.reduce.local = local;
+    assert_int_equal(tutti__chan_recv(&pp->ep[1], &r), TUTTI_OK);
+    assert_int_equal(r.status, whole ? TUTTI_OK : TUTTI_INPROGRESS);
+    settle(pp);
+    assert_int_equal(r.status, TUTTI_OK);
+    for (size_t i = 0; i < count; i++)
+        assert_true(out[i] == (float)i * 1.5f + (float)tag);
+    free(in);
+    free(local);
+    free(out);
+}
+
+static void test_reduce_from_buffer(void **state)
+{
+    check_reduce(*state, 30, 1);
+    check_reduce(*state, 31, 0);
+    assert_null(rx(*state)->unexp);
+}
+
+/* A size mismatch on a buffered message fails that receive with
+ * TUTTI_ERR_TRUNCATED and drops the message; later messages still flow.
+ * Whole and half buffered. */
+static void check_mismatch(pair_t *pp, uint32_t tag, int whole)
+{
+    size_t len = 2 * RING + 9;
+    unsigned char *src = pattern(len, tag), *dst = calloc(1, len);
+    tutti_tp_op_t s, r;
+
+    post_send(pp, &s, tag, src, len);
+    if (whole) {
+        settle(pp);
+    } else {
+        tutti__chan_progress(&pp->ep[0]);
+        tutti__chan_progress(&pp->ep[1]);
+        assert_non_null(rx(pp)->filling);
+    }
+    post_recv(pp, &r, tag, dst, len - 4);
+    assert_int_equal(r.status, TUTTI_ERR_TRUNCATED);
+    assert_non_null(strstr(tutti_last_error(), "the receive expects"));
+    assert_null(rx(pp)->unexp);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_null(rx(pp)->unexp);
+    assert_int_equal(rx(pp)->discarding, 0);
+    transfer(pp, tag + 100, 3 * SLOT + 5, 0);
+    transfer(pp, tag + 101, len, 1);
+    free(src);
+    free(dst);
+}
+
+static void test_mismatch_on_buffer(void **state)
+{
+    check_mismatch(*state, 40, 1);
+    check_mismatch(*state, 41, 0);
+}
+
+/* A receive posted while its message is half buffered takes what was
+ * buffered and completes when the rest arrives. */
+static void test_recv_while_half_buffered(void **state)
+{
+    pair_t *pp = *state;
+    size_t len = 2 * RING + 5;
+    unsigned char *src = pattern(len, 50), *dst = calloc(1, len);
+    tutti_tp_op_t s, r;
+
+    post_send(pp, &s, 50, src, len);
+    tutti__chan_progress(&pp->ep[0]);
+    tutti__chan_progress(&pp->ep[1]);
+    assert_int_equal(unexp_count(pp), 1);
+    assert_ptr_equal(rx(pp)->filling, rx(pp)->unexp);
+    assert_int_equal(rx(pp)->unexp->got, RING);
+    post_recv(pp, &r, 50, dst, len);
+    assert_int_equal(r.status, TUTTI_INPROGRESS);
+    assert_int_equal(r.done, RING);
+    assert_null(rx(pp)->unexp);
+    assert_null(rx(pp)->filling);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(r.status, TUTTI_OK);
+    assert_memory_equal(dst, src, len);
+    free(src);
+    free(dst);
+}
+
+/* Zero-length messages are buffered too when they hold up a full ring. */
+static void test_zero_length_buffered(void **state)
+{
+    pair_t *pp = *state;
+    tutti_tp_op_t s[SLOTS + 1], r[SLOTS + 1];
+    char dummy = 0;
+
+    for (int i = 0; i <= SLOTS; i++)
+        post_send(pp, &s[i], 60 + (uint32_t)i, &dummy, 0);
+    settle(pp);
+    for (int i = 0; i <= SLOTS; i++)
+        assert_int_equal(s[i].status, TUTTI_OK);
+    /* Each time the ring filled, its head went to a record. */
+    assert_int_equal(unexp_count(pp), 2);
+    for (int i = 1; i >= 0; i--) {
+        post_recv(pp, &r[i], 60 + (uint32_t)i, &dummy, 0);
+        assert_int_equal(r[i].status, TUTTI_OK);
+    }
+    for (int i = 2; i <= SLOTS; i++) {
+        post_recv(pp, &r[i], 60 + (uint32_t)i, &dummy, 0);
+        settle(pp);
+        assert_int_equal(r[i].status, TUTTI_OK);
+    }
+    assert_null(rx(pp)->unexp);
+}
+
+/* Records nobody received, whole or half filled, are freed by
+ * tutti__chan_ep_fini (teardown; valgrind and ASan check it). */
+static void test_leftovers_freed(void **state)
+{
+    pair_t *pp = *state;
+    size_t len = RING + 1;
+    unsigned char *src = pattern(3 * len, 70);
+    tutti_tp_op_t s[3];
+
+    post_send(pp, &s[0], 70, src, len);
+    post_send(pp, &s[1], 71, src + len, len);
+    settle(pp);
+    assert_int_equal(unexp_count(pp), 2);
+    assert_null(rx(pp)->filling);
+    post_send(pp, &s[2], 72, src + 2 * len, len);
+    tutti__chan_progress(&pp->ep[0]);
+    tutti__chan_progress(&pp->ep[1]);
+    assert_int_equal(unexp_count(pp), 3);
+    assert_non_null(rx(pp)->filling);
+    free(src);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_matched_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unmatched_stays_while_room, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_longer_than_ring_before_recv,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reverse_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reduce_from_buffer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_mismatch_on_buffer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_recv_while_half_buffered, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_zero_length_buffered, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_leftovers_freed, setup, teardown),
+    };
+    tutti__log_set_level(TUTTI_LOG_OFF);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
