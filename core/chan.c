@@ -329,6 +329,18 @@ static void consume(tutti__chan_peer_t *p, const frag_hdr_t *h)
     }
 }
 
+/* True if a receive from this peer is posted for an execution (instance
+ * and step) other than the one @p key belongs to. */
+static int waits_elsewhere(const tutti__chan_peer_t *p,
+                           const tutti_wire_key_t *key)
+{
+    for (const tutti_tp_op_t *op = p->recvq; op != NULL; op = op->next) {
+        if (op->key.instance != key->instance || op->key.step != key->step)
+            return 1;
+    }
+    return 0;
+}
+
 /* Consumes fragments that have arrived from @p peer. */
 static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
 {
@@ -339,10 +351,15 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
         int between = p->cur_recv == NULL && !p->discarding &&
                       p->filling == NULL;
         /* Unmatched: its receive usually comes a moment later, so leave it
-         * while the sender can still write; on a full ring the sender may
-         * be blocked behind it, and only then is it worth a copy. */
+         * while the sender can still write and nothing waits behind it.
+         * On a full ring the sender may be blocked behind it; with a
+         * receive posted for another execution, that one may wait behind
+         * it (instances issued in different orders).  Only then is it
+         * worth a copy. */
         if (between && !begin_message(ep, p, h, peer) &&
-            (head - p->in_tail < ep->slots || !unexp_begin(ep, p, h, peer)))
+            ((head - p->in_tail < ep->slots &&
+              !waits_elsewhere(p, &h->key)) ||
+             !unexp_begin(ep, p, h, peer)))
             break;
         consume(p, h);
         p->in_tail++;

@@ -34,14 +34,20 @@ struct tutti_context {
 
 typedef struct tutti__instance tutti__instance_t;
 
+#define TUTTI_MAX_WAIT_FOR 8
+
 struct tutti_request {
     tutti_group_t *group;
     tutti__instance_t *inst;
     tutti_alg_exec_t exec;
     tutti_status_t status;          /* INPROGRESS until complete */
+    int priority;
+    uint64_t launch_order;          /* 0 until launched */
+    uint64_t wait_for[TUTTI_MAX_WAIT_FOR];
+    size_t num_wait_for;
     tutti_request_cb_t cb;
     void *cb_arg;
-    struct tutti_request *next;     /* active, queued or free list */
+    struct tutti_request *next;     /* ready, active, queued or free list */
     char error[512];                /* detail of a failed execution */
 };
 
@@ -55,7 +61,9 @@ struct tutti__instance {
     void *state;
     uint64_t next_step;
     tutti_request_t *running;        /* execution in flight */
-    tutti_request_t *queue_head, *queue_tail; /* waiting for it */
+    tutti_request_t *ready;          /* next one, in the group's ready list */
+    tutti_request_t *queue_head, *queue_tail; /* behind those two */
+    uint64_t launched_through;       /* highest step launched + 1 */
     tutti__instance_t *next;         /* hash chain */
     int resolved;                    /* the coordinator decided */
     double timeout_asked;            /* when we told it we gave up */
@@ -77,7 +85,9 @@ struct tutti_group {
     const tutti_tp_ops_t *tp;
     tutti_tp_ep_t *ep;
     tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
-    tutti_request_t *active_head, *active_tail;
+    tutti_request_t *ready_head;      /* waiting to launch, by priority */
+    tutti_request_t *active_head;     /* launched, by priority */
+    uint64_t launches;
     tutti_request_t *free_list;
     tutti__decision_t *decisions;     /* from the resolver (its lock) */
     atomic_int has_decisions;

@@ -337,6 +337,7 @@ void tutti_instance_params_init(tutti_instance_params_t *params)
     params->size = sizeof(*params);
     params->dtype = TUTTI_FLOAT32;
     params->op = TUTTI_OP_SUM;
+    params->step = TUTTI_STEP_NEXT;
 }
 
 static unsigned bucket_of(uint64_t key)
@@ -492,6 +493,8 @@ static tutti_request_t *request_get(tutti_group_t *g)
         return NULL;
     r->group = g;
     r->status = TUTTI_INPROGRESS;
+    r->launch_order = 0;
+    r->num_wait_for = 0;
     r->cb = NULL;
     r->cb_arg = NULL;
     r->next = NULL;
@@ -499,34 +502,46 @@ static tutti_request_t *request_get(tutti_group_t *g)
     return r;
 }
 
-static void active_append(tutti_group_t *g, tutti_request_t *r)
+/* Lists are short (executions in flight on one member): plain walks. */
+static void insert_by_priority(tutti_request_t **head, tutti_request_t *r)
 {
-    r->next = NULL;
-    if (g->active_tail)
-        g->active_tail->next = r;
-    else
-        g->active_head = r;
-    g->active_tail = r;
+    tutti_request_t **pp = head;
+    while (*pp && (*pp)->priority >= r->priority)
+        pp = &(*pp)->next;
+    r->next = *pp;
+    *pp = r;
 }
 
-static void active_remove(tutti_group_t *g, tutti_request_t *r)
+static void list_remove(tutti_request_t **head, tutti_request_t *r)
 {
-    tutti_request_t *prev = NULL;
-    for (tutti_request_t *i = g->active_head; i; prev = i, i = i->next) {
-        if (i != r)
-            continue;
-        if (prev)
-            prev->next = r->next;
-        else
-            g->active_head = r->next;
-        if (g->active_tail == r)
-            g->active_tail = prev;
-        r->next = NULL;
-        return;
+    for (tutti_request_t **pp = head; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            r->next = NULL;
+            return;
+        }
     }
 }
 
-static void request_start(tutti_request_t *r);
+static void request_complete(tutti_request_t *r, tutti_status_t st);
+
+/* Moves the next execution of @p inst (if any) to the ready list, or
+ * refuses it when the instance was refused. */
+static void promote_next(tutti__instance_t *inst)
+{
+    tutti_request_t *next = inst->queue_head;
+    if (next == NULL)
+        return;
+    inst->queue_head = next->next;
+    if (inst->queue_head == NULL)
+        inst->queue_tail = NULL;
+    if (inst->failed != TUTTI_OK) {
+        request_complete(next, inst->failed);
+        return;
+    }
+    inst->ready = next;
+    insert_by_priority(&next->group->ready_head, next);
+}
 
 static void request_complete(tutti_request_t *r, tutti_status_t st)
 {
@@ -535,43 +550,75 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
     if (st != TUTTI_OK) {
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
         /* Transfers of a failed execution may still be queued: the group
-         * cannot be trusted with another one.  (An instance refused by
-         * the resolver never ran: its group stays usable.) */
-        if (g->failed == TUTTI_OK && inst->failed == TUTTI_OK) {
+         * cannot be trusted with another one.  (One that never launched
+         * posted nothing: its group stays usable.) */
+        if (g->failed == TUTTI_OK && r->launch_order != 0) {
             g->failed = st;
             snprintf(g->failure, sizeof(g->failure), "%s", r->error);
         }
     }
     r->status = st;
-    inst->running = NULL;
+    if (inst->running == r)
+        inst->running = NULL;
     if (r->cb)
         r->cb(r, st, r->cb_arg);
-    tutti_request_t *next = inst->queue_head;
-    if (next != NULL) {
-        inst->queue_head = next->next;
-        if (inst->queue_head == NULL)
-            inst->queue_tail = NULL;
-        if (inst->failed == TUTTI_OK)
-            request_start(next);
-        else
-            request_complete(next, inst->failed);
-    }
+    if (inst->running == NULL && inst->ready == NULL)
+        promote_next(inst);
 }
 
 static void request_start(tutti_request_t *r)
 {
     tutti__instance_t *inst = r->inst;
+    tutti_group_t *g = r->group;
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
     inst->running = r;
+    r->launch_order = ++g->launches;
+    if (r->exec.step + 1 > inst->launched_through)
+        inst->launched_through = r->exec.step + 1;
     tutti_status_t st = ops->run(inst->state, &r->exec);
     if (st == TUTTI_INPROGRESS)
-        active_append(r->group, r);
+        insert_by_priority(&g->active_head, r);
     else
         request_complete(r, st);
 }
 
-/* The resolver answered for an instance: set it up and start what waits,
- * or refuse everything that waits with the resolver's reason. */
+/* Resolved, not behind another execution of its instance, and every
+ * instance it waits for launched this step on this member. */
+static int launchable(tutti_group_t *g, const tutti_request_t *r)
+{
+    const tutti__instance_t *inst = r->inst;
+    if (!inst->resolved || inst->running != NULL)
+        return 0;
+    for (size_t i = 0; i < r->num_wait_for; i++) {
+        const tutti__instance_t *dep = instance_find(g, r->wait_for[i]);
+        if (dep == NULL || dep->launched_through <= r->exec.step)
+            return 0;
+    }
+    return 1;
+}
+
+/* Launches what is ready, highest priority first; a launch may make
+ * others ready, so the walk starts over after each.  Returns launches. */
+static int launch_ready(tutti_group_t *g)
+{
+    int n = 0;
+    tutti_request_t *r = g->ready_head;
+    while (r != NULL) {
+        if (!launchable(g, r)) {
+            r = r->next;
+            continue;
+        }
+        list_remove(&g->ready_head, r);
+        r->inst->ready = NULL;
+        request_start(r);
+        n++;
+        r = g->ready_head;
+    }
+    return n;
+}
+
+/* The resolver answered for an instance: set it up (the ready list then
+ * launches it), or refuse everything that waits for it. */
 static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
 {
     tutti__instance_t *inst = instance_find(g, d->instance_key);
@@ -584,21 +631,16 @@ static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
         tutti__error(st, "resolve", "%s", d->detail);
     if (st == TUTTI_OK) {
         inst->resolved = 1;
-    } else {
-        inst->failed = st;
-        snprintf(inst->failure, sizeof(inst->failure), "%s",
-                 tutti_last_error());
-    }
-    tutti_request_t *next = inst->queue_head;
-    if (next == NULL)
         return;
-    inst->queue_head = next->next;
-    if (inst->queue_head == NULL)
-        inst->queue_tail = NULL;
-    if (st == TUTTI_OK)
-        request_start(next);
-    else
-        request_complete(next, st);
+    }
+    inst->failed = st;
+    snprintf(inst->failure, sizeof(inst->failure), "%s", tutti_last_error());
+    tutti_request_t *r = inst->ready;
+    if (r != NULL) {
+        list_remove(&g->ready_head, r);
+        inst->ready = NULL;
+        request_complete(r, st);
+    }
 }
 
 static void take_decisions(tutti_group_t *g)
@@ -620,10 +662,11 @@ static int group_progress(tutti_group_t *g)
         take_decisions(g);
         moved++;
     }
+    if (g->ready_head != NULL)
+        moved += launch_ready(g);
     if (g->ep != NULL) {
-        moved = g->tp->progress(g->ep);
-        if (moved < 0)
-            moved = 0;
+        int n = g->tp->progress(g->ep);
+        moved += n > 0 ? n : 0;
     }
     tutti_request_t *r = g->active_head;
     while (r != NULL) {
@@ -631,12 +674,15 @@ static int group_progress(tutti_group_t *g)
         const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
         tutti_status_t st = ops->progress(r->inst->state, &r->exec);
         if (st != TUTTI_INPROGRESS) {
-            active_remove(g, r);
+            list_remove(&g->active_head, r);
             request_complete(r, st);
             moved++;
+            next = g->active_head; /* completion may have changed the list */
         }
         r = next;
     }
+    if (moved && g->ready_head != NULL)
+        moved += launch_ready(g);
     return moved;
 }
 
@@ -672,13 +718,27 @@ tutti_status_t tutti_execute(tutti_group_t *g,
     } else if ((st = check_same(inst, params)) != TUTTI_OK) {
         return st;
     }
+    if (params->num_wait_for > TUTTI_MAX_WAIT_FOR ||
+        (params->num_wait_for > 0 && params->wait_for == NULL))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "%zu wait_for keys: expected at most %d, in an "
+                            "array", (unsigned long long)params->instance_key,
+                            params->num_wait_for, TUTTI_MAX_WAIT_FOR);
     if ((r = request_get(g)) == NULL)
         return TUTTI_ERR_NO_MEMORY;
     r->inst = inst;
+    r->priority = params->priority;
+    r->num_wait_for = params->num_wait_for;
+    for (size_t i = 0; i < params->num_wait_for; i++)
+        r->wait_for[i] = params->wait_for[i];
+    uint64_t step = params->step == TUTTI_STEP_NEXT ? inst->next_step++
+                                                    : params->step;
     r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
-                                 sendbuf, recvbuf, inst->next_step++, r};
-    if (inst->resolved && inst->running == NULL) {
-        request_start(r);
+                                 sendbuf, recvbuf, step, r};
+    if (inst->running == NULL && inst->ready == NULL) {
+        inst->ready = r;
+        insert_by_priority(&g->ready_head, r);
+        launch_ready(g);
     } else {
         if (inst->queue_tail)
             inst->queue_tail->next = r;
@@ -710,7 +770,7 @@ static void group_time_out(tutti_group_t *g, double idle)
 {
     while (g->active_head != NULL) {
         tutti_request_t *r = g->active_head;
-        active_remove(g, r);
+        list_remove(&g->active_head, r);
         tutti__error(TUTTI_ERR_TIMEOUT, "exec",
                      "group 0x%llx rank %d: instance 0x%llx step %llu (%s) "
                      "made no progress for %.1f s; a peer is missing or slow",
@@ -745,36 +805,125 @@ static void resolution_time_out(tutti_group_t *g, tutti__instance_t *inst)
     apply_decision(g, &d);
 }
 
-tutti_status_t tutti_request_wait(tutti_request_t *r)
+/* A resolved execution that still waits for the instances it depends on. */
+static void dependency_time_out(tutti_group_t *g, tutti_request_t *r)
+{
+    uint64_t missing = 0;
+    for (size_t i = 0; i < r->num_wait_for; i++) {
+        const tutti__instance_t *dep = instance_find(g, r->wait_for[i]);
+        if (dep == NULL || dep->launched_through <= r->exec.step)
+            missing = r->wait_for[i];
+    }
+    list_remove(&g->ready_head, r);
+    r->inst->ready = NULL;
+    tutti__error(TUTTI_ERR_TIMEOUT, "exec", "group 0x%llx rank %d: instance "
+                 "0x%llx step %llu waited %.1f s for instance 0x%llx to "
+                 "launch its step %llu on this member",
+                 (unsigned long long)g->key, g->rank,
+                 (unsigned long long)r->inst->params.instance_key,
+                 (unsigned long long)r->exec.step, g->timeout,
+                 (unsigned long long)missing,
+                 (unsigned long long)r->exec.step);
+    request_complete(r, TUTTI_ERR_TIMEOUT);
+}
+
+/* Nothing moved for longer than the group's time limit while @p r waits:
+ * fail what it waits on, according to where it stands. */
+static void request_time_out(tutti_request_t *r, double idle)
 {
     tutti_group_t *g = r->group;
-    unsigned idle = 0;
-    double idle_since = 0;
+    tutti__instance_t *inst = r->inst;
+    if (r->launch_order != 0)
+        group_time_out(g, idle);
+    else if (!inst->resolved && inst->failed == TUTTI_OK)
+        resolution_time_out(g, inst);
+    else if (inst->ready == r)
+        dependency_time_out(g, r);
+    else if (inst->running != NULL)
+        group_time_out(g, idle); /* behind a running execution */
+    else if (inst->ready != NULL)
+        request_time_out(inst->ready, idle);
+}
 
-    while (r->status == TUTTI_INPROGRESS) {
-        if (group_progress(g) > 0) {
-            idle = 0;
-            continue;
-        }
-        if (++idle < g->spin_limit) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-            continue;
-        }
-        /* Idle for a while: let other processes on this core run, and
-         * watch the clock. */
-        sched_yield();
-        if (idle == g->spin_limit)
-            idle_since = tutti__now();
-        else if ((idle & 255) == 0 && tutti__now() - idle_since > g->timeout) {
-            if (!r->inst->resolved && r->inst->failed == TUTTI_OK)
-                resolution_time_out(g, r->inst);
-            else
-                group_time_out(g, tutti__now() - idle_since);
-        }
+typedef struct {
+    unsigned idle;
+    double idle_since;
+} wait_state_t;
+
+/* One round of waiting for @p r: progress, then spin, yield, or fail what
+ * has been idle past the time limit. */
+static void wait_step(tutti_request_t *r, wait_state_t *w)
+{
+    tutti_group_t *g = r->group;
+    if (group_progress(g) > 0) {
+        w->idle = 0;
+        return;
     }
+    if (++w->idle < g->spin_limit) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        return;
+    }
+    /* Idle for a while: let other processes on this core run, and watch
+     * the clock. */
+    sched_yield();
+    if (w->idle == g->spin_limit)
+        w->idle_since = tutti__now();
+    else if ((w->idle & 255) == 0 &&
+             tutti__now() - w->idle_since > g->timeout)
+        request_time_out(r, tutti__now() - w->idle_since);
+}
+
+tutti_status_t tutti_request_wait(tutti_request_t *r)
+{
+    wait_state_t w = {0, 0};
+    while (r->status == TUTTI_INPROGRESS)
+        wait_step(r, &w);
     return request_status(r);
+}
+
+tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
+                                      size_t n)
+{
+    tutti_status_t first = TUTTI_OK;
+    for (size_t i = 0; i < n; i++) {
+        tutti_status_t st = tutti_request_wait(requests[i]);
+        if (first == TUTTI_OK)
+            first = st;
+    }
+    for (size_t i = 0; first != TUTTI_OK && i < n; i++) {
+        if (requests[i]->status == first)
+            return request_status(requests[i]);
+    }
+    return first;
+}
+
+tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
+                                      size_t n, size_t *index_out)
+{
+    wait_state_t w[64] = {{0, 0}};
+    if (n == 0 || n > 64)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "wait_any on %zu "
+                            "requests: expected 1..64", n);
+    for (;;) {
+        for (size_t i = 0; i < n; i++) {
+            if (requests[i]->status != TUTTI_INPROGRESS) {
+                *index_out = i;
+                return request_status(requests[i]);
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            wait_step(requests[i], &w[i]);
+    }
+}
+
+void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)
+{
+    info->instance_key = r->inst->params.instance_key;
+    info->step = r->exec.step;
+    info->launch_order = r->launch_order;
+    info->algorithm = r->inst->resolved ? r->inst->algorithm : "";
 }
 
 void tutti_request_free(tutti_request_t *r)

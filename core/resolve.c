@@ -568,6 +568,15 @@ static void coord_inst(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
 
 /* ---- members ------------------------------------------------------------------------ */
 
+/* Copies text from a frame, which a peer may not have terminated. */
+static void copy_text(char *dst, size_t dst_len, const char *src,
+                      size_t src_len)
+{
+    size_t n = strnlen(src, src_len < dst_len ? src_len : dst_len - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static void member_group(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
 {
     tutti__resolver_t *r = ctx->resolver;
@@ -579,7 +588,8 @@ static void member_group(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         if (msg->type == TUTTI_CTRL_GROUP_ERR) {
             const decision_payload_t *d = (const void *)msg->payload;
             w->status = TUTTI_ERR_MISMATCH;
-            snprintf(w->error, sizeof(w->error), "%s", d->detail);
+            copy_text(w->error, sizeof(w->error), d->detail,
+                      sizeof(d->detail));
         } else {
             const group_payload_t *gp = (const void *)msg->payload;
             size_t bytes = (size_t)gp->size * sizeof(tutti__member_t);
@@ -609,8 +619,10 @@ static void member_decision(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         dec->status = msg->type == TUTTI_CTRL_INST_OK ? TUTTI_OK
                       : msg->status != 0 ? (tutti_status_t)msg->status
                                          : TUTTI_ERR_TIMEOUT;
-        snprintf(dec->algorithm, sizeof(dec->algorithm), "%s", d->algorithm);
-        snprintf(dec->detail, sizeof(dec->detail), "%s", d->detail);
+        copy_text(dec->algorithm, sizeof(dec->algorithm), d->algorithm,
+                  sizeof(d->algorithm));
+        copy_text(dec->detail, sizeof(dec->detail), d->detail,
+                  sizeof(d->detail));
         dec->next = g->decisions;
         g->decisions = dec;
         atomic_store_explicit(&g->has_decisions, 1, memory_order_release);

@@ -108,6 +108,9 @@ int tutti_group_size(const tutti_group_t *group);
 
 /* ---- executions ----------------------------------------------------------- */
 
+/** tutti_instance_params_t.step: the next step of the instance's sequence. */
+#define TUTTI_STEP_NEXT UINT64_MAX
+
 typedef struct {
     size_t size;                   /**< sizeof(tutti_instance_params_t) */
     uint64_t instance_key;         /**< equal on all members for one instance */
@@ -117,6 +120,18 @@ typedef struct {
     tutti_op_t op;                 /**< reductions only */
     int root;                      /**< rooted collectives only */
     const char *algorithm;         /**< per-call choice, or NULL: selection */
+    /* Per execution (may differ from call to call): */
+    uint64_t step;                 /**< TUTTI_STEP_NEXT (default): the n-th
+                                        execution is step n on every member;
+                                        or an explicit step id, which every
+                                        member must give in the same order */
+    int priority;                  /**< among executions ready to launch on
+                                        this member, higher launches (and is
+                                        progressed) first; default 0 */
+    const uint64_t *wait_for;      /**< instance keys whose execution of the
+                                        same step must have launched on this
+                                        member before this one launches */
+    size_t num_wait_for;
 } tutti_instance_params_t;
 
 void tutti_instance_params_init(tutti_instance_params_t *params);
@@ -142,6 +157,29 @@ tutti_status_t tutti_request_test(tutti_request_t *request);
 tutti_status_t tutti_request_wait(tutti_request_t *request);
 /** Release a completed request.  NULL ok. */
 void tutti_request_free(tutti_request_t *request);
+
+/** Block until every one of @p n requests completed; TUTTI_OK, or the
+ *  status of the first that failed (in array order). */
+tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
+                                      size_t n);
+/** Block until one of @p n requests completed; its index goes to
+ *  @p index_out and its status is returned.  Requests already complete
+ *  count at once (the lowest index). */
+tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
+                                      size_t n, size_t *index_out);
+
+typedef struct {
+    uint64_t instance_key;
+    uint64_t step;            /**< the execution's step id */
+    uint64_t launch_order;    /**< 1 for the first execution launched by this
+                                   member, 2 for the next...; 0: not yet */
+    const char *algorithm;    /**< implementation, or "" before resolution;
+                                   borrowed for the request's life */
+} tutti_request_info_t;
+
+/** What a request is and where it stands. */
+void tutti_request_info(const tutti_request_t *request,
+                        tutti_request_info_t *info_out);
 
 typedef void (*tutti_request_cb_t)(tutti_request_t *request,
                                    tutti_status_t status, void *arg);

@@ -196,6 +196,87 @@ static void test_execution_timeout(void **state)
     tutti_group_leave(g);
 }
 
+/* Executes instance @p key (4-float sum); waits unless @p req_out. */
+static tutti_status_t exec_sum(tutti_group_t *g, uint64_t key, float *buf,
+                               tutti_request_t **req_out)
+{
+    tutti_instance_params_t ip;
+    tutti_request_t *r;
+    tutti_instance_params_init(&ip);
+    ip.instance_key = key;
+    ip.count = 4;
+    tutti_status_t st = tutti_execute(g, &ip, buf, buf, &r);
+    if (st != TUTTI_OK || req_out != NULL) {
+        if (req_out)
+            *req_out = r;
+        return st;
+    }
+    st = tutti_request_wait(r);
+    tutti_request_free(r);
+    return st;
+}
+
+typedef struct {
+    member_t m;
+    float a[4], b[4];
+    tutti_status_t st;
+} order_member_t;
+
+/* Member 0 issues A then B and waits for both; member 1 runs B to the end
+ * before it even issues A.  A's message reaches member 1 first and must
+ * not block B's behind it. */
+static void *order_main(void *arg)
+{
+    order_member_t *o = arg;
+    tutti_group_t *g = join(&o->m);
+    tutti_request_t *ra, *rb;
+    if (g == NULL)
+        return NULL;
+    o->st = exec_sum(g, 1, o->a, NULL);      /* resolve both, same order */
+    if (o->st == TUTTI_OK)
+        o->st = exec_sum(g, 2, o->b, NULL);
+    for (int i = 0; i < 4; i++)
+        o->a[i] = o->b[i] = (float)(o->m.index + 1 + i);
+    if (o->st == TUTTI_OK && o->m.index == 0) {
+        if ((o->st = exec_sum(g, 1, o->a, &ra)) == TUTTI_OK &&
+            (o->st = exec_sum(g, 2, o->b, &rb)) == TUTTI_OK) {
+            o->st = tutti_request_wait(ra);
+            tutti_status_t st2 = tutti_request_wait(rb);
+            o->st = o->st != TUTTI_OK ? o->st : st2;
+            tutti_request_free(ra);
+            tutti_request_free(rb);
+        }
+    } else if (o->st == TUTTI_OK) {
+        o->st = exec_sum(g, 2, o->b, NULL);
+        if (o->st == TUTTI_OK)
+            o->st = exec_sum(g, 1, o->a, NULL);
+    }
+    tutti_group_leave(g);
+    return NULL;
+}
+
+static void test_instances_in_opposite_orders(void **state)
+{
+    order_member_t o[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&o[i], 0, sizeof(o[i]));
+        o[i].m = (member_t){*state, 500, 2, i, 5.0, 0, "", {0, 0}, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, order_main, &o[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        if (o[i].st != TUTTI_OK)
+            fail_msg("member %d: %s", i, tutti_status_name(o[i].st));
+        for (int k = 0; k < 4; k++) {
+            /* (1 + k) + (2 + k) */
+            assert_true(o[i].a[k] == (float)(3 + 2 * k));
+            assert_true(o[i].b[k] == (float)(3 + 2 * k));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,6 +286,7 @@ int main(void)
         cmocka_unit_test(test_member_never_joins),
         cmocka_unit_test(test_group_size_mismatch),
         cmocka_unit_test(test_execution_timeout),
+        cmocka_unit_test(test_instances_in_opposite_orders),
     };
     return cmocka_run_group_tests_name("local", tests, setup, teardown);
 }

@@ -1,0 +1,240 @@
+/*
+ * Executor behaviour seen from the host API, with two members of a group
+ * in one process (one thread each): wait_for chains launch in dependency
+ * order, higher priority launches first, explicit step ids, wait_any and
+ * wait_all.  Launch order is observed through tutti_request_info().
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <tutti/tutti.h>
+
+#define MEMBERS 2
+
+typedef struct member member_t;
+typedef void (*scenario_fn)(member_t *m, tutti_group_t *g);
+
+struct member {
+    tutti_context_t *ctx;
+    uint64_t key;
+    int index;
+    scenario_fn run;
+    /* Results the scenario leaves for the test to assert on. */
+    tutti_status_t st;
+    uint64_t order[4];
+    uint64_t step[4];
+    float value[4];
+    size_t any_index;
+};
+
+static void *member_main(void *arg)
+{
+    member_t *m = arg;
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_group_params_init(&gp);
+    gp.group_key = m->key;
+    gp.group_size = MEMBERS;
+    gp.device_index = m->index;
+    gp.timeout = 10;
+    m->st = tutti_group_join(m->ctx, &gp, &g);
+    if (m->st != TUTTI_OK)
+        return NULL;
+    m->run(m, g);
+    tutti_group_leave(g);
+    return NULL;
+}
+
+static void run_members(void **state, uint64_t key, scenario_fn run,
+                        member_t *m)
+{
+    pthread_t t[MEMBERS];
+    for (int i = 0; i < MEMBERS; i++) {
+        memset(&m[i], 0, sizeof(m[i]));
+        m[i].ctx = *state;
+        m[i].key = key;
+        m[i].index = i;
+        m[i].run = run;
+        assert_int_equal(pthread_create(&t[i], NULL, member_main, &m[i]), 0);
+    }
+    for (int i = 0; i < MEMBERS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < MEMBERS; i++)
+        if (m[i].st != TUTTI_OK)
+            fail_msg("member %d: %s", i, tutti_status_name(m[i].st));
+}
+
+/* Starts a one-float sum of @p buf under @p key. */
+static tutti_request_t *start(member_t *m, tutti_group_t *g, uint64_t key,
+                              float *buf, int priority, const uint64_t *deps,
+                              size_t ndeps, uint64_t step)
+{
+    tutti_instance_params_t p;
+    tutti_request_t *r = NULL;
+    tutti_instance_params_init(&p);
+    p.instance_key = key;
+    p.count = 1;
+    p.priority = priority;
+    p.wait_for = deps;
+    p.num_wait_for = ndeps;
+    p.step = step;
+    tutti_status_t st = tutti_execute(g, &p, buf, buf, &r);
+    if (st != TUTTI_OK && m->st == TUTTI_OK)
+        m->st = st;
+    return r;
+}
+
+static void finish(member_t *m, tutti_request_t **r, int n)
+{
+    tutti_status_t st = tutti_request_wait_all(r, (size_t)n);
+    if (st != TUTTI_OK && m->st == TUTTI_OK)
+        m->st = st;
+    for (int i = 0; i < n; i++) {
+        tutti_request_info_t info;
+        tutti_request_info(r[i], &info);
+        m->order[i] = info.launch_order;
+        m->step[i] = info.step;
+        tutti_request_free(r[i]);
+    }
+}
+
+/* C waits for B, B for A; issued C, B, A. */
+static void chain(member_t *m, tutti_group_t *g)
+{
+    const uint64_t on_a = 1, on_b = 2;
+    float v[3] = {1, 1, 1};
+    tutti_request_t *r[3];
+    r[2] = start(m, g, 3, &v[2], 0, &on_b, 1, TUTTI_STEP_NEXT);
+    r[1] = start(m, g, 2, &v[1], 0, &on_a, 1, TUTTI_STEP_NEXT);
+    r[0] = start(m, g, 1, &v[0], 0, NULL, 0, TUTTI_STEP_NEXT);
+    if (m->st == TUTTI_OK)
+        finish(m, r, 3);
+    memcpy(m->value, v, sizeof(v));
+}
+
+static void test_wait_for_chain_launches_in_order(void **state)
+{
+    member_t m[MEMBERS];
+    run_members(state, 600, chain, m);
+    for (int i = 0; i < MEMBERS; i++) {
+        /* order[k]: launch order of instance k+1 on member i */
+        assert_true(m[i].order[0] > 0);
+        assert_true(m[i].order[0] < m[i].order[1]);
+        assert_true(m[i].order[1] < m[i].order[2]);
+        for (int k = 0; k < 3; k++)
+            assert_true(m[i].value[k] == 2.0f);
+    }
+}
+
+/* Low (10) and high (11) priority both wait for Z (12), issued last: when
+ * Z launches both become ready at once, and the high one goes first. */
+static void priorities(member_t *m, tutti_group_t *g)
+{
+    const uint64_t on_z = 12;
+    float v[3] = {1, 1, 1};
+    tutti_request_t *r[3];
+    r[0] = start(m, g, 10, &v[0], 0, &on_z, 1, TUTTI_STEP_NEXT);
+    r[1] = start(m, g, 11, &v[1], 5, &on_z, 1, TUTTI_STEP_NEXT);
+    r[2] = start(m, g, 12, &v[2], 0, NULL, 0, TUTTI_STEP_NEXT);
+    if (m->st == TUTTI_OK)
+        finish(m, r, 3);
+    memcpy(m->value, v, sizeof(v));
+}
+
+static void test_higher_priority_launches_first(void **state)
+{
+    member_t m[MEMBERS];
+    run_members(state, 700, priorities, m);
+    for (int i = 0; i < MEMBERS; i++) {
+        assert_true(m[i].order[2] < m[i].order[1]); /* Z, then */
+        assert_true(m[i].order[1] < m[i].order[0]); /* high, then low */
+        assert_true(m[i].value[0] == 2.0f && m[i].value[1] == 2.0f);
+    }
+}
+
+/* Explicit step ids travel with the execution. */
+static void explicit_steps(member_t *m, tutti_group_t *g)
+{
+    float v[2] = {1, 3};
+    tutti_request_t *r[2];
+    r[0] = start(m, g, 20, &v[0], 0, NULL, 0, 100);
+    r[1] = start(m, g, 20, &v[1], 0, NULL, 0, 7);
+    if (m->st == TUTTI_OK)
+        finish(m, r, 2);
+    memcpy(m->value, v, sizeof(v));
+}
+
+static void test_explicit_steps(void **state)
+{
+    member_t m[MEMBERS];
+    run_members(state, 800, explicit_steps, m);
+    for (int i = 0; i < MEMBERS; i++) {
+        assert_int_equal(m[i].step[0], 100);
+        assert_int_equal(m[i].step[1], 7);
+        assert_true(m[i].value[0] == 2.0f && m[i].value[1] == 6.0f);
+    }
+}
+
+/* wait_any returns a request that has completed. */
+static void any(member_t *m, tutti_group_t *g)
+{
+    float v[2] = {1, 2};
+    tutti_request_t *r[2];
+    r[0] = start(m, g, 30, &v[0], 0, NULL, 0, TUTTI_STEP_NEXT);
+    r[1] = start(m, g, 31, &v[1], 0, NULL, 0, TUTTI_STEP_NEXT);
+    if (m->st != TUTTI_OK)
+        return;
+    m->st = tutti_request_wait_any(r, 2, &m->any_index);
+    m->value[0] = tutti_request_test(r[m->any_index]) == TUTTI_OK;
+    finish(m, r, 2);
+    m->value[1] = v[0] + v[1];
+}
+
+static void test_wait_any(void **state)
+{
+    member_t m[MEMBERS];
+    run_members(state, 900, any, m);
+    for (int i = 0; i < MEMBERS; i++) {
+        assert_true(m[i].any_index < 2);
+        assert_true(m[i].value[0] == 1.0f);  /* it had completed */
+        assert_true(m[i].value[1] == 6.0f);  /* 2 + 4 */
+    }
+}
+
+static int setup(void **state)
+{
+    tutti_context_params_t p;
+    tutti_context_t *ctx;
+    tutti_context_params_init(&p);
+    p.task = 0;
+    p.num_tasks = 1;
+    p.log_level = "off";
+    if (tutti_context_create(&p, &ctx) != TUTTI_OK)
+        return -1;
+    *state = ctx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tutti_context_destroy(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wait_for_chain_launches_in_order),
+        cmocka_unit_test(test_higher_priority_launches_first),
+        cmocka_unit_test(test_explicit_steps),
+        cmocka_unit_test(test_wait_any),
+    };
+    return cmocka_run_group_tests_name("exec", tests, setup, teardown);
+}
