@@ -226,6 +226,11 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
                                    &ctx->cfg.module_load)) != TUTTI_OK)
         goto err_free;
     tutti__config_check_rules(&ctx->cfg, impl_lookup, &ctx->reg);
+    ctx->task_dead = calloc((size_t)ctx->num_tasks, sizeof(atomic_int));
+    if (ctx->task_dead == NULL) {
+        st = TUTTI_ERR_NO_MEMORY;
+        goto err_free;
+    }
     if ((st = tutti__resolver_start(ctx)) != TUTTI_OK)
         goto err_free;
     *ctx_out = ctx;
@@ -243,13 +248,51 @@ void tutti_context_destroy(tutti_context_t *ctx)
     if (ctx->num_groups > 0)
         tutti__log(TUTTI_LOG_WARN, "context", "destroyed with %d groups not "
                    "left", ctx->num_groups);
+    tutti__resolver_finish(ctx);
     tutti__resolver_stop(ctx);
     tutti__registry_free(&ctx->reg);
     tutti__config_free(&ctx->cfg);
     strlist_free(&ctx->module_dirs);
     pthread_mutex_destroy(&ctx->resolver_lock);
     pthread_mutex_destroy(&ctx->lock);
+    free(ctx->task_dead);
     free(ctx);
+}
+
+void tutti__context_abort(tutti_context_t *ctx, tutti_status_t status,
+                          const char *reason)
+{
+    if (ctx->abort_status != TUTTI_OK)
+        return;
+    snprintf(ctx->abort_reason, sizeof(ctx->abort_reason), "%s", reason);
+    ctx->abort_status = status;
+    tutti__log(TUTTI_LOG_ERROR, "context", "%s", reason);
+    atomic_fetch_add_explicit(&ctx->health_epoch, 1, memory_order_release);
+}
+
+void tutti__context_task_dead(tutti_context_t *ctx, int task)
+{
+    if (task < 0 || task >= ctx->num_tasks)
+        return;
+    tutti__log(TUTTI_LOG_ERROR, "context", "task %d is gone: its process "
+               "exited or was killed", task);
+    atomic_store_explicit(&ctx->task_dead[task], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ctx->health_epoch, 1, memory_order_release);
+}
+
+tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason)
+{
+    char text[512];
+    if (ctx == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
+                            "tutti_abort: ctx is NULL");
+    snprintf(text, sizeof(text), "aborted by task %d: %s", ctx->task,
+             reason ? reason : "(no reason given)");
+    pthread_mutex_lock(&ctx->resolver_lock);
+    tutti__context_abort(ctx, TUTTI_ERR_ABORTED, text);
+    tutti__resolver_abort(ctx, text);
+    pthread_mutex_unlock(&ctx->resolver_lock);
+    return TUTTI_OK;
 }
 
 /* ---- introspection -------------------------------------------------------- */

@@ -30,7 +30,19 @@ struct tutti_context {
     int num_groups;
     pthread_mutex_t resolver_lock;  /* resolver state and control sends */
     tutti__resolver_t *resolver;
+    /* Health, written under resolver_lock, read by members at any time:
+     * health_epoch moves (release) after abort_status or task_dead did. */
+    atomic_int health_epoch;
+    tutti_status_t abort_status;    /* TUTTI_OK, or what executions fail with */
+    char abort_reason[512];
+    atomic_int *task_dead;          /* one flag per task */
 };
+
+/* Marks the context aborted (the first reason stays); wakes joins. */
+void tutti__context_abort(tutti_context_t *ctx, tutti_status_t status,
+                          const char *reason);
+/* Marks @p task dead; groups with a member there fail. */
+void tutti__context_task_dead(tutti_context_t *ctx, int task);
 
 typedef struct tutti__instance tutti__instance_t;
 
@@ -91,6 +103,7 @@ struct tutti_group {
     tutti_request_t *free_list;
     tutti__decision_t *decisions;     /* from the resolver (its lock) */
     atomic_int has_decisions;
+    int health_seen;                  /* ctx->health_epoch last checked */
     tutti_status_t failed;            /* an execution failed mid-way */
     char failure[512];                /* its detail */
 };

@@ -37,7 +37,31 @@ struct tutti__ctrl {
     pthread_t thread;
     int running;
     volatile int stop;
+    unsigned char *dead;      /* tasks already reported gone */
+    double next_health;       /* when to look at the peers again */
 };
+
+#define HEALTH_PERIOD 0.25 /* seconds between liveness checks */
+
+/* Reports each task whose process is gone, once. */
+static void check_peers(tutti__ctrl_t *c)
+{
+    double now = tutti__now();
+    if (c->tp->peer_alive == NULL || now < c->next_health)
+        return;
+    c->next_health = now + HEALTH_PERIOD;
+    for (int t = 0; t < c->ctx->num_tasks; t++) {
+        if (t == c->ctx->task || c->dead[t] || c->tp->peer_alive(c->ep, t))
+            continue;
+        c->dead[t] = 1;
+        tutti__ctrl_msg_t m;
+        memset(&m, 0, offsetof(tutti__ctrl_msg_t, payload));
+        m.type = TUTTI_CTRL_TASK_DEAD;
+        m.from_task = t;
+        m.device_index = -1;
+        c->handle(c->ctx, &m);
+    }
+}
 
 static tutti_status_t post_recv(tutti__ctrl_t *c, int task)
 {
@@ -100,6 +124,7 @@ static void *ctrl_main(void *arg)
     while (!c->stop) {
         pthread_mutex_lock(&ctx->resolver_lock);
         int n = ctrl_progress(c);
+        check_peers(c);
         pthread_mutex_unlock(&ctx->resolver_lock);
         /* Poll fast right after traffic, then back off: resolution is
          * rare and this thread must not steal the data path's cores. */
@@ -126,7 +151,9 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
     c->task_ids = malloc((size_t)n * sizeof(int));
     c->out_seq = calloc((size_t)n, sizeof(uint32_t));
     c->in = calloc((size_t)n, sizeof(recv_slot_t));
-    if (c->task_ids == NULL || c->out_seq == NULL || c->in == NULL)
+    c->dead = calloc((size_t)n, 1);
+    if (c->task_ids == NULL || c->out_seq == NULL || c->in == NULL ||
+        c->dead == NULL)
         goto err_free;
     for (int t = 0; t < n; t++)
         c->task_ids[t] = t;
@@ -180,7 +207,21 @@ void tutti__ctrl_stop(tutti__ctrl_t *c)
     free(c->task_ids);
     free(c->out_seq);
     free(c->in);
+    free(c->dead);
     free(c);
+}
+
+tutti_status_t tutti__ctrl_broadcast(tutti__ctrl_t *c, tutti__ctrl_msg_t *msg)
+{
+    tutti_status_t first = TUTTI_OK;
+    for (int t = 0; t < c->ctx->num_tasks; t++) {
+        if (t == c->ctx->task || c->dead[t])
+            continue;
+        tutti_status_t st = tutti__ctrl_send(c, t, msg);
+        if (first == TUTTI_OK)
+            first = st;
+    }
+    return first;
 }
 
 tutti_status_t tutti__ctrl_send(tutti__ctrl_t *c, int task,

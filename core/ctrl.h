@@ -27,6 +27,10 @@ typedef enum {
     TUTTI_CTRL_INST_OK,       /* coordinator -> task: what runs */
     TUTTI_CTRL_INST_ERR,      /* coordinator -> task: members disagree */
     TUTTI_CTRL_INST_TIMEOUT,  /* member waited too long for the others */
+    TUTTI_CTRL_ABORT,         /* any task -> every task: give up */
+    TUTTI_CTRL_TASK_DEAD,     /* the control thread saw from_task's process
+                                 gone (never on the wire) */
+    TUTTI_CTRL_BYE,           /* task -> coordinator: context destroyed */
 } tutti__ctrl_type_t;
 
 typedef struct {
@@ -54,6 +58,10 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
                                  tutti__ctrl_handler_t handle,
                                  tutti__ctrl_t **ctrl_out);
 void tutti__ctrl_stop(tutti__ctrl_t *ctrl);
+
+/** Send @p msg to every other task. */
+tutti_status_t tutti__ctrl_broadcast(tutti__ctrl_t *ctrl,
+                                     tutti__ctrl_msg_t *msg);
 
 /** Send @p msg (its header's from_task is filled in) to @p task.  To this
  *  task, the handler runs in place.  Call with the resolver lock held. */

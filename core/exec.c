@@ -274,6 +274,7 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
         if ((st = g->tp->connect(&tg, &g->ep)) != TUTTI_OK)
             goto err_free;
     }
+    g->health_seen = -1; /* look at the context's health on first use */
     tutti__resolver_add_group(ctx, g);
     tutti__log(TUTTI_LOG_DEBUG, "group", "joined group 0x%llx as rank %d of "
                "%d over %d tasks (%s transport)", (unsigned long long)g->key,
@@ -654,10 +655,60 @@ static void take_decisions(tutti_group_t *g)
     }
 }
 
+/* Fails every execution of @p g not yet complete with @p st and @p text;
+ * later calls are refused with them too. */
+static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
+{
+    if (g->failed == TUTTI_OK) {
+        g->failed = st;
+        snprintf(g->failure, sizeof(g->failure), "%s", text);
+    }
+    while (g->active_head != NULL || g->ready_head != NULL) {
+        tutti_request_t *r = g->active_head ? g->active_head : g->ready_head;
+        list_remove(r == g->active_head ? &g->active_head : &g->ready_head, r);
+        if (r->inst->ready == r)
+            r->inst->ready = NULL;
+        tutti__error_quiet(st, "%s", text);
+        request_complete(r, st); /* may promote the next: failed in turn */
+    }
+}
+
+/* Abort, or a member's task gone: fail the group once, naming why. */
+static void check_health(tutti_group_t *g)
+{
+    tutti_context_t *ctx = g->ctx;
+    char text[512];
+    int epoch = atomic_load_explicit(&ctx->health_epoch, memory_order_acquire);
+    if (epoch == g->health_seen)
+        return;
+    g->health_seen = epoch;
+    if (ctx->abort_status != TUTTI_OK) {
+        snprintf(text, sizeof(text), "group 0x%llx: %.440s",
+                 (unsigned long long)g->key, ctx->abort_reason);
+        fail_group(g, ctx->abort_status, text);
+        return;
+    }
+    for (int r = 0; r < g->size; r++) {
+        int t = g->rank_task[r];
+        if (!atomic_load_explicit(&ctx->task_dead[t], memory_order_relaxed))
+            continue;
+        snprintf(text, sizeof(text), "group 0x%llx rank %d: task %d (rank "
+                 "%d) is gone: its process exited or was killed",
+                 (unsigned long long)g->key, g->rank, t, r);
+        fail_group(g, TUTTI_ERR_PEER, text);
+        return;
+    }
+}
+
 /* One pass of the progress engine; returns how much moved. */
 static int group_progress(tutti_group_t *g)
 {
     int moved = 0;
+    if (atomic_load_explicit(&g->ctx->health_epoch, memory_order_relaxed) !=
+        g->health_seen) {
+        check_health(g);
+        moved++;
+    }
     if (atomic_load_explicit(&g->has_decisions, memory_order_acquire)) {
         take_decisions(g);
         moved++;
@@ -698,6 +749,7 @@ tutti_status_t tutti_execute(tutti_group_t *g,
     if (g == NULL || request_out == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
                             "tutti_execute: group or request_out is NULL");
+    check_health(g);
     if (g->failed != TUTTI_OK)
         return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
                             "earlier and must be left: %s",

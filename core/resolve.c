@@ -86,6 +86,7 @@ struct tutti__resolver {
     coord_inst_t *insts;
     group_ref_t *members;
     uint64_t frames_sent;
+    int byes;                         /* tasks whose contexts went */
 };
 
 static tutti_status_t send_to(tutti_context_t *ctx, int task,
@@ -632,7 +633,25 @@ static void member_decision(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
 /* Runs with the resolver lock held, in the control thread or in place. */
 static void dispatch(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
 {
+    char text[TUTTI_CTRL_PAYLOAD];
     switch (msg->type) {
+    case TUTTI_CTRL_ABORT:
+        copy_text(text, sizeof(text), msg->payload, sizeof(msg->payload));
+        tutti__context_abort(ctx, TUTTI_ERR_ABORTED, text);
+        pthread_cond_broadcast(&ctx->resolver->cond);
+        break;
+    case TUTTI_CTRL_TASK_DEAD:
+        tutti__context_task_dead(ctx, msg->from_task);
+        if (msg->from_task == COORDINATOR_TASK)
+            tutti__context_abort(ctx, TUTTI_ERR_PEER, "task 0, which "
+                                 "coordinates this job's groups, is gone: "
+                                 "its process exited or was killed");
+        pthread_cond_broadcast(&ctx->resolver->cond);
+        break;
+    case TUTTI_CTRL_BYE:
+        ctx->resolver->byes++;
+        pthread_cond_broadcast(&ctx->resolver->cond);
+        break;
     case TUTTI_CTRL_JOIN: coord_join(ctx, msg); break;
     case TUTTI_CTRL_JOIN_CANCEL: coord_cancel(ctx, msg); break;
     case TUTTI_CTRL_GROUP:
@@ -736,10 +755,13 @@ tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
     w.next = r->waits;
     r->waits = &w;
     st = send_to(ctx, COORDINATOR_TASK, &m);
-    while (st == TUTTI_OK && !w.done &&
+    while (st == TUTTI_OK && !w.done && ctx->abort_status == TUTTI_OK &&
            pthread_cond_timedwait(&r->cond, &ctx->resolver_lock, &until) == 0)
         ;
-    if (st == TUTTI_OK && !w.done) {
+    if (st == TUTTI_OK && !w.done && ctx->abort_status != TUTTI_OK) {
+        st = tutti__error(ctx->abort_status, "resolve", "group 0x%llx: %s",
+                          (unsigned long long)key, ctx->abort_reason);
+    } else if (st == TUTTI_OK && !w.done) {
         /* Ask the coordinator who had come; it answers at once. */
         msg_init(&m, TUTTI_CTRL_JOIN_CANCEL, key, 0, device_index);
         send_to(ctx, COORDINATOR_TASK, &m);
@@ -833,6 +855,51 @@ tutti__decision_t *tutti__resolver_take(tutti_group_t *g)
     atomic_store_explicit(&g->has_decisions, 0, memory_order_relaxed);
     pthread_mutex_unlock(&g->ctx->resolver_lock);
     return d;
+}
+
+static int tasks_gone(const tutti_context_t *ctx)
+{
+    int n = 0;
+    for (int t = 0; t < ctx->num_tasks; t++)
+        n += atomic_load_explicit(&ctx->task_dead[t], memory_order_relaxed);
+    return n;
+}
+
+void tutti__resolver_finish(tutti_context_t *ctx)
+{
+    tutti__resolver_t *r = ctx->resolver;
+    struct timespec until;
+    tutti__ctrl_msg_t m;
+    if (r == NULL || ctx->num_tasks == 1)
+        return;
+    pthread_mutex_lock(&ctx->resolver_lock);
+    if (ctx->task != COORDINATOR_TASK) {
+        msg_init(&m, TUTTI_CTRL_BYE, 0, 0, -1);
+        send_to(ctx, COORDINATOR_TASK, &m);
+    } else {
+        deadline_after(&until, ctx->cfg.timeout);
+        while (r->byes + tasks_gone(ctx) < ctx->num_tasks - 1 &&
+               pthread_cond_timedwait(&r->cond, &ctx->resolver_lock,
+                                      &until) == 0)
+            ;
+        if (r->byes + tasks_gone(ctx) < ctx->num_tasks - 1)
+            tutti__log(TUTTI_LOG_WARN, "resolve", "context destroyed while "
+                       "%d other tasks still had theirs",
+                       ctx->num_tasks - 1 - r->byes - tasks_gone(ctx));
+    }
+    pthread_mutex_unlock(&ctx->resolver_lock);
+}
+
+void tutti__resolver_abort(tutti_context_t *ctx, const char *text)
+{
+    tutti__ctrl_msg_t m;
+    msg_init(&m, TUTTI_CTRL_ABORT, 0, 0, -1);
+    snprintf(m.payload, sizeof(m.payload), "%s", text);
+    m.len = (uint32_t)strlen(m.payload) + 1;
+    m.from_task = ctx->task;
+    ctx->resolver->frames_sent += (uint64_t)(ctx->num_tasks - 1);
+    tutti__ctrl_broadcast(ctx->resolver->ctrl, &m);
+    pthread_cond_broadcast(&ctx->resolver->cond);
 }
 
 void tutti__resolve_timeout(tutti_group_t *g, uint64_t instance_key)

@@ -65,6 +65,15 @@ typedef struct tutti__decision {
 /** Takes the decisions delivered to @p g (a list the caller frees). */
 tutti__decision_t *tutti__resolver_take(tutti_group_t *g);
 
+/** Before a context goes: other tasks tell the coordinator; the
+ *  coordinator waits (up to the config's timeout) until every other task
+ *  has said so or is gone, so it serves their resolution until then. */
+void tutti__resolver_finish(tutti_context_t *ctx);
+
+/** Tell every other task that this one aborts with @p text; wake this
+ *  task's joins.  Call with the resolver lock held. */
+void tutti__resolver_abort(tutti_context_t *ctx, const char *text);
+
 /** Control frames this context has sent (for measurements and tests). */
 uint64_t tutti__resolver_frames_sent(const tutti_context_t *ctx);
 

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ typedef struct {
     int32_t size;
     int32_t rank;
     _Atomic int32_t attached;
+    int32_t pid;           /* owner process, for liveness checks */
 } seg_hdr_t;
 
 typedef struct {
@@ -102,6 +104,7 @@ static tutti_status_t create_own(shm_ep_t *ep, const tutti_tp_group_t *g)
     h->slots = ep->chan.slots;
     h->size = g->group_size;
     h->rank = g->rank;
+    h->pid = (int32_t)getpid();
     for (int s = 0; s < g->group_size; s++)
         tutti__chan_init(seg_chan(ep, g->rank, s));
     atomic_store_explicit(&h->magic, SEG_MAGIC, memory_order_release);
@@ -239,7 +242,19 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
     return TUTTI_OK;
 }
 
+/* Peers are processes of this host: the owner of a segment is alive while
+ * its pid is (a recycled pid within a job's life is not guarded against). */
+static int shm_peer_alive(tutti_tp_ep_t *tep, int peer)
+{
+    shm_ep_t *ep = (shm_ep_t *)tep;
+    if (peer < 0 || peer >= ep->chan.size || ep->maps[peer] == NULL)
+        return -1;
+    pid_t pid = ((seg_hdr_t *)ep->maps[peer])->pid;
+    return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
 const tutti_tp_ops_t tutti__tp_shm_ops = {
     sizeof(tutti_tp_ops_t), "shm", shm_connect, tutti__chan_tp_send,
     tutti__chan_tp_recv, tutti__chan_tp_progress, shm_disconnect,
+    shm_peer_alive,
 };

@@ -62,6 +62,8 @@
 struct options {
     int np;
     double timeout;           /* seconds; 0: none */
+    double grace;             /* after a failure, seconds the others get to
+                                 exit by themselves; 0: stop them at once */
     bool tag_output;
     char job_id[MAX_JOB_ID + 1];
     char **argv;              /* PROGRAM and its arguments */
@@ -92,6 +94,8 @@ struct rank {
 
 enum phase {
     PHASE_RUNNING,            /* all is well */
+    PHASE_GRACE,              /* a rank failed; the others may still report
+                                 (--grace); SIGTERM at grace_until */
     PHASE_TERMINATING,        /* ranks were signalled; SIGKILL at kill_at */
     PHASE_KILLING,            /* SIGKILL was sent; waiting for the rest */
 };
@@ -105,6 +109,7 @@ struct job {
     int term_signal;          /* what was sent when terminating began */
     double deadline;          /* --timeout expiry, monotonic; 0: none */
     double kill_at;
+    double grace_until;
     int exit_code;            /* -1 until the first failure decides it */
     int caught_signal;        /* signal that stopped tutti-run, or 0 */
     struct pollfd *pfds;
@@ -318,6 +323,9 @@ static const char usage_text[] =
     "  -n, --np N             number of ranks to start, 1 to 1024 (required)\n"
     "      --timeout SECONDS  stop the job after SECONDS (fractions allowed)\n"
     "                         and exit with status 124\n"
+    "      --grace SECONDS    when a rank fails, give the others SECONDS to\n"
+    "                         report and exit by themselves before they are\n"
+    "                         stopped (default 0: stop them at once)\n"
     "      --tag-output       prefix every line a rank writes with \"[RANK] \"\n"
     "      --job-id ID        job id for the ranks: 1 to 40 characters from\n"
     "                         A-Z a-z 0-9 _ - (default: generated)\n"
@@ -403,7 +411,7 @@ static void make_job_id(char *buf, size_t size)
     snprintf(buf, size, "%jx-%08" PRIx32, (uintmax_t)getpid(), r);
 }
 
-enum { OPT_TIMEOUT = 256, OPT_TAG_OUTPUT, OPT_JOB_ID };
+enum { OPT_TIMEOUT = 256, OPT_TAG_OUTPUT, OPT_JOB_ID, OPT_GRACE };
 
 /* getopt_long returned '?' for argv[optind - 1]. */
 static void report_bad_option(char **argv)
@@ -430,6 +438,7 @@ static int parse_args(int argc, char **argv, struct options *opt)
     static const struct option longopts[] = {
         { "np", required_argument, NULL, 'n' },
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "grace", required_argument, NULL, OPT_GRACE },
         { "tag-output", no_argument, NULL, OPT_TAG_OUTPUT },
         { "job-id", required_argument, NULL, OPT_JOB_ID },
         { "help", no_argument, NULL, 'h' },
@@ -455,6 +464,13 @@ static int parse_args(int argc, char **argv, struct options *opt)
         case OPT_TIMEOUT:
             if (!parse_seconds(optarg, &opt->timeout)) {
                 fprintf(stderr, "tutti-run: --timeout expects a number of "
+                        "seconds greater than 0, got '%s'\n", optarg);
+                return EXIT_LAUNCHER;
+            }
+            break;
+        case OPT_GRACE:
+            if (!parse_seconds(optarg, &opt->grace)) {
+                fprintf(stderr, "tutti-run: --grace expects a number of "
                         "seconds greater than 0, got '%s'\n", optarg);
                 return EXIT_LAUNCHER;
             }
@@ -873,6 +889,11 @@ static void rank_finished(struct job *job, struct rank *r, int status)
                 WCOREDUMP(status) ? ", core dumped" : "");
         job->exit_code = 128 + sig;
     }
+    if (job->opt->grace > 0) {
+        job->phase = PHASE_GRACE;
+        job->grace_until = now_s() + job->opt->grace;
+        return;
+    }
     start_terminating(job, SIGTERM);
 }
 
@@ -916,7 +937,7 @@ static void on_caught_signal(struct job *job, int sig)
 {
     char list[RANK_LIST_BYTES];
 
-    if (job->phase == PHASE_RUNNING) {
+    if (job->phase == PHASE_RUNNING || job->phase == PHASE_GRACE) {
         fprintf(stderr, "tutti-run: caught %s; passing it on to the ranks of "
                 "job %s\n", signal_name(sig), job->opt->job_id);
         if (job->exit_code < 0) {
@@ -959,6 +980,8 @@ static int poll_timeout_ms(const struct job *job, double now)
 
     if (job->phase == PHASE_RUNNING && job->deadline > 0)
         until = job->deadline;
+    else if (job->phase == PHASE_GRACE)
+        until = job->grace_until;
     else if (job->phase == PHASE_TERMINATING)
         until = job->kill_at;
     else
@@ -1018,6 +1041,10 @@ static void run_job(struct job *job)
         }
         if (job->phase == PHASE_TERMINATING && now >= job->kill_at) {
             on_grace_over(job);
+            continue;
+        }
+        if (job->phase == PHASE_GRACE && now >= job->grace_until) {
+            start_terminating(job, SIGTERM);
             continue;
         }
         job->pfds[0].fd = sig_pipe[0];

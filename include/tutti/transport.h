@@ -90,6 +90,9 @@ typedef struct {
      *  or a negative status on a failure of the endpoint. */
     int (*progress)(tutti_tp_ep_t *ep);
     void (*disconnect)(tutti_tp_ep_t *ep);
+    /** Optional.  1 if @p peer's process still runs, 0 if it is gone, -1
+     *  if this transport cannot tell. */
+    int (*peer_alive)(tutti_tp_ep_t *ep, int peer);
 } tutti_tp_ops_t;
 
 #ifdef __cplusplus

@@ -73,6 +73,16 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
 /** Free everything the context holds; groups must have been left. NULL ok. */
 void tutti_context_destroy(tutti_context_t *ctx);
 
+/**
+ * Abort: every pending and future execution of this context, and of the
+ * contexts of every other task of the job, fails with TUTTI_ERR_ABORTED and
+ * a detail naming this task and @p reason.  Other tasks learn it within
+ * milliseconds through the control plane.  Afterwards only
+ * tutti_group_leave() and tutti_context_destroy() are useful; a new context
+ * may then be created.
+ */
+tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason);
+
 int tutti_context_task(const tutti_context_t *ctx);
 int tutti_context_num_tasks(const tutti_context_t *ctx);
 

@@ -10,12 +10,24 @@
  * (FIELD: collective, dtype, count, op, root, group_size, device_type) and
  * every member must fail with TUTTI_ERR_MISMATCH naming FIELD; it prints
  * "coll_worker: task T device D: refused: <detail>".
+ *
+ *   coll_worker --abort    task 0 aborts after 0.5 s while the others wait
+ *                          in an allreduce; every task must see the reason,
+ *                          then destroy its context, make a new one and
+ *                          run an allreduce in it
+ *   coll_worker --victim   large allreduces in a loop; task 1 kills itself
+ *                          (SIGKILL) in the middle of one; the others must
+ *                          fail naming task 1; they print the seconds it
+ *                          took and exit 3
  * Exit 0 when every member did what was expected.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <tutti/tutti.h>
 
@@ -125,22 +137,121 @@ static void *member_main(void *arg)
     return NULL;
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static tutti_group_t *join_all(tutti_context_t *ctx, uint64_t key)
+{
+    tutti_group_params_t gp;
+    tutti_group_t *g = NULL;
+    tutti_group_params_init(&gp);
+    gp.group_key = key;
+    gp.group_size = tutti_context_num_tasks(ctx);
+    if (tutti_group_join(ctx, &gp, &g) != TUTTI_OK)
+        fprintf(stderr, "coll_worker: join: %s\n", tutti_last_error());
+    return g;
+}
+
+/* Task 0 aborts while the others wait; then everyone starts over. */
+static int abort_mode(tutti_context_t *ctx)
+{
+    int task = tutti_context_task(ctx), ok;
+    float x = 1, y = 0;
+    struct timespec pause = {0, 500 * 1000 * 1000};
+    tutti_group_t *g = join_all(ctx, 43);
+    if (g == NULL)
+        return 1;
+    tutti_status_t st;
+    if (task == 0) {
+        nanosleep(&pause, NULL);
+        tutti_abort(ctx, "operator stop");
+        st = tutti_allreduce(g, &x, &y, 1, TUTTI_FLOAT32, TUTTI_OP_SUM);
+    } else {
+        st = tutti_allreduce(g, &x, &y, 1, TUTTI_FLOAT32, TUTTI_OP_SUM);
+    }
+    ok = st == TUTTI_ERR_ABORTED &&
+         strstr(tutti_last_error(), "aborted by task 0: operator stop");
+    printf("coll_worker: task %d: %s: %s\n", task,
+           ok ? "aborted" : tutti_status_name(st), tutti_last_error());
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    /* A new context works as if nothing happened. */
+    if (tutti_context_create(NULL, &ctx) != TUTTI_OK ||
+        (g = join_all(ctx, 44)) == NULL)
+        return 1;
+    x = (float)(task + 1);
+    st = tutti_allreduce(g, &x, &y, 1, TUTTI_FLOAT32, TUTTI_OP_SUM);
+    int n = tutti_context_num_tasks(ctx);
+    int again = st == TUTTI_OK && y == (float)(n * (n + 1) / 2);
+    printf("coll_worker: task %d: new context %s\n", task,
+           again ? "ok" : tutti_last_error());
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    return ok && again ? 0 : 1;
+}
+
+/* Task 1 dies in the middle of a large allreduce. */
+static int victim_mode(tutti_context_t *ctx)
+{
+    int task = tutti_context_task(ctx);
+    size_t count = 4u << 20; /* 16 MiB of float32 */
+    float *buf = calloc(count, sizeof(float));
+    tutti_group_t *g = join_all(ctx, 45);
+    tutti_instance_params_t p;
+    tutti_request_t *r;
+    tutti_status_t st = TUTTI_OK;
+    double t = 0;
+    if (g == NULL || buf == NULL)
+        return 1;
+    tutti_instance_params_init(&p);
+    p.instance_key = 5;
+    p.count = count;
+    for (int i = 0; i < 1000 && st == TUTTI_OK; i++) {
+        t = now_s();
+        if ((st = tutti_execute(g, &p, buf, buf, &r)) != TUTTI_OK)
+            break;
+        if (task == 1 && i == 2) {
+            for (int k = 0; k < 50; k++)
+                tutti_request_test(r);
+            raise(SIGKILL);
+        }
+        st = tutti_request_wait(r);
+        tutti_request_free(r);
+    }
+    printf("coll_worker: task %d: failed after %.2f s: %s: %s\n", task,
+           now_s() - t, tutti_status_name(st), tutti_last_error());
+    fflush(stdout);
+    int named = st == TUTTI_ERR_PEER &&
+                strstr(tutti_last_error(), "task 1 (rank 1) is gone") != NULL;
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    free(buf);
+    return named ? 3 : 1;
+}
+
 int main(int argc, char **argv)
 {
     tutti_context_t *ctx;
     member_t m[16];
     pthread_t t[16];
     int devices = 1, ok = 1;
-    const char *disagree = NULL;
+    const char *disagree = NULL, *mode = NULL;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc)
             devices = atoi(argv[++i]);
         else if (strcmp(argv[i], "--disagree") == 0 && i + 1 < argc)
             disagree = argv[++i];
+        else if (strcmp(argv[i], "--abort") == 0 ||
+                 strcmp(argv[i], "--victim") == 0)
+            mode = argv[i];
         else {
             fprintf(stderr, "usage: coll_worker [--devices D] "
-                    "[--disagree FIELD]\n");
+                    "[--disagree FIELD] [--abort] [--victim]\n");
             return 2;
         }
     }
@@ -152,6 +263,9 @@ int main(int argc, char **argv)
                 tutti_last_error());
         return 1;
     }
+    if (mode != NULL)
+        return strcmp(mode, "--abort") == 0 ? abort_mode(ctx)
+                                             : victim_mode(ctx);
     for (int d = 0; d < devices; d++) {
         m[d] = (member_t){ctx, d, devices, disagree, 0};
         pthread_create(&t[d], NULL, member_main, &m[d]);
