@@ -12,6 +12,7 @@
 #include <tutti/tutti.h>
 
 #include "config.h"
+#include "flight.h"
 #include "registry.h"
 
 #define TUTTI_JOB_ID_MAX 64
@@ -61,6 +62,9 @@ struct tutti_request {
     void *cb_arg;
     struct tutti_request *next;     /* ready, active, queued or free list */
     char error[512];                /* detail of a failed execution */
+    uint64_t flight_seq;            /* its flight recorder entry */
+    uint64_t heard_from;            /* ranks < 64 a receive completed from */
+    uint16_t pending_from[];        /* receives outstanding, per rank */
 };
 
 struct tutti__instance {
@@ -104,6 +108,7 @@ struct tutti_group {
     tutti__decision_t *decisions;     /* from the resolver (its lock) */
     atomic_int has_decisions;
     int health_seen;                  /* ctx->health_epoch last checked */
+    tutti__flight_t flight;
     tutti_status_t failed;            /* an execution failed mid-way */
     char failure[512];                /* its detail */
 };

@@ -77,14 +77,27 @@ static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
         op->reduce.op = exec->inst->op;
         op->reduce.local = reduce->local;
     }
-    tutti_group_t *g = ((tutti_request_t *)exec->core_private)->group;
-    return g->tp->recv(g->ep, op);
+    tutti_request_t *req = exec->core_private;
+    tutti_group_t *g = req->group;
+    st = g->tp->recv(g->ep, op);
+    if (st == TUTTI_OK)
+        req->pending_from[peer]++;
+    return st;
 }
 
+/* A receive seen complete is counted off once (is_recv 1 -> 2), for the
+ * flight recorder's account of who was heard from. */
 static tutti_status_t core_test(tutti_alg_exec_t *exec, tutti_xfer_t *xfer)
 {
-    (void)exec;
-    return ((tutti_tp_op_t *)xfer)->status;
+    tutti_tp_op_t *op = (tutti_tp_op_t *)xfer;
+    if (op->status != TUTTI_INPROGRESS && op->is_recv == 1) {
+        tutti_request_t *req = exec->core_private;
+        op->is_recv = 2;
+        req->pending_from[op->peer]--;
+        if (op->peer < 64)
+            req->heard_from |= 1ULL << op->peer;
+    }
+    return op->status;
 }
 
 static tutti_status_t core_param_size(const tutti_alg_instance_t *inst,
@@ -490,8 +503,11 @@ static tutti_request_t *request_get(tutti_group_t *g)
     tutti_request_t *r = g->free_list;
     if (r != NULL)
         g->free_list = r->next;
-    else if ((r = malloc(sizeof(*r))) == NULL)
+    else if ((r = malloc(sizeof(*r) + (size_t)g->size * sizeof(uint16_t))) ==
+             NULL)
         return NULL;
+    memset(r->pending_from, 0, (size_t)g->size * sizeof(uint16_t));
+    r->heard_from = 0;
     r->group = g;
     r->status = TUTTI_INPROGRESS;
     r->launch_order = 0;
@@ -525,6 +541,7 @@ static void list_remove(tutti_request_t **head, tutti_request_t *r)
 }
 
 static void request_complete(tutti_request_t *r, tutti_status_t st);
+static void dump_flight(const tutti_group_t *g, const char *why);
 
 /* Moves the next execution of @p inst (if any) to the ready list, or
  * refuses it when the instance was refused. */
@@ -559,6 +576,7 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
         }
     }
     r->status = st;
+    tutti__flight_finish(&g->flight, r->flight_seq, st);
     if (inst->running == r)
         inst->running = NULL;
     if (r->cb)
@@ -574,6 +592,7 @@ static void request_start(tutti_request_t *r)
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
     inst->running = r;
     r->launch_order = ++g->launches;
+    tutti__flight_launch(&g->flight, r->flight_seq);
     if (r->exec.step + 1 > inst->launched_through)
         inst->launched_through = r->exec.step + 1;
     tutti_status_t st = ops->run(inst->state, &r->exec);
@@ -630,6 +649,8 @@ static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
         st = setup_impl(g, inst, d->algorithm, d->detail);
     else
         tutti__error(st, "resolve", "%s", d->detail);
+    if (d->status == TUTTI_ERR_TIMEOUT)
+        dump_flight(g, d->detail);
     if (st == TUTTI_OK) {
         inst->resolved = 1;
         return;
@@ -655,10 +676,60 @@ static void take_decisions(tutti_group_t *g)
     }
 }
 
+/* Appends the ranks @p pick selects to @p buf as "1,4,5"; returns count. */
+static int rank_list(const tutti_request_t *r, int pending, char *buf,
+                     size_t len)
+{
+    size_t n = 0;
+    int count = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < r->group->size && n + 12 < len; k++) {
+        int hit = pending ? r->pending_from[k] > 0
+                          : k < 64 && (r->heard_from >> k) & 1;
+        if (!hit)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", count ? "," : "", k);
+        count++;
+    }
+    return count;
+}
+
+/* Who the executions in flight on @p g were waiting for, and who they had
+ * heard from: the part of a hang one member can see. */
+static void peers_text(const tutti_group_t *g, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const tutti_request_t *r = g->active_head; r && n + 64 < len;
+         r = r->next) {
+        char waiting[128], heard[128];
+        rank_list(r, 1, waiting, sizeof(waiting));
+        rank_list(r, 0, heard, sizeof(heard));
+        n += (size_t)snprintf(buf + n, len - n, "%sinstance 0x%llx step "
+                              "%llu: waiting for rank(s) %s; heard from "
+                              "rank(s) %s", n ? "; " : "",
+                              (unsigned long long)r->inst->params.instance_key,
+                              (unsigned long long)r->exec.step,
+                              waiting[0] ? waiting : "none",
+                              heard[0] ? heard : "none");
+    }
+}
+
+static void dump_flight(const tutti_group_t *g, const char *why)
+{
+    char who[96], peers[1024];
+    snprintf(who, sizeof(who), "group 0x%llx rank %d (%s)",
+             (unsigned long long)g->key, g->rank, g->device_name);
+    peers_text(g, peers, sizeof(peers));
+    tutti__flight_dump(&g->flight, who, why, peers);
+}
+
 /* Fails every execution of @p g not yet complete with @p st and @p text;
  * later calls are refused with them too. */
 static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
 {
+    if (g->failed == TUTTI_OK)
+        dump_flight(g, text);
     if (g->failed == TUTTI_OK) {
         g->failed = st;
         snprintf(g->failure, sizeof(g->failure), "%s", text);
@@ -787,6 +858,9 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                                                     : params->step;
     r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
                                  sendbuf, recvbuf, step, r};
+    r->flight_seq = tutti__flight_issue(
+        &g->flight, params->instance_key, step, inst->algorithm,
+        (uint64_t)params->count * tutti_dtype_size(params->dtype));
     if (inst->running == NULL && inst->ready == NULL) {
         inst->ready = r;
         insert_by_priority(&g->ready_head, r);
@@ -820,6 +894,11 @@ tutti_status_t tutti_request_test(tutti_request_t *r)
 /* Fails every execution in flight on @p g with TUTTI_ERR_TIMEOUT. */
 static void group_time_out(tutti_group_t *g, double idle)
 {
+    char why[160];
+    snprintf(why, sizeof(why), "no progress for %.1f s (time limit %.1f s)",
+             idle, g->timeout);
+    if (g->active_head != NULL)
+        dump_flight(g, why);
     while (g->active_head != NULL) {
         tutti_request_t *r = g->active_head;
         list_remove(&g->active_head, r);

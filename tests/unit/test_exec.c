@@ -16,6 +16,8 @@
 
 #include <tutti/tutti.h>
 
+#include "test_util.h"
+
 #define MEMBERS 2
 
 typedef struct member member_t;
@@ -208,25 +210,7 @@ static void test_wait_any(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    tutti_context_params_t p;
-    tutti_context_t *ctx;
-    tutti_context_params_init(&p);
-    p.task = 0;
-    p.num_tasks = 1;
-    p.log_level = "off";
-    if (tutti_context_create(&p, &ctx) != TUTTI_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
 
-static int teardown(void **state)
-{
-    tutti_context_destroy(*state);
-    return 0;
-}
 
 int main(void)
 {
@@ -236,5 +220,6 @@ int main(void)
         cmocka_unit_test(test_explicit_steps),
         cmocka_unit_test(test_wait_any),
     };
-    return cmocka_run_group_tests_name("exec", tests, setup, teardown);
+    return cmocka_run_group_tests_name("exec", tests, test_single_task_setup,
+                                       test_context_teardown);
 }

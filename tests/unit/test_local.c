@@ -10,14 +10,17 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include <tutti/tutti.h>
 
 #include "../mp/check_common.h"
+#include "test_util.h"
 
 typedef struct {
     tutti_context_t *ctx;
@@ -59,25 +62,7 @@ static void *member_main(void *arg)
     return NULL;
 }
 
-static int setup(void **state)
-{
-    tutti_context_params_t p;
-    tutti_context_t *ctx;
-    tutti_context_params_init(&p);
-    p.task = 0;
-    p.num_tasks = 1;
-    p.log_level = "off";
-    if (tutti_context_create(&p, &ctx) != TUTTI_OK)
-        return -1;
-    *state = ctx;
-    return 0;
-}
 
-static int teardown(void **state)
-{
-    tutti_context_destroy(*state);
-    return 0;
-}
 
 /* Starts @p n members (sizes from @p sizes) and joins their threads. */
 static void run_members(member_t *m, int n)
@@ -277,6 +262,74 @@ static void test_instances_in_opposite_orders(void **state)
     }
 }
 
+/* Member 1 runs instance 9 once with member 0, then stops calling. */
+static void *quitter(void *arg)
+{
+    member_t *m = arg;
+    tutti_group_t *g = join(m);
+    float x[4] = {1, 1, 1, 1};
+    struct timespec nap = {0, 1000 * 1000};
+    if (g == NULL)
+        return NULL;
+    m->join_status = exec_sum(g, 9, x, NULL);
+    while (!atomic_load(&idle_stop))
+        nanosleep(&nap, NULL);
+    tutti_group_leave(g);
+    return NULL;
+}
+
+
+/* A launched execution whose peer stops: the timeout writes the flight
+ * recorder, naming the rank it waited for and the executions before. */
+static void test_flight_recorder_on_timeout(void **state)
+{
+    tutti_context_params_t cp;
+    tutti_context_t *ctx;
+    char log[] = "/tmp/tutti-flight-XXXXXX";
+    float x[4] = {1, 1, 1, 1};
+    pthread_t t;
+    (void)state;
+
+    tutti_context_params_init(&cp);
+    cp.task = 0;
+    cp.num_tasks = 1;
+    cp.log_level = "error";
+    assert_int_equal(tutti_context_create(&cp, &ctx), TUTTI_OK);
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    close(fd);
+
+    member_t quit = {ctx, 1000, 2, 1, 0.5, 0, "", {0, 0}, 0};
+    member_t me = {ctx, 1000, 2, 0, 0.5, 0, "", {0, 0}, 0};
+    atomic_store(&idle_stop, 0);
+    assert_int_equal(pthread_create(&t, NULL, quitter, &quit), 0);
+    tutti_group_t *g = join(&me);
+    tutti_status_t first = exec_sum(g, 9, x, NULL);
+    tutti_status_t second = exec_sum(g, 9, x, NULL);
+    atomic_store(&idle_stop, 1);
+    pthread_join(t, NULL);
+    tutti_group_leave(g);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    tutti_context_destroy(ctx);
+
+    assert_int_equal(first, TUTTI_OK);
+    assert_int_equal(second, TUTTI_ERR_TIMEOUT);
+    assert_true(test_file_has(log, "flight: group 0x3e8 rank 0 (task:0/cpu:0): no "
+                             "progress for"));
+    assert_true(test_file_has(log, "instance 0x9 step 1: waiting for rank(s) 1; "
+                             "heard from rank(s) none"));
+    assert_true(test_file_has(log, "#1 instance 0x9 step 0 RingReduce 16 bytes "
+                             "done"));
+    assert_true(test_file_has(log, "#2 instance 0x9 step 1 RingReduce 16 bytes "
+                             "running"));
+    unlink(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +340,8 @@ int main(void)
         cmocka_unit_test(test_group_size_mismatch),
         cmocka_unit_test(test_execution_timeout),
         cmocka_unit_test(test_instances_in_opposite_orders),
+        cmocka_unit_test(test_flight_recorder_on_timeout),
     };
-    return cmocka_run_group_tests_name("local", tests, setup, teardown);
+    return cmocka_run_group_tests_name("local", tests, test_single_task_setup,
+                                       test_context_teardown);
 }

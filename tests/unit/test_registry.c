@@ -15,6 +15,8 @@
 
 #include <tutti/tutti.h>
 
+#include "test_util.h"
+
 #define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"
 #define BAD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/bad"
 
@@ -227,16 +229,6 @@ static const char *run_with(const char *config, const char *log_path,
     return chosen;
 }
 
-static int file_has(const char *path, const char *text)
-{
-    char buf[16384];
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, text) != NULL;
-}
 
 /* Changing the rule in YAML changes what runs, and both explain and the
  * debug log say so. */
@@ -251,14 +243,14 @@ static void test_rule_change_changes_what_runs(void **state)
 
     write_rule(cfg, "TestCopy");
     assert_string_equal(run_with(cfg, log, &ctx), "TestCopy");
-    assert_true(file_has(log, "-> TestCopy (rule "));
-    assert_true(file_has(log, "t.yaml:2)"));
+    assert_true(test_file_has(log, "-> TestCopy (rule "));
+    assert_true(test_file_has(log, "t.yaml:2)"));
     tutti_context_destroy(ctx);
 
     write_rule(cfg, "RingReduce");
     assert_string_equal(run_with(cfg, log, &ctx), "RingReduce");
-    assert_true(file_has(log, "-> RingReduce (rule "));
-    assert_false(file_has(log, "-> TestCopy"));
+    assert_true(test_file_has(log, "-> RingReduce (rule "));
+    assert_false(test_file_has(log, "-> TestCopy"));
     tutti_context_destroy(ctx);
     unlink(cfg);
     unlink(log);
