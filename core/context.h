@@ -55,6 +55,7 @@ struct tutti_request {
     tutti_alg_exec_t exec;
     tutti_status_t status;          /* INPROGRESS until complete */
     int priority;
+    double timeout;                 /* seconds without progress allowed */
     uint64_t launch_order;          /* 0 until launched */
     uint64_t wait_for[TUTTI_MAX_WAIT_FOR];
     size_t num_wait_for;

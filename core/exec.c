@@ -542,6 +542,8 @@ static void list_remove(tutti_request_t **head, tutti_request_t *r)
 
 static void request_complete(tutti_request_t *r, tutti_status_t st);
 static void dump_flight(const tutti_group_t *g, const char *why);
+static int rank_list(const tutti_request_t *r, int pending, char *buf,
+                     size_t len);
 
 /* Moves the next execution of @p inst (if any) to the ready list, or
  * refuses it when the instance was refused. */
@@ -851,6 +853,7 @@ tutti_status_t tutti_execute(tutti_group_t *g,
         return TUTTI_ERR_NO_MEMORY;
     r->inst = inst;
     r->priority = params->priority;
+    r->timeout = params->timeout > 0 ? params->timeout : g->timeout;
     r->num_wait_for = params->num_wait_for;
     for (size_t i = 0; i < params->num_wait_for; i++)
         r->wait_for[i] = params->wait_for[i];
@@ -901,14 +904,17 @@ static void group_time_out(tutti_group_t *g, double idle)
         dump_flight(g, why);
     while (g->active_head != NULL) {
         tutti_request_t *r = g->active_head;
+        char waiting[128];
         list_remove(&g->active_head, r);
+        int n = rank_list(r, 1, waiting, sizeof(waiting));
         tutti__error(TUTTI_ERR_TIMEOUT, "exec",
                      "group 0x%llx rank %d: instance 0x%llx step %llu (%s) "
-                     "made no progress for %.1f s; a peer is missing or slow",
+                     "made no progress for %.1f s; waiting for rank%s %s",
                      (unsigned long long)g->key, g->rank,
                      (unsigned long long)r->inst->params.instance_key,
                      (unsigned long long)r->exec.step, r->inst->algorithm,
-                     idle);
+                     idle, n == 1 ? "" : "s", n ? waiting : "(none: sends "
+                     "not taken)");
         request_complete(r, TUTTI_ERR_TIMEOUT);
     }
 }
@@ -952,7 +958,7 @@ static void dependency_time_out(tutti_group_t *g, tutti_request_t *r)
                  "launch its step %llu on this member",
                  (unsigned long long)g->key, g->rank,
                  (unsigned long long)r->inst->params.instance_key,
-                 (unsigned long long)r->exec.step, g->timeout,
+                 (unsigned long long)r->exec.step, r->timeout,
                  (unsigned long long)missing,
                  (unsigned long long)r->exec.step);
     request_complete(r, TUTTI_ERR_TIMEOUT);
@@ -1002,7 +1008,7 @@ static void wait_step(tutti_request_t *r, wait_state_t *w)
     if (w->idle == g->spin_limit)
         w->idle_since = tutti__now();
     else if ((w->idle & 255) == 0 &&
-             tutti__now() - w->idle_since > g->timeout)
+             tutti__now() - w->idle_since > r->timeout)
         request_time_out(r, tutti__now() - w->idle_since);
 }
 

@@ -142,6 +142,8 @@ typedef struct {
                                         same step must have launched on this
                                         member before this one launches */
     size_t num_wait_for;
+    double timeout;                /**< seconds this execution may go without
+                                        progress; <= 0: the group's */
 } tutti_instance_params_t;
 
 void tutti_instance_params_init(tutti_instance_params_t *params);
