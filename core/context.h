@@ -74,7 +74,6 @@ struct tutti__instance {
     const tutti__impl_entry_t *impl;
     const tutti__rule_t *rule;       /* NULL when named by the call */
     tutti_alg_instance_t alg;
-    void *details;
     void *state;
     uint64_t next_step;
     tutti_request_t *running;        /* execution in flight */

@@ -309,8 +309,6 @@ static void instance_free(tutti__instance_t *inst)
     const tutti_alg_ops_t *ops = inst->impl ? inst->impl->impl->ops : NULL;
     if (ops && inst->state)
         ops->fini_context(inst->state);
-    if (ops && ops->fini_params && inst->details)
-        ops->fini_params(inst->details);
     free(inst);
 }
 
@@ -401,13 +399,13 @@ static tutti_status_t check_instance_params(const tutti_group_t *g,
     return TUTTI_OK;
 }
 
-/* Sets up the implementation the coordinator chose for @p inst. */
+/* Sets up the implementation the coordinator chose for @p inst, with the
+ * details its init_params wrote there. */
 static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
-                                 const char *name, const char *why)
+                                 const tutti__decision_t *d)
 {
+    const char *name = d->algorithm, *why = d->detail;
     const tutti_instance_params_t *p = &inst->params;
-    tutti_status_t st;
-
     inst->impl = tutti__registry_find(&g->ctx->reg, name);
     if (inst->impl == NULL)
         return tutti__error(TUTTI_ERR_NOT_FOUND, "select", "implementation "
@@ -431,12 +429,8 @@ static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
         g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
         inst->rule};
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
-    if (ops->init_params &&
-        (st = ops->init_params(&inst->alg, &tutti__core_ops,
-                               &inst->details)) != TUTTI_OK)
-        return st;
-    return ops->init_context(&inst->alg, &tutti__core_ops, inst->details,
-                             &inst->state);
+    return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
+                             d->details_len, &inst->state);
 }
 
 /* Records a new instance; the coordinator decides what runs it. */
@@ -648,7 +642,7 @@ static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
     if (inst == NULL || inst->resolved || inst->failed != TUTTI_OK)
         return;
     if (st == TUTTI_OK)
-        st = setup_impl(g, inst, d->algorithm, d->detail);
+        st = setup_impl(g, inst, d);
     else
         tutti__error(st, "resolve", "%s", d->detail);
     if (d->status == TUTTI_ERR_TIMEOUT)
@@ -932,8 +926,10 @@ static void resolution_time_out(tutti_group_t *g, tutti__instance_t *inst)
     }
     if (now - inst->timeout_asked < 2.0)
         return;
-    tutti__decision_t d = {inst->params.instance_key, TUTTI_ERR_TIMEOUT, "",
-                           "", NULL};
+    tutti__decision_t d;
+    memset(&d, 0, sizeof(d));
+    d.instance_key = inst->params.instance_key;
+    d.status = TUTTI_ERR_TIMEOUT;
     snprintf(d.detail, sizeof(d.detail), "instance 0x%llx of group 0x%llx: "
              "not every member executed it within %.1f s, and the "
              "coordinator (task 0) did not answer",

@@ -39,6 +39,8 @@ typedef struct {
 typedef struct {
     char algorithm[TUTTI_NAME_MAX];
     char detail[512];
+    uint32_t details_len;
+    unsigned char details[TUTTI_DETAILS_MAX];
 } decision_payload_t;
 
 _Static_assert(sizeof(join_payload_t) <= TUTTI_CTRL_PAYLOAD, "join payload");
@@ -435,6 +437,49 @@ static int disagreement(const coord_inst_t *ci, char *why, size_t len)
     return 0;
 }
 
+/* Runs the implementation's init_params once, for every member: its bytes
+ * travel in the decision. */
+static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
+                           const tutti__impl_entry_t *e,
+                           decision_payload_t *d)
+{
+    const inst_payload_t *p = &ci->by_rank[0];
+    const tutti_alg_ops_t *ops = e->impl->ops;
+    size_t len = 0;
+    d->details_len = 0;
+    if (ops->init_params == NULL)
+        return TUTTI_OK;
+    tutti_select_query_t q = {(tutti_collective_t)p->collective,
+                              (tutti_device_type_t)p->device_type,
+                              (tutti_dtype_t)p->dtype,
+                              p->count * tutti_dtype_size((tutti_dtype_t)
+                                                              p->dtype),
+                              p->size, p->num_tasks};
+    tutti_alg_instance_t inst = {
+        sizeof(inst), (tutti_collective_t)p->collective,
+        (tutti_dtype_t)p->dtype, (tutti_op_t)p->op, p->count, p->root, 0,
+        p->size, p->num_tasks, (tutti_device_type_t)p->device_type,
+        ci->instance_key,
+        p->algorithm[0] ? NULL : tutti__config_select(&ctx->cfg, &q, NULL, 0)};
+    tutti__error_clear();
+    tutti_status_t st = ops->init_params(&inst, &tutti__core_ops, d->details,
+                                         &len);
+    if (st == TUTTI_OK && len > TUTTI_DETAILS_MAX) {
+        snprintf(d->detail, sizeof(d->detail), "%s: init_params wrote %zu "
+                 "bytes of details, at most %d allowed", e->impl->name, len,
+                 TUTTI_DETAILS_MAX);
+        return TUTTI_ERR_MODULE;
+    }
+    if (st != TUTTI_OK) {
+        snprintf(d->detail, sizeof(d->detail), "%s: init_params failed: %s",
+                 e->impl->name, tutti_last_error()[0] ? tutti_last_error()
+                                                      : tutti_strerror(st));
+        return st;
+    }
+    d->details_len = (uint32_t)len;
+    return TUTTI_OK;
+}
+
 /* The implementation for an agreed instance: the call's choice, else the
  * first rule that matches. */
 static tutti_status_t choose(tutti_context_t *ctx, const coord_inst_t *ci,
@@ -483,7 +528,7 @@ static tutti_status_t choose(tutti_context_t *ctx, const coord_inst_t *ci,
         return TUTTI_ERR_UNSUPPORTED;
     }
     snprintf(d->algorithm, sizeof(d->algorithm), "%s", name);
-    return TUTTI_OK;
+    return plan(ctx, ci, e, d);
 }
 
 /* Every member sent its parameters: decide and tell each member task. */
@@ -624,6 +669,9 @@ static void member_decision(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
                   sizeof(d->algorithm));
         copy_text(dec->detail, sizeof(dec->detail), d->detail,
                   sizeof(d->detail));
+        dec->details_len = d->details_len <= TUTTI_DETAILS_MAX
+                               ? d->details_len : 0;
+        memcpy(dec->details, d->details, dec->details_len);
         dec->next = g->decisions;
         g->decisions = dec;
         atomic_store_explicit(&g->has_decisions, 1, memory_order_release);

@@ -59,6 +59,8 @@ typedef struct tutti__decision {
     tutti_status_t status;
     char algorithm[TUTTI_NAME_MAX];
     char detail[512];               /* error text, or the rule that chose */
+    uint32_t details_len;           /* what init_params wrote */
+    unsigned char details[TUTTI_DETAILS_MAX];
     struct tutti__decision *next;
 } tutti__decision_t;
 

@@ -31,11 +31,13 @@ static int mod(int a, int n)
 
 static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
                                         const tutti_core_ops_t *core,
-                                        void *details, void **state_out)
+                                        const void *details,
+                                        size_t details_len, void **state_out)
 {
     int n = inst->group_size;
     ring_state_t *s = calloc(1, sizeof(*s));
     (void)details;
+    (void)details_len;
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, "RingReduce: out of memory");
     s->seg_off = calloc((size_t)n, sizeof(size_t));
@@ -137,7 +139,7 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
 
 static const tutti_alg_ops_t ring_ops = {
     sizeof(tutti_alg_ops_t), NULL, ring_init_context, ring_run, ring_progress,
-    ring_fini_context, NULL,
+    ring_fini_context,
 };
 
 static const tutti_alg_impl_t ring_impls[] = {

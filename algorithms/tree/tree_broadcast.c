@@ -43,13 +43,15 @@ static int real_rank(const tree_state_t *s, int v)
 
 static tutti_status_t tree_init_context(const tutti_alg_instance_t *inst,
                                         const tutti_core_ops_t *core,
-                                        void *details, void **state_out)
+                                        const void *details,
+                                        size_t details_len, void **state_out)
 {
     uint64_t fanout, chunk;
     tutti_status_t st;
     int n = inst->group_size;
     size_t esize = tutti_dtype_size(inst->dtype);
     (void)details;
+    (void)details_len;
 
     if ((st = core->param_size(inst, "fanout", 2, &fanout)) != TUTTI_OK ||
         (st = core->param_size(inst, "chunk", 256 * 1024, &chunk)) != TUTTI_OK)
@@ -179,7 +181,7 @@ static tutti_status_t tree_run(void *state, tutti_alg_exec_t *x)
 
 static const tutti_alg_ops_t tree_ops = {
     sizeof(tutti_alg_ops_t), NULL, tree_init_context, tree_run, tree_progress,
-    tree_fini_context, NULL,
+    tree_fini_context,
 };
 
 static const tutti_alg_impl_t tree_impls[] = {

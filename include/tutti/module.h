@@ -8,9 +8,13 @@
  * dependency on libtutti.
  *
  * Life of an implementation, per instance (one logical collective):
- *   init_params   once per instance: fill details (plan) from the instance;
- *   init_context  once per instance on each member: allocate state (scratch,
- *                 transfer slots).  No allocation after this point;
+ *   init_params   once per instance, by the resolver that decides it for
+ *                 every member: write the instance's details (its plan:
+ *                 subdivisions, offsets, source ranks...) as plain bytes,
+ *                 which are then handed to every member;
+ *   init_context  once per instance on each member, with those details:
+ *                 allocate state (scratch, transfer slots).  No allocation
+ *                 after this point;
  *   run           start one execution; return TUTTI_OK if it finished,
  *                 TUTTI_INPROGRESS if progress must be called, or an error;
  *   progress      advance a started execution, same returns;
@@ -37,6 +41,7 @@ extern "C" {
 #define TUTTI_MODULE_SYMBOL tutti_module_descriptor
 #define TUTTI_MODULE_SYMBOL_NAME "tutti_module_descriptor"
 #define TUTTI_NAME_MAX 64 /* bound on module and implementation names */
+#define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
 
 #define TUTTI_MODULE_KIND_ALG 1
 #define TUTTI_MODULE_KIND_TP 2
@@ -118,18 +123,23 @@ struct tutti_alg_exec {
 
 typedef struct {
     size_t size; /**< sizeof(tutti_alg_ops_t) */
-    /** Optional.  Compute instance details; *details_out may stay NULL. */
+    /** Optional.  Compute the instance's details once for all members: at
+     *  most TUTTI_DETAILS_MAX bytes into @p details, their count into
+     *  @p len_out.  Plain data only (no pointers): the bytes travel to other
+     *  processes.  @p inst is seen as by rank 0.  An error refuses the
+     *  instance on every member with the detail recorded by core->error(). */
     tutti_status_t (*init_params)(const tutti_alg_instance_t *inst,
-                                  const tutti_core_ops_t *core,
-                                  void **details_out);
-    /** Allocate per-member state for an instance. */
+                                  const tutti_core_ops_t *core, void *details,
+                                  size_t *len_out);
+    /** Allocate per-member state for an instance; @p details holds what
+     *  init_params wrote (@p details_len 0 without init_params). */
     tutti_status_t (*init_context)(const tutti_alg_instance_t *inst,
                                    const tutti_core_ops_t *core,
-                                   void *details, void **state_out);
+                                   const void *details, size_t details_len,
+                                   void **state_out);
     tutti_status_t (*run)(void *state, tutti_alg_exec_t *exec);
     tutti_status_t (*progress)(void *state, tutti_alg_exec_t *exec);
     void (*fini_context)(void *state);
-    void (*fini_params)(void *details);
 } tutti_alg_ops_t;
 
 typedef struct {

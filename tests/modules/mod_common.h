@@ -11,11 +11,13 @@
 #include <tutti/module.h>
 
 static tutti_status_t copy_init(const tutti_alg_instance_t *inst,
-                                const tutti_core_ops_t *core, void *details,
+                                const tutti_core_ops_t *core,
+                                const void *details, size_t details_len,
                                 void **state_out)
 {
     (void)core;
     (void)details;
+    (void)details_len;
     *state_out = (void *)inst;
     return TUTTI_OK;
 }
@@ -46,7 +48,7 @@ static void copy_fini(void *state)
 
 static const tutti_alg_ops_t copy_ops = {
     sizeof(tutti_alg_ops_t), NULL, copy_init, copy_run, copy_progress,
-    copy_fini, NULL,
+    copy_fini,
 };
 
 #define TEST_IMPL(name)                                                        \

@@ -1,6 +1,76 @@
-/* A well-formed module: loads and runs. */
+/* A well-formed module: loads and runs.
+ *   TestCopy  allreduce for a group of one (copies its input)
+ *   TestPlan  shows how init_params' details reach the members: every
+ *             member writes {init_params calls so far in the deciding
+ *             process, count, group size} as float32 into its output. */
+#include <stdlib.h>
+
 #include "mod_common.h"
 
-static const tutti_alg_impl_t impls[] = {TEST_IMPL("TestCopy")};
+typedef struct {
+    uint32_t magic;
+    uint32_t calls;
+    uint64_t count;
+    int32_t group_size;
+} plan_t;
+
+#define PLAN_MAGIC 0x504c414eu
+
+static uint32_t plan_calls;
+
+static tutti_status_t plan_params(const tutti_alg_instance_t *inst,
+                                  const tutti_core_ops_t *core, void *details,
+                                  size_t *len_out)
+{
+    plan_t p = {PLAN_MAGIC, ++plan_calls, inst->count, inst->group_size};
+    (void)core;
+    memcpy(details, &p, sizeof(p));
+    *len_out = sizeof(p);
+    return TUTTI_OK;
+}
+
+static tutti_status_t plan_init(const tutti_alg_instance_t *inst,
+                                const tutti_core_ops_t *core,
+                                const void *details, size_t details_len,
+                                void **state_out)
+{
+    plan_t *s;
+    if (details_len != sizeof(plan_t) || inst->dtype != TUTTI_FLOAT32 ||
+        inst->count < 3)
+        return core->error(TUTTI_ERR_MODULE, "TestPlan: %zu bytes of "
+                           "details (expected %zu), needs 3+ float32",
+                           details_len, sizeof(plan_t));
+    if ((s = malloc(sizeof(*s))) == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    memcpy(s, details, sizeof(*s));
+    if (s->magic != PLAN_MAGIC) {
+        free(s);
+        return core->error(TUTTI_ERR_MODULE, "TestPlan: details garbled");
+    }
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+static tutti_status_t plan_run(void *state, tutti_alg_exec_t *x)
+{
+    const plan_t *p = state;
+    float *out = x->recvbuf;
+    out[0] = (float)p->calls;
+    out[1] = (float)p->count;
+    out[2] = (float)p->group_size;
+    return TUTTI_OK;
+}
+
+static const tutti_alg_ops_t plan_ops = {
+    sizeof(tutti_alg_ops_t), plan_params, plan_init, plan_run, copy_progress,
+    free,
+};
+
+static const tutti_alg_impl_t impls[] = {
+    TEST_IMPL("TestCopy"),
+    {"TestPlan", "test: reports the details init_params made",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     &plan_ops},
+};
 
 TUTTI_MODULE_DEFINE("testgood", "1.2.3", impls);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 
 #include <tutti/tutti.h>
 
@@ -257,6 +258,63 @@ static void test_rule_change_changes_what_runs(void **state)
     rmdir(dir);
 }
 
+typedef struct {
+    tutti_context_t *ctx;
+    int index;
+    uint64_t instance;
+    float out[3];
+    tutti_status_t st;
+} plan_member_t;
+
+static void *plan_member(void *arg)
+{
+    plan_member_t *m = arg;
+    tutti_group_params_t gp;
+    tutti_instance_params_t ip;
+    tutti_request_t *r;
+    tutti_group_t *g;
+    float in[3] = {0, 0, 0};
+    tutti_group_params_init(&gp);
+    gp.group_key = 77;
+    gp.group_size = 3;
+    gp.device_index = m->index;
+    if ((m->st = tutti_group_join(m->ctx, &gp, &g)) != TUTTI_OK)
+        return NULL;
+    tutti_instance_params_init(&ip);
+    ip.instance_key = m->instance;
+    ip.count = 3;
+    ip.algorithm = "TestPlan";
+    if ((m->st = tutti_execute(g, &ip, in, m->out, &r)) == TUTTI_OK) {
+        m->st = tutti_request_wait(r);
+        tutti_request_free(r);
+    }
+    tutti_group_leave(g);
+    return NULL;
+}
+
+/* init_params runs once per instance, and every member gets its bytes. */
+static void test_details_made_once_for_all(void **state)
+{
+    plan_member_t m[3];
+    pthread_t t[3];
+    for (uint64_t inst = 1; inst <= 2; inst++) {
+        for (int i = 0; i < 3; i++) {
+            m[i] = (plan_member_t){*state, i, inst, {0, 0, 0}, TUTTI_OK};
+            assert_int_equal(pthread_create(&t[i], NULL, plan_member, &m[i]),
+                             0);
+        }
+        for (int i = 0; i < 3; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 0; i < 3; i++) {
+            if (m[i].st != TUTTI_OK)
+                fail_msg("member %d: %s", i, tutti_status_name(m[i].st));
+            /* one call per instance so far, whichever member asked */
+            assert_true(m[i].out[0] == (float)inst);
+            assert_true(m[i].out[1] == 3.0f && m[i].out[2] == 3.0f);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_good_module_runs),
         cmocka_unit_test(test_missing_module_fails_clearly),
         cmocka_unit_test(test_rule_change_changes_what_runs),
+        cmocka_unit_test(test_details_made_once_for_all),
     };
     return cmocka_run_group_tests_name("registry", tests, setup, teardown);
 }
