@@ -96,6 +96,9 @@ struct tutti_group {
     char device_name[48];
     int *rank_task;
     int num_tasks;                    /* distinct tasks among members */
+    tutti_locality_t *localities;     /* per rank (device resolver) */
+    int num_hosts;
+    char (*hosts)[64];
     double timeout;
     unsigned spin_limit;              /* idle polls before yielding */
     const tutti_tp_ops_t *tp;

@@ -162,15 +162,37 @@ int tutti_group_size(const tutti_group_t *group)
     return group->size;
 }
 
-/* This member's place in the group the coordinator formed. */
-static tutti_status_t place_member(tutti_group_t *g,
-                                   const tutti__group_table_t *t)
+tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
+                                    tutti_locality_t *locality_out)
 {
+    if (rank < 0 || rank >= group->size)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "rank %d outside 0..%d",
+                            (unsigned long long)group->key, rank,
+                            group->size - 1);
+    *locality_out = group->localities[rank];
+    return TUTTI_OK;
+}
+
+const char *tutti_group_host(const tutti_group_t *group, int host)
+{
+    return host >= 0 && host < group->num_hosts ? group->hosts[host] : NULL;
+}
+
+/* This member's place in the group the coordinator formed; the group
+ * takes the table's locality and host arrays. */
+static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
+{
+    g->localities = t->members;
+    g->hosts = t->hosts;
+    g->num_hosts = t->num_hosts;
+    t->members = NULL;
+    t->hosts = NULL;
     g->rank = -1;
     for (int i = 0; i < t->size; i++) {
-        g->rank_task[i] = t->members[i].task;
-        if (t->members[i].task == g->ctx->task &&
-            t->members[i].device_index == g->device_index)
+        g->rank_task[i] = g->localities[i].task;
+        if (g->localities[i].task == g->ctx->task &&
+            g->localities[i].device_index == g->device_index)
             g->rank = i;
     }
     g->num_tasks = t->num_tasks;
@@ -265,7 +287,6 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
     if (st != TUTTI_OK)
         goto err_free;
     st = place_member(g, &table);
-    free(table.members);
     if (st != TUTTI_OK)
         goto err_free;
     /* Checked after the coordinator saw every member agree on the type,
@@ -299,6 +320,8 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
     return TUTTI_OK;
 
 err_free:
+    free(g->localities);
+    free(g->hosts);
     free(g->rank_task);
     free(g);
     return st;
@@ -337,6 +360,8 @@ void tutti_group_leave(tutti_group_t *g)
     pthread_mutex_lock(&g->ctx->lock);
     g->ctx->num_groups--;
     pthread_mutex_unlock(&g->ctx->lock);
+    free(g->localities);
+    free(g->hosts);
     free(g->rank_task);
     free(g);
 }
@@ -427,7 +452,7 @@ static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
     inst->alg = (tutti_alg_instance_t){
         sizeof(inst->alg), p->collective, p->dtype, p->op, p->count, p->root,
         g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
-        inst->rule};
+        inst->rule, g->localities};
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
     return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
                              d->details_len, &inst->state);

@@ -1,4 +1,7 @@
 /* Param resolver: the coordinator and the member side (see resolve.h). */
+#define _GNU_SOURCE /* getcpu */
+#include <sched.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +22,19 @@ typedef struct {
 typedef struct {
     int32_t size, device_type, device_index, num_mods;
     fingerprint_t mods[MAX_FINGERPRINTS];
+    char host[TUTTI_HOST_NAME_MAX];
+    int32_t numa_node;
 } join_payload_t;
 
+/* Followed by num_hosts host names of TUTTI_HOST_NAME_MAX bytes. */
 typedef struct {
-    int32_t size, num_tasks;
+    int32_t size, num_tasks, num_hosts, reserved;
     tutti__member_t members[];
 } group_payload_t;
 
 #define MAX_MEMBERS                                                            \
-    ((int)((TUTTI_CTRL_PAYLOAD - sizeof(group_payload_t)) /                    \
+    ((int)((TUTTI_CTRL_PAYLOAD - sizeof(group_payload_t) -                     \
+            TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX) /                           \
            sizeof(tutti__member_t)))
 
 typedef struct {
@@ -62,6 +69,8 @@ typedef struct coord_group {
     int first_task;
     int arrived;
     tutti__member_t *members;        /* arrival order, size entries */
+    char hosts[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
+    int num_hosts;
     int failed;
     char error[512];
     struct coord_group *next;
@@ -201,12 +210,31 @@ static int member_cmp(const void *a, const void *b)
            (x->device_index < y->device_index);
 }
 
+/* Numbers hosts in rank order (first seen, first numbered). */
+static void renumber_hosts(coord_group_t *cg,
+                           char (*names)[TUTTI_HOST_NAME_MAX])
+{
+    int map[TUTTI_MAX_HOSTS], next = 0;
+    for (int h = 0; h < TUTTI_MAX_HOSTS; h++)
+        map[h] = -1;
+    for (int i = 0; i < cg->first.size; i++) {
+        int *h = &cg->members[i].host;
+        if (map[*h] < 0) {
+            map[*h] = next;
+            memcpy(names[next++], cg->hosts[*h], TUTTI_HOST_NAME_MAX);
+        }
+        *h = map[*h];
+    }
+}
+
 /* All members arrived: order them and tell each its place. */
 static void group_formed(tutti_context_t *ctx, coord_group_t *cg)
 {
     tutti__ctrl_msg_t m;
+    char names[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
     int n = cg->first.size, tasks = 0;
     qsort(cg->members, (size_t)n, sizeof(*cg->members), member_cmp);
+    renumber_hosts(cg, names);
     for (int i = 0; i < n; i++)
         tasks += i == 0 || cg->members[i].task != cg->members[i - 1].task;
     tutti__log(TUTTI_LOG_DEBUG, "resolve", "group 0x%llx formed: %d %s "
@@ -215,10 +243,15 @@ static void group_formed(tutti_context_t *ctx, coord_group_t *cg)
     for (int i = 0; i < n; i++) {
         msg_init(&m, TUTTI_CTRL_GROUP, cg->key, 0, cg->members[i].device_index);
         group_payload_t *gp = (group_payload_t *)m.payload;
+        size_t mbytes = (size_t)n * sizeof(*cg->members);
         gp->size = n;
         gp->num_tasks = tasks;
-        memcpy(gp->members, cg->members, (size_t)n * sizeof(*cg->members));
-        m.len = (uint32_t)(sizeof(*gp) + (size_t)n * sizeof(*cg->members));
+        gp->num_hosts = cg->num_hosts;
+        memcpy(gp->members, cg->members, mbytes);
+        memcpy((char *)gp->members + mbytes, names,
+               (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX);
+        m.len = (uint32_t)(sizeof(*gp) + mbytes +
+                           (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX);
         send_to(ctx, cg->members[i].task, &m);
     }
 }
@@ -255,6 +288,19 @@ static coord_group_t *coord_group_get(tutti__resolver_t *r, uint64_t key,
     return cg;
 }
 
+/* The group's number for host @p name, added if new; -1 if full. */
+static int host_index(coord_group_t *cg, const char *name)
+{
+    for (int h = 0; h < cg->num_hosts; h++)
+        if (strncmp(cg->hosts[h], name, TUTTI_HOST_NAME_MAX) == 0)
+            return h;
+    if (cg->num_hosts == TUTTI_MAX_HOSTS)
+        return -1;
+    memcpy(cg->hosts[cg->num_hosts], name, TUTTI_HOST_NAME_MAX);
+    cg->hosts[cg->num_hosts][TUTTI_HOST_NAME_MAX - 1] = '\0';
+    return cg->num_hosts++;
+}
+
 static void coord_join(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
 {
     const join_payload_t *j = (const join_payload_t *)msg->payload;
@@ -289,7 +335,17 @@ static void coord_join(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
                   j->device_index, cg->error);
         return;
     }
-    cg->members[cg->arrived++] = (tutti__member_t){task, j->device_index};
+    int host = host_index(cg, j->host);
+    if (host < 0) {
+        snprintf(why, sizeof(why), "group 0x%llx spans more than %d hosts, "
+                 "more than one control frame can describe",
+                 (unsigned long long)cg->key, TUTTI_MAX_HOSTS);
+        send_text(ctx, task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
+                  j->device_index, why);
+        return;
+    }
+    cg->members[cg->arrived++] =
+        (tutti__member_t){task, j->device_index, host, j->numa_node};
     if (cg->arrived == cg->first.size) {
         group_formed(ctx, cg);
         coord_group_free(r, cg);
@@ -460,7 +516,8 @@ static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
         (tutti_dtype_t)p->dtype, (tutti_op_t)p->op, p->count, p->root, 0,
         p->size, p->num_tasks, (tutti_device_type_t)p->device_type,
         ci->instance_key,
-        p->algorithm[0] ? NULL : tutti__config_select(&ctx->cfg, &q, NULL, 0)};
+        p->algorithm[0] ? NULL : tutti__config_select(&ctx->cfg, &q, NULL, 0),
+        NULL};
     tutti__error_clear();
     tutti_status_t st = ops->init_params(&inst, &tutti__core_ops, d->details,
                                          &len);
@@ -639,12 +696,19 @@ static void member_group(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         } else {
             const group_payload_t *gp = (const void *)msg->payload;
             size_t bytes = (size_t)gp->size * sizeof(tutti__member_t);
+            size_t hbytes = (size_t)gp->num_hosts * TUTTI_HOST_NAME_MAX;
             w->table.members = malloc(bytes);
-            w->status = w->table.members ? TUTTI_OK : TUTTI_ERR_NO_MEMORY;
-            if (w->table.members)
+            w->table.hosts = malloc(hbytes ? hbytes : 1);
+            w->status = w->table.members && w->table.hosts
+                            ? TUTTI_OK : TUTTI_ERR_NO_MEMORY;
+            if (w->status == TUTTI_OK) {
                 memcpy(w->table.members, gp->members, bytes);
+                memcpy(w->table.hosts, (const char *)gp->members + bytes,
+                       hbytes);
+            }
             w->table.size = gp->size;
             w->table.num_tasks = gp->num_tasks;
+            w->table.num_hosts = gp->num_hosts;
         }
         pthread_cond_broadcast(&r->cond);
         return;
@@ -764,6 +828,17 @@ static void fingerprints(const tutti_context_t *ctx, join_payload_t *j)
     }
 }
 
+/* The device resolver's part on a CPU device: host name and the NUMA node
+ * of the processor the joining thread runs on. */
+static void where_am_i(join_payload_t *j)
+{
+    unsigned cpu, node;
+    if (gethostname(j->host, sizeof(j->host)) != 0)
+        snprintf(j->host, sizeof(j->host), "unknown");
+    j->host[sizeof(j->host) - 1] = '\0';
+    j->numa_node = getcpu(&cpu, &node) == 0 ? (int32_t)node : -1;
+}
+
 static void deadline_after(struct timespec *ts, double seconds)
 {
     clock_gettime(CLOCK_REALTIME, ts);
@@ -796,6 +871,7 @@ tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
     j->device_type = type;
     j->device_index = device_index;
     fingerprints(ctx, j);
+    where_am_i(j);
     m.len = sizeof(*j);
     deadline_after(&until, timeout);
 
@@ -835,10 +911,12 @@ tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
         }
     }
     pthread_mutex_unlock(&ctx->resolver_lock);
-    if (st == TUTTI_OK)
+    if (st == TUTTI_OK) {
         *table_out = w.table;
-    else
+    } else {
         free(w.table.members);
+        free(w.table.hosts);
+    }
     return st;
 }
 

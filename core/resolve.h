@@ -18,15 +18,17 @@
 #include "context.h"
 #include "ctrl.h"
 
-typedef struct {
-    int32_t task;
-    int32_t device_index;
-} tutti__member_t;
+typedef tutti_locality_t tutti__member_t;
+
+#define TUTTI_HOST_NAME_MAX 64
+#define TUTTI_MAX_HOSTS 8  /* hosts in one group (one control frame) */
 
 typedef struct {
     int size;
     int num_tasks;                  /* distinct tasks among the members */
     tutti__member_t *members;       /* in rank order; caller frees */
+    int num_hosts;
+    char (*hosts)[TUTTI_HOST_NAME_MAX]; /* caller frees */
 } tutti__group_table_t;
 
 /** Start the control plane and resolver of a context. */

@@ -67,6 +67,8 @@ typedef struct {
     tutti_device_type_t device_type;
     uint64_t instance_key;
     const void *rule_params;     /**< read with core->param_size() */
+    const tutti_locality_t *localities; /**< per rank: task, device, host,
+                                             NUMA node (NULL in init_params) */
 } tutti_alg_instance_t;
 
 typedef struct tutti_alg_exec tutti_alg_exec_t;

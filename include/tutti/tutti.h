@@ -115,6 +115,13 @@ void tutti_group_leave(tutti_group_t *group);
 
 int tutti_group_rank(const tutti_group_t *group);
 int tutti_group_size(const tutti_group_t *group);
+/** Where rank @p rank of the group is (device resolver).  TUTTI_ERR_INVALID_ARG
+ *  for a rank outside the group. */
+tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
+                                    tutti_locality_t *locality_out);
+/** Name of host number @p host of the group (as in tutti_locality_t), or
+ *  NULL; borrowed for the group's life. */
+const char *tutti_group_host(const tutti_group_t *group, int host);
 
 /* ---- executions ----------------------------------------------------------- */
 

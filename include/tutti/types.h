@@ -76,6 +76,16 @@ typedef enum {
 
 #define TUTTI_DEVICE_BIT(d) (1u << (unsigned)(d))
 
+/** Where a group member is: its task and device index, its host (members
+ *  with the same host number share a host; names via tutti_group_host())
+ *  and its NUMA node (-1 if unknown). */
+typedef struct {
+    int32_t task;
+    int32_t device_index;
+    int32_t host;
+    int32_t numa_node;
+} tutti_locality_t;
+
 /** Size in bytes of one element of @p dtype; 0 for an invalid value. */
 size_t tutti_dtype_size(tutti_dtype_t dtype);
 /** Names as used in YAML and logs ("float32", "sum", "allreduce", "cpu").

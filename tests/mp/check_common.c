@@ -1,6 +1,7 @@
 /* The correctness matrix (see check_common.h). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_common.h"
 #include "../../tools/pattern.h"
@@ -68,9 +69,42 @@ static void one(checker_t *c, tutti_collective_t coll, tutti_dtype_t dtype,
     c->res.failures++;
 }
 
+/* The device resolver's table: ranks in task-then-device order, every
+ * member on this one host, a NUMA node for each (or -1: unknown). */
+static int check_localities(tutti_group_t *g, FILE *log)
+{
+    char host[64];
+    tutti_locality_t prev = {-1, -1, -1, -1}, loc;
+    int bad = 0;
+    gethostname(host, sizeof(host));
+    host[sizeof(host) - 1] = '\0';
+    for (int r = 0; r < tutti_group_size(g); r++) {
+        if (tutti_group_locality(g, r, &loc) != TUTTI_OK ||
+            loc.task < prev.task ||
+            (loc.task == prev.task && loc.device_index <= prev.device_index) ||
+            loc.host != 0 || loc.numa_node < -1) {
+            fprintf(log, "rank %d: locality task %d device %d host %d numa "
+                    "%d out of order or wrong\n", r, loc.task,
+                    loc.device_index, loc.host, loc.numa_node);
+            bad++;
+        }
+        prev = loc;
+    }
+    const char *name = tutti_group_host(g, 0);
+    if (name == NULL || strcmp(name, host) != 0 ||
+        tutti_group_host(g, 1) != NULL) {
+        fprintf(log, "host 0 is '%s', this host is '%s'\n",
+                name ? name : "(none)", host);
+        bad++;
+    }
+    return bad;
+}
+
 tutti_check_result_t tutti_check_matrix(tutti_group_t *g, FILE *log)
 {
     checker_t c = {g, log, NULL, NULL, 0, {0, 0}};
+    c.res.checks = 1;
+    c.res.failures = check_localities(g, log);
     size_t cap = (size_t)MAX_COUNT * 8 + 64;
     c.in = malloc(cap);
     c.out = malloc(cap);
