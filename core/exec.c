@@ -283,7 +283,8 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
         goto err_free;
     }
     st = tutti__resolve_group(ctx, g->key, g->size, g->device_type,
-                              g->device_index, g->timeout, &table);
+                              g->device_index, params->ring_order,
+                              g->timeout, &table);
     if (st != TUTTI_OK)
         goto err_free;
     st = place_member(g, &table);

@@ -19,11 +19,15 @@ typedef struct {
     uint64_t hash;
 } fingerprint_t;
 
+#define MAX_MEMBERS 200 /* the group table and a ring order fit one frame */
+
 typedef struct {
     int32_t size, device_type, device_index, num_mods;
     fingerprint_t mods[MAX_FINGERPRINTS];
     char host[TUTTI_HOST_NAME_MAX];
     int32_t numa_node;
+    int32_t has_order;         /* ring_order given */
+    int32_t order[MAX_MEMBERS]; /* size entries when has_order */
 } join_payload_t;
 
 /* Followed by num_hosts host names of TUTTI_HOST_NAME_MAX bytes. */
@@ -32,10 +36,9 @@ typedef struct {
     tutti__member_t members[];
 } group_payload_t;
 
-#define MAX_MEMBERS                                                            \
-    ((int)((TUTTI_CTRL_PAYLOAD - sizeof(group_payload_t) -                     \
-            TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX) /                           \
-           sizeof(tutti__member_t)))
+_Static_assert(sizeof(group_payload_t) + MAX_MEMBERS * sizeof(tutti__member_t)
+                   + TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX <= TUTTI_CTRL_PAYLOAD,
+               "group table");
 
 typedef struct {
     int32_t rank, size, collective, dtype, op, root, device_type, num_tasks;
@@ -170,6 +173,20 @@ static int modules_differ(const coord_group_t *cg, const join_payload_t *j,
     return 0;
 }
 
+/* "[2,0,1]", "[2,0,1,...]" past 8 entries, or "none". */
+static void order_text(const join_payload_t *j, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (!j->has_order) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    for (int i = 0; i < j->size && i < 8 && n + 12 < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", i ? "," : "[",
+                              j->order[i]);
+    snprintf(buf + n, len - n, "%s]", j->size > 8 ? ",..." : "");
+}
+
 static int join_conflict(const coord_group_t *cg, const join_payload_t *j,
                          int task, char *why, size_t len)
 {
@@ -185,6 +202,17 @@ static int join_conflict(const coord_group_t *cg, const join_payload_t *j,
                  "task %d has %s", cg->first_task,
                  dev_name(cg->first.device_type), task,
                  dev_name(j->device_type));
+    else if (j->has_order != cg->first.has_order ||
+             (j->has_order && memcmp(j->order, cg->first.order,
+                                     (size_t)j->size * sizeof(int32_t)) != 0)) {
+        char a[64], b[64];
+        order_text(&cg->first, a, sizeof(a));
+        order_text(j, b, sizeof(b));
+        snprintf(what, sizeof(what), "ring_order differs: task %d %s:%d "
+                 "gives %s, task %d %s:%d gives %s", cg->first_task,
+                 dev_name(cg->first.device_type), cg->first.device_index, a,
+                 task, dev_name(j->device_type), j->device_index, b);
+    }
     else if (!modules_differ(cg, j, task, what, sizeof(what))) {
         for (int i = 0; i < cg->arrived; i++) {
             if (cg->members[i].task == task &&
@@ -234,9 +262,19 @@ static void group_formed(tutti_context_t *ctx, coord_group_t *cg)
     char names[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
     int n = cg->first.size, tasks = 0;
     qsort(cg->members, (size_t)n, sizeof(*cg->members), member_cmp);
+    if (cg->first.has_order) {
+        tutti__member_t sorted[MAX_MEMBERS];
+        memcpy(sorted, cg->members, (size_t)n * sizeof(*sorted));
+        for (int i = 0; i < n; i++)
+            cg->members[i] = sorted[cg->first.order[i]];
+    }
     renumber_hosts(cg, names);
-    for (int i = 0; i < n; i++)
-        tasks += i == 0 || cg->members[i].task != cg->members[i - 1].task;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = cg->members[k].task == cg->members[i].task;
+        tasks += !seen;
+    }
     tutti__log(TUTTI_LOG_DEBUG, "resolve", "group 0x%llx formed: %d %s "
                "devices over %d tasks", (unsigned long long)cg->key, n,
                dev_name(cg->first.device_type), tasks);
@@ -288,6 +326,17 @@ static coord_group_t *coord_group_get(tutti__resolver_t *r, uint64_t key,
     return cg;
 }
 
+static int is_permutation(const int32_t *order, int n)
+{
+    unsigned char seen[MAX_MEMBERS] = {0};
+    for (int i = 0; i < n; i++) {
+        if (order[i] < 0 || order[i] >= n || seen[order[i]])
+            return 0;
+        seen[order[i]] = 1;
+    }
+    return 1;
+}
+
 /* The group's number for host @p name, added if new; -1 if full. */
 static int host_index(coord_group_t *cg, const char *name)
 {
@@ -312,6 +361,14 @@ static void coord_join(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         snprintf(why, sizeof(why), "group 0x%llx: group size %d: expected "
                  "1..%d", (unsigned long long)msg->group_key, j->size,
                  MAX_MEMBERS);
+        send_text(ctx, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
+                  j->device_index, why);
+        return;
+    }
+    if (j->has_order && !is_permutation(j->order, j->size)) {
+        snprintf(why, sizeof(why), "group 0x%llx: ring_order is not a "
+                 "permutation of 0..%d", (unsigned long long)msg->group_key,
+                 j->size - 1);
         send_text(ctx, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
                   j->device_index, why);
         return;
@@ -853,7 +910,8 @@ static void deadline_after(struct timespec *ts, double seconds)
 
 tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
                                     int size, tutti_device_type_t type,
-                                    int device_index, double timeout,
+                                    int device_index, const int *ring_order,
+                                    double timeout,
                                     tutti__group_table_t *table_out)
 {
     tutti__resolver_t *r = ctx->resolver;
@@ -872,6 +930,9 @@ tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
     j->device_index = device_index;
     fingerprints(ctx, j);
     where_am_i(j);
+    j->has_order = ring_order != NULL;
+    for (int i = 0; ring_order && i < size && i < MAX_MEMBERS; i++)
+        j->order[i] = ring_order[i];
     m.len = sizeof(*j);
     deadline_after(&until, timeout);
 

@@ -39,7 +39,8 @@ void tutti__resolver_stop(tutti_context_t *ctx);
  *  until @p timeout seconds passed. */
 tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
                                     int size, tutti_device_type_t type,
-                                    int device_index, double timeout,
+                                    int device_index, const int *ring_order,
+                                    double timeout,
                                     tutti__group_table_t *table_out);
 
 /** Register/unregister a joined group for instance decisions. */

@@ -96,16 +96,24 @@ typedef struct {
     int device_index;       /**< this member's device index within its task */
     double timeout;         /**< seconds to wait for members and peers;
                                  <= 0: the config's timeout */
+    const int *ring_order;  /**< NULL: ranks by task, then device index.
+                                 Else group_size entries, the same on every
+                                 member: rank r goes to the member at
+                                 position ring_order[r] of that default
+                                 order (a permutation of 0..size-1) */
 } tutti_group_params_t;
 
 void tutti_group_params_init(tutti_group_params_t *params);
 
 /**
  * Join a group as device task:<this task>/<type>:<device_index>.  Blocks
- * until every member has joined (or the timeout).  Ranks are ordered by task,
- * then device index.  Supported shapes in this version: one device in each
- * task (group_size == num_tasks), or every device in this one task
- * (several threads of one process, each joining with its own index).
+ * until every member has joined (or the timeout), in this task or any
+ * other; no member needs to know the others.  Task 0's resolver forms the
+ * group: it checks that every member gives the same size, device type,
+ * ring_order and module builds, and refuses all of them alike if not.
+ * Ranks are ordered by task, then device index, unless ring_order says
+ * otherwise.  Members of one task reach each other through the local
+ * transport when the whole group is in one task, else through shm.
  */
 tutti_status_t tutti_group_join(tutti_context_t *ctx,
                                 const tutti_group_params_t *params,

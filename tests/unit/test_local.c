@@ -338,6 +338,96 @@ static void test_flight_recorder_on_timeout(void **state)
     unlink(log);
 }
 
+typedef struct {
+    tutti_context_t *ctx;
+    uint64_t key;
+    int index;
+    const int *order;
+    tutti_status_t st;
+    char error[512];
+    int rank;
+    int device_at_rank0;
+    float sum;
+} ordered_t;
+
+static void *ordered_main(void *arg)
+{
+    ordered_t *o = arg;
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_locality_t loc;
+    float x, y = 0;
+    tutti_group_params_init(&gp);
+    gp.group_key = o->key;
+    gp.group_size = 3;
+    gp.device_index = o->index;
+    gp.timeout = 10;
+    gp.ring_order = o->order;
+    o->st = tutti_group_join(o->ctx, &gp, &g);
+    snprintf(o->error, sizeof(o->error), "%s", tutti_last_error());
+    if (o->st != TUTTI_OK)
+        return NULL;
+    o->rank = tutti_group_rank(g);
+    tutti_group_locality(g, 0, &loc);
+    o->device_at_rank0 = loc.device_index;
+    x = (float)(o->index + 1);
+    o->st = tutti_allreduce(g, &x, &y, 1, TUTTI_FLOAT32, TUTTI_OP_SUM);
+    o->sum = y;
+    tutti_group_leave(g);
+    return NULL;
+}
+
+static void run_ordered(void **state, uint64_t key, const int *const *orders,
+                        ordered_t *o)
+{
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&o[i], 0, sizeof(o[i]));
+        o[i].ctx = *state;
+        o[i].key = key;
+        o[i].index = i;
+        o[i].order = orders[i];
+        assert_int_equal(pthread_create(&t[i], NULL, ordered_main, &o[i]), 0);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* rank r goes to the member at default position order[r]. */
+static void test_ring_order(void **state)
+{
+    static const int order[3] = {2, 0, 1};
+    const int *orders[3] = {order, order, order};
+    ordered_t o[3];
+    run_ordered(state, 1100, orders, o);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(o[i].st, TUTTI_OK);
+        assert_int_equal(order[o[i].rank], i);
+        assert_int_equal(o[i].device_at_rank0, 2);
+        assert_true(o[i].sum == 6.0f);
+    }
+}
+
+static void test_ring_order_disagreement(void **state)
+{
+    static const int a[3] = {2, 0, 1}, b[3] = {0, 1, 2}, bad[3] = {0, 0, 1};
+    const int *mixed[3] = {a, b, a}, *broken[3] = {bad, bad, bad};
+    ordered_t o[3];
+    run_ordered(state, 1200, mixed, o);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(o[i].st, TUTTI_ERR_MISMATCH);
+        assert_non_null(strstr(o[i].error, "ring_order differs: "));
+        assert_non_null(strstr(o[i].error, "gives [2,0,1]"));
+        assert_non_null(strstr(o[i].error, "gives [0,1,2]"));
+    }
+    run_ordered(state, 1300, broken, o);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(o[i].st, TUTTI_ERR_MISMATCH);
+        assert_non_null(strstr(o[i].error, "ring_order is not a permutation "
+                                           "of 0..2"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_execution_timeout),
         cmocka_unit_test(test_instances_in_opposite_orders),
         cmocka_unit_test(test_flight_recorder_on_timeout),
+        cmocka_unit_test(test_ring_order),
+        cmocka_unit_test(test_ring_order_disagreement),
     };
     return cmocka_run_group_tests_name("local", tests, test_single_task_setup,
                                        test_context_teardown);
