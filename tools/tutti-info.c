@@ -5,6 +5,7 @@
  * (with those skipped), and --explain for one call.
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,11 @@ static void usage(FILE *out)
         "  --num-tasks T      processes in the group (default: group size)\n"
         "  --device TYPE      cpu (default) or cuda\n"
         "  --dtype TYPE       data type (default float32)\n"
+        "  --resolve          with --explain: form a group of --group-size\n"
+        "                     members in this process (one thread each), run\n"
+        "                     the call once, and print each rank's place and\n"
+        "                     what ran; --log-level debug also shows the\n"
+        "                     resolver's log (group formed, instance decided)\n"
         "  -h, --help         this text\n"
         "Exit status: 0, or 1 if the configuration cannot be used or (with\n"
         "--explain) no implementation is chosen.\n");
@@ -93,6 +99,94 @@ static void print_modules(const tutti_context_t *ctx)
            "  shm      processes on one host (shared-memory channels)\n");
 }
 
+typedef struct {
+    tutti_context_t *ctx;
+    const tutti_select_query_t *q;
+    int index;
+    tutti_status_t st;
+    char line[256];
+    char error[512];
+} resolver_member_t;
+
+/* One member: join, run the call once, describe its place and the run. */
+static void *resolve_member(void *arg)
+{
+    resolver_member_t *m = arg;
+    tutti_group_params_t gp;
+    tutti_instance_params_t ip;
+    tutti_request_t *r;
+    tutti_group_t *g;
+    tutti_locality_t loc;
+    tutti_request_info_t info;
+    size_t count = m->q->bytes / tutti_dtype_size(m->q->dtype);
+    void *buf = calloc(count ? count : 1, tutti_dtype_size(m->q->dtype));
+
+    tutti_group_params_init(&gp);
+    gp.group_key = 0x696e666fULL; /* "info" */
+    gp.group_size = m->q->group_size;
+    gp.device_index = m->index;
+    gp.timeout = 30;
+    if (buf == NULL || (m->st = tutti_group_join(m->ctx, &gp, &g)) != TUTTI_OK)
+        goto out;
+    tutti_instance_params_init(&ip);
+    ip.instance_key = 1;
+    ip.collective = m->q->collective;
+    ip.dtype = m->q->dtype;
+    ip.count = count;
+    if ((m->st = tutti_execute(g, &ip, buf, buf, &r)) == TUTTI_OK) {
+        m->st = tutti_request_wait(r);
+        tutti_request_info(r, &info);
+        tutti_group_locality(g, tutti_group_rank(g), &loc);
+        snprintf(m->line, sizeof(m->line), "  rank %d: task %d %s:%d, host "
+                 "%s, NUMA node %d: ran %s (step %llu)", tutti_group_rank(g),
+                 loc.task, tutti_device_type_name(m->q->device_type),
+                 loc.device_index, tutti_group_host(g, loc.host),
+                 loc.numa_node, info.algorithm,
+                 (unsigned long long)info.step);
+        tutti_request_free(r);
+    }
+    tutti_group_leave(g);
+out:
+    if (m->st != TUTTI_OK)
+        snprintf(m->error, sizeof(m->error), "%s", tutti_last_error());
+    free(buf);
+    return NULL;
+}
+
+static int resolve(tutti_context_t *ctx, const tutti_select_query_t *q)
+{
+    int n = q->group_size, rc = 0;
+    resolver_member_t *m = calloc((size_t)n, sizeof(*m));
+    pthread_t *t = calloc((size_t)n, sizeof(*t));
+    if (m == NULL || t == NULL || n > 64) {
+        fprintf(stderr, "tutti-info: --resolve runs groups of up to 64\n");
+        free(m);
+        free(t);
+        return 1;
+    }
+    printf("resolving %s (%s, %zu bytes) in a group of %d members of this "
+           "task:\n", tutti_collective_name(q->collective),
+           tutti_dtype_name(q->dtype), q->bytes, n);
+    for (int i = 0; i < n; i++) {
+        m[i] = (resolver_member_t){ctx, q, i, TUTTI_OK, "", ""};
+        pthread_create(&t[i], NULL, resolve_member, &m[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < n; i++) {
+        if (m[i].st == TUTTI_OK) {
+            printf("%s\n", m[i].line);
+        } else {
+            printf("  device %d: %s: %s\n", i, tutti_strerror(m[i].st),
+                   m[i].error);
+            rc = 1;
+        }
+    }
+    free(m);
+    free(t);
+    return rc;
+}
+
 static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
 {
     char text[8192];
@@ -121,12 +215,13 @@ int main(int argc, char **argv)
         {"size", 1, 0, 's'},       {"group-size", 1, 0, 'g'},
         {"num-tasks", 1, 0, 't'},  {"device", 1, 0, 'D'},
         {"dtype", 1, 0, 'd'},      {"help", 0, 0, 'h'},
+        {"resolve", 0, 0, 'R'},
         {0, 0, 0, 0}};
     tutti_context_params_t cp;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
                               TUTTI_FLOAT32, 1u << 20, 2, -1};
     tutti_context_t *ctx;
-    int c, li = 0, want_explain = 0, bad = 0, rc;
+    int c, li = 0, want_explain = 0, want_resolve = 0, bad = 0, rc;
 
     tutti_context_params_init(&cp);
     cp.task = 0;
@@ -145,6 +240,7 @@ int main(int argc, char **argv)
         case 'D': bad = tutti_device_type_parse(optarg, &q.device_type) != 0;
                   break;
         case 'd': bad = tutti_dtype_parse(optarg, &q.dtype) != 0; break;
+        case 'R': want_resolve = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -162,8 +258,17 @@ int main(int argc, char **argv)
                 tutti_last_error());
         return 1;
     }
-    if (want_explain) {
+    if (want_resolve && !want_explain) {
+        fprintf(stderr, "tutti-info: --resolve needs --explain COLLECTIVE\n");
+        rc = 2;
+    } else if (want_explain) {
         rc = explain(ctx, &q);
+        if (rc == 0 && want_resolve) {
+            if (q.num_tasks != 1)
+                printf("(--resolve runs the group in this one task)\n");
+            q.num_tasks = 1;
+            rc = resolve(ctx, &q);
+        }
     } else {
         print_modules(ctx);
         tutti_info_print_config(ctx, stdout);

@@ -20,6 +20,7 @@
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
 #define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
+#define INFO TUTTI_TEST_BUILDDIR "/tools/tutti-info"
 
 /* Runs @p cmd, keeps its stdout in @p out; returns its exit status. */
 static int run(const char *cmd, char *out, size_t len)
@@ -216,6 +217,24 @@ static void test_killed_task_is_named(void **state)
     assert_int_not_equal(system(cmd), 0);
 }
 
+/* tutti-info --resolve forms a real group and reports what ran where. */
+static void test_info_resolve(void **state)
+{
+    char out[8192];
+    (void)state;
+    int rc = run(INFO " --explain allreduce --size 4K --group-size 3 "
+                 "--resolve 2>/dev/null", out, sizeof(out));
+    if (rc != 0)
+        fail_msg("tutti-info --resolve exited %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "=> RingReduce"));
+    for (int r = 0; r < 3; r++) {
+        char want[96];
+        snprintf(want, sizeof(want), "rank %d: task 0 cpu:%d, host ", r, r);
+        assert_non_null(strstr(out, want));
+    }
+    assert_non_null(strstr(out, "ran RingReduce (step 0)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_disagree_group_size),
         cmocka_unit_test(test_disagree_device_type),
         cmocka_unit_test(test_perf_table),
+        cmocka_unit_test(test_info_resolve),
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
     };
