@@ -127,7 +127,7 @@ static void send_text(tutti_context_t *ctx, int task, uint32_t type,
     tutti__ctrl_msg_t m;
     msg_init(&m, type, gkey, ikey, device_index);
     decision_payload_t *d = (decision_payload_t *)m.payload;
-    memset(d->algorithm, 0, sizeof(d->algorithm));
+    memset(d, 0, sizeof(*d));
     snprintf(d->detail, sizeof(d->detail), "%s", text);
     m.len = sizeof(*d);
     send_to(ctx, task, &m);
