@@ -329,13 +329,15 @@ static void consume(tutti__chan_peer_t *p, const frag_hdr_t *h)
     }
 }
 
-/* True if a receive from this peer is posted for an execution (instance
- * and step) other than the one @p key belongs to. */
+/* True if a receive from this peer is posted for another instance.  (A
+ * later step of the same instance never blocks an earlier one: a member
+ * runs one instance's steps in order and the channel keeps their order,
+ * so buffering for it would only cost an allocation and a copy.) */
 static int waits_elsewhere(const tutti__chan_peer_t *p,
                            const tutti_wire_key_t *key)
 {
     for (const tutti_tp_op_t *op = p->recvq; op != NULL; op = op->next) {
-        if (op->key.instance != key->instance || op->key.step != key->step)
+        if (op->key.instance != key->instance)
             return 1;
     }
     return 0;
@@ -350,16 +352,15 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
         frag_hdr_t *h = slot_at(ep, p->in, p->in_tail);
         int between = p->cur_recv == NULL && !p->discarding &&
                       p->filling == NULL;
-        /* Unmatched: its receive usually comes a moment later, so leave it
-         * while the sender can still write and nothing waits behind it.
-         * On a full ring the sender may be blocked behind it; with a
-         * receive posted for another execution, that one may wait behind
-         * it (instances issued in different orders).  Only then is it
-         * worth a copy. */
+        /* Unmatched: its receive usually comes a moment later (a neighbour
+         * one step ahead), so leave it, even on a full ring: the sender
+         * only waits.  If a receive from this peer is posted for another
+         * instance, that message may be queued behind this one while this
+         * member waits for it before it posts this one's receive
+         * (instances issued in different orders): only then is the head
+         * worth an allocation and a copy. */
         if (between && !begin_message(ep, p, h, peer) &&
-            ((head - p->in_tail < ep->slots &&
-              !waits_elsewhere(p, &h->key)) ||
-             !unexp_begin(ep, p, h, peer)))
+            (!waits_elsewhere(p, &h->key) || !unexp_begin(ep, p, h, peer)))
             break;
         consume(p, h);
         p->in_tail++;

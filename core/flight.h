@@ -4,7 +4,8 @@
  * state, times).  When an execution times out, the context aborts or a
  * peer is lost, the member writes them to the log together with the ranks
  * it had and had not heard from, so a hang is diagnosed from one log.
- * Recording is a few stores and two clock reads per execution.
+ * Recording is a few stores and three reads of the coarse clock (a few
+ * milliseconds of resolution) per execution.
  */
 #ifndef TUTTI_CORE_FLIGHT_H
 #define TUTTI_CORE_FLIGHT_H
