@@ -126,13 +126,25 @@ static void *ctrl_main(void *arg)
         int n = ctrl_progress(c);
         check_peers(c);
         pthread_mutex_unlock(&ctx->resolver_lock);
-        /* Poll fast right after traffic, then back off: resolution is
-         * rare and this thread must not steal the data path's cores. */
+        /* Threads that wait for a resolution drive the control plane
+         * themselves (tutti__ctrl_poll); this thread serves the rest (the
+         * coordinator's work, liveness) and must not steal the data path's
+         * cores: a little faster for 2 ms after traffic, then 1 ms. */
         quiet = n > 0 ? 0 : quiet + 1;
-        struct timespec nap = {0, quiet < 200 ? 50000 : 1000000};
+        struct timespec nap = {0, quiet < 20 ? 100000 : 1000000};
         nanosleep(&nap, NULL);
     }
     return NULL;
+}
+
+int tutti__ctrl_poll(tutti__ctrl_t *c)
+{
+    int n = 0;
+    if (c->ep == NULL || pthread_mutex_trylock(&c->ctx->resolver_lock) != 0)
+        return 0;
+    n = ctrl_progress(c);
+    pthread_mutex_unlock(&c->ctx->resolver_lock);
+    return n;
 }
 
 tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,

@@ -59,6 +59,11 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
                                  tutti__ctrl_t **ctrl_out);
 void tutti__ctrl_stop(tutti__ctrl_t *ctrl);
 
+/** One pass of the control plane from a thread that waits for it (a
+ *  member waiting for a resolution): skipped if another thread is at it.
+ *  Returns how much moved. */
+int tutti__ctrl_poll(tutti__ctrl_t *ctrl);
+
 /** Send @p msg to every other task. */
 tutti_status_t tutti__ctrl_broadcast(tutti__ctrl_t *ctrl,
                                      tutti__ctrl_msg_t *msg);

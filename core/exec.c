@@ -1014,6 +1014,8 @@ typedef struct {
 static void wait_step(tutti_request_t *r, wait_state_t *w)
 {
     tutti_group_t *g = r->group;
+    if (r->launch_order == 0 && !r->inst->resolved)
+        tutti__resolver_poll(g->ctx); /* its answer may be on the way */
     if (group_progress(g) > 0) {
         w->idle = 0;
         return;

@@ -1099,6 +1099,11 @@ void tutti__resolve_timeout(tutti_group_t *g, uint64_t instance_key)
     pthread_mutex_unlock(&g->ctx->resolver_lock);
 }
 
+int tutti__resolver_poll(tutti_context_t *ctx)
+{
+    return ctx->resolver ? tutti__ctrl_poll(ctx->resolver->ctrl) : 0;
+}
+
 uint64_t tutti__resolver_frames_sent(const tutti_context_t *ctx)
 {
     return ctx->resolver ? ctx->resolver->frames_sent : 0;

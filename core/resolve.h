@@ -79,6 +79,9 @@ void tutti__resolver_finish(tutti_context_t *ctx);
  *  task's joins.  Call with the resolver lock held. */
 void tutti__resolver_abort(tutti_context_t *ctx, const char *text);
 
+/** Drive the control plane from a thread waiting for a decision. */
+int tutti__resolver_poll(tutti_context_t *ctx);
+
 /** Control frames this context has sent (for measurements and tests). */
 uint64_t tutti__resolver_frames_sent(const tutti_context_t *ctx);
 
