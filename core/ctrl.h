@@ -30,7 +30,7 @@ typedef enum {
     TUTTI_CTRL_ABORT,         /* any task -> every task: give up */
     TUTTI_CTRL_TASK_DEAD,     /* the control thread saw from_task's process
                                  gone (never on the wire) */
-    TUTTI_CTRL_BYE,           /* task -> coordinator: context destroyed */
+    TUTTI_CTRL_BYE,           /* task -> every task: context destroyed */
 } tutti__ctrl_type_t;
 
 typedef struct {

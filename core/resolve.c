@@ -101,6 +101,7 @@ struct tutti__resolver {
     group_ref_t *members;
     uint64_t frames_sent;
     int byes;                         /* tasks whose contexts went */
+    unsigned char *said_bye;          /* per task */
 };
 
 static tutti_status_t send_to(tutti_context_t *ctx, int task,
@@ -810,6 +811,9 @@ static void dispatch(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         pthread_cond_broadcast(&ctx->resolver->cond);
         break;
     case TUTTI_CTRL_TASK_DEAD:
+        /* A task that destroyed its context and then exited is not news. */
+        if (ctx->resolver->said_bye[msg->from_task])
+            break;
         tutti__context_task_dead(ctx, msg->from_task);
         if (msg->from_task == COORDINATOR_TASK)
             tutti__context_abort(ctx, TUTTI_ERR_PEER, "task 0, which "
@@ -818,7 +822,10 @@ static void dispatch(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         pthread_cond_broadcast(&ctx->resolver->cond);
         break;
     case TUTTI_CTRL_BYE:
-        ctx->resolver->byes++;
+        if (!ctx->resolver->said_bye[msg->from_task]) {
+            ctx->resolver->said_bye[msg->from_task] = 1;
+            ctx->resolver->byes++;
+        }
         pthread_cond_broadcast(&ctx->resolver->cond);
         break;
     case TUTTI_CTRL_JOIN: coord_join(ctx, msg); break;
@@ -840,6 +847,11 @@ tutti_status_t tutti__resolver_start(tutti_context_t *ctx)
     tutti__resolver_t *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return TUTTI_ERR_NO_MEMORY;
+    r->said_bye = calloc((size_t)ctx->num_tasks, 1);
+    if (r->said_bye == NULL) {
+        free(r);
+        return TUTTI_ERR_NO_MEMORY;
+    }
     pthread_cond_init(&r->cond, NULL);
     ctx->resolver = r;
     tutti_status_t st = tutti__ctrl_start(ctx, dispatch, &r->ctrl);
@@ -866,6 +878,7 @@ void tutti__resolver_stop(tutti_context_t *ctx)
         r->members = next;
     }
     pthread_cond_destroy(&r->cond);
+    free(r->said_bye);
     free(r);
     ctx->resolver = NULL;
 }
@@ -1060,10 +1073,12 @@ void tutti__resolver_finish(tutti_context_t *ctx)
     if (r == NULL || ctx->num_tasks == 1)
         return;
     pthread_mutex_lock(&ctx->resolver_lock);
-    if (ctx->task != COORDINATOR_TASK) {
-        msg_init(&m, TUTTI_CTRL_BYE, 0, 0, -1);
-        send_to(ctx, COORDINATOR_TASK, &m);
-    } else {
+    /* Every task learns it, so no one reports this task's exit as a
+     * failure; the coordinator also waits for everyone's. */
+    msg_init(&m, TUTTI_CTRL_BYE, 0, 0, -1);
+    ctx->resolver->frames_sent += (uint64_t)(ctx->num_tasks - 1);
+    tutti__ctrl_broadcast(r->ctrl, &m);
+    if (ctx->task == COORDINATOR_TASK) {
         deadline_after(&until, ctx->cfg.timeout);
         while (r->byes + tasks_gone(ctx) < ctx->num_tasks - 1 &&
                pthread_cond_timedwait(&r->cond, &ctx->resolver_lock,
