@@ -1,0 +1,45 @@
+/*
+ * Small helpers shared by the unit tests (header-only, static).
+ */
+#ifndef TUTTI_TEST_UTIL_H
+#define TUTTI_TEST_UTIL_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include <tutti/tutti.h>
+
+/* True if the file at @p path contains @p text (first 32 KiB). */
+static inline int test_file_has(const char *path, const char *text)
+{
+    char buf[32768];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, text) != NULL;
+}
+
+/* CMocka group fixture: a context of one task with logging off. */
+static inline int test_single_task_setup(void **state)
+{
+    tutti_context_params_t p;
+    tutti_context_t *ctx;
+    tutti_context_params_init(&p);
+    p.task = 0;
+    p.num_tasks = 1;
+    p.log_level = "off";
+    if (tutti_context_create(&p, &ctx) != TUTTI_OK)
+        return -1;
+    *state = ctx;
+    return 0;
+}
+
+static inline int test_context_teardown(void **state)
+{
+    tutti_context_destroy(*state);
+    return 0;
+}
+
+#endif
