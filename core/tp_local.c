@@ -1,7 +1,9 @@
 /*
  * local transport: members of one group inside one process (one thread
  * each).  The first member to join allocates every channel of the group;
- * the others find it in a process-wide table by job and group key.
+ * the others find it in a process-wide table by job and group key.  The
+ * same meshes serve the shm transport for the pairs of members that share
+ * a process (tutti__local_mesh_join with the number of such members).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,16 +17,18 @@
 #include "context.h"
 #include "log.h"
 
-typedef struct local_mesh {
+struct tutti__local_mesh {
     char job_id[TUTTI_JOB_ID_MAX];
     uint64_t key;
-    int size;
+    int size;                   /* channel matrix is size x size */
+    int expected;               /* members that join it (this process's) */
     int joined, left;
     unsigned char *present;     /* which ranks joined */
     char *mem;                  /* size x size channels */
     size_t chan_bytes;
-    struct local_mesh *next;
-} local_mesh_t;
+    struct tutti__local_mesh *next;
+};
+typedef tutti__local_mesh_t local_mesh_t;
 
 typedef struct {
     tutti__chan_ep_t chan;
@@ -56,12 +60,12 @@ static void mesh_free(local_mesh_t *m)
 
 /* Finds the mesh of a group still being joined, or makes one.  Called
  * with mesh_lock held. */
-static tutti_status_t mesh_get(const tutti_tp_group_t *g, size_t chan_bytes,
-                               local_mesh_t **mesh_out)
+static tutti_status_t mesh_get(const tutti_tp_group_t *g, int expected,
+                               size_t chan_bytes, local_mesh_t **mesh_out)
 {
     for (local_mesh_t *m = meshes; m; m = m->next) {
         if (m->key != g->group_key || strcmp(m->job_id, g->job_id) != 0 ||
-            m->joined == m->size)
+            m->joined == m->expected)
             continue;
         if (m->size != g->group_size)
             return tutti__error(TUTTI_ERR_MISMATCH, "local",
@@ -89,6 +93,7 @@ static tutti_status_t mesh_get(const tutti_tp_group_t *g, size_t chan_bytes,
     snprintf(m->job_id, sizeof(m->job_id), "%s", g->job_id);
     m->key = g->group_key;
     m->size = g->group_size;
+    m->expected = expected;
     m->chan_bytes = chan_bytes;
     for (int s = 0; s < m->size; s++)
         for (int d = 0; d < m->size; d++)
@@ -110,13 +115,13 @@ static tutti_status_t wait_complete(local_mesh_t *m, const tutti_tp_group_t *g)
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    while (m->joined < m->size) {
+    while (m->joined < m->expected) {
         if (pthread_cond_timedwait(&mesh_cond, &mesh_lock, &until) ==
-            ETIMEDOUT && m->joined < m->size) {
+            ETIMEDOUT && m->joined < m->expected) {
             char missing[256] = "";
             size_t n = 0;
             for (int r = 0; r < m->size && n < sizeof(missing) - 12; r++) {
-                if (!m->present[r])
+                if (!m->present[r] && g->rank_task[r] == g->task)
                     n += (size_t)snprintf(missing + n, sizeof(missing) - n,
                                           "%s%d", n ? "," : "", r);
             }
@@ -129,15 +134,27 @@ static tutti_status_t wait_complete(local_mesh_t *m, const tutti_tp_group_t *g)
     return TUTTI_OK;
 }
 
+void tutti__local_mesh_leave(tutti__local_mesh_t *m)
+{
+    if (m == NULL)
+        return;
+    pthread_mutex_lock(&mesh_lock);
+    if (++m->left == m->expected)
+        mesh_free(m);
+    pthread_mutex_unlock(&mesh_lock);
+}
+
+tutti__chan_t *tutti__local_mesh_chan(tutti__local_mesh_t *m, int src, int dst)
+{
+    return mesh_chan(m, src, dst);
+}
+
 static void local_disconnect(tutti_tp_ep_t *tep)
 {
     local_ep_t *ep = (local_ep_t *)tep;
     if (ep == NULL)
         return;
-    pthread_mutex_lock(&mesh_lock);
-    if (++ep->mesh->left == ep->mesh->size)
-        mesh_free(ep->mesh);
-    pthread_mutex_unlock(&mesh_lock);
+    tutti__local_mesh_leave(ep->mesh);
     tutti__chan_ep_fini(&ep->chan);
     free(ep);
 }
@@ -151,24 +168,14 @@ static void mesh_withdraw(local_mesh_t *m, int rank)
         mesh_free(m);
 }
 
-static tutti_status_t local_connect(const tutti_tp_group_t *g,
-                                    tutti_tp_ep_t **ep_out)
+tutti_status_t tutti__local_mesh_join(const tutti_tp_group_t *g, int expected,
+                                     uint32_t slots, size_t slot_size,
+                                     tutti__local_mesh_t **mesh_out)
 {
-    const tutti__config_t *cfg = g->config;
-    uint32_t slots = g->slots ? g->slots : (uint32_t)cfg->shm_slots;
-    size_t slot_size = g->slot_size ? g->slot_size : (size_t)cfg->shm_slot_size;
     local_mesh_t *m = NULL;
-    tutti_status_t st;
-    local_ep_t *ep = calloc(1, sizeof(*ep));
-
-    if (ep == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    st = tutti__chan_ep_init(&ep->chan, g->rank, g->group_size, slots,
-                             slot_size, "local");
-    if (st != TUTTI_OK)
-        goto err_free;
     pthread_mutex_lock(&mesh_lock);
-    st = mesh_get(g, tutti__chan_bytes(slots, slot_size), &m);
+    tutti_status_t st = mesh_get(g, expected,
+                                 tutti__chan_bytes(slots, slot_size), &m);
     if (st == TUTTI_OK && m->present[g->rank]) {
         st = tutti__error(TUTTI_ERR_MISMATCH, "local", "group 0x%llx: rank "
                           "%d joined twice", (unsigned long long)g->group_key,
@@ -184,23 +191,40 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
             mesh_withdraw(m, g->rank);
     }
     pthread_mutex_unlock(&mesh_lock);
-    if (st != TUTTI_OK)
-        goto err_fini;
-    ep->mesh = m;
+    if (st == TUTTI_OK)
+        *mesh_out = m;
+    return st;
+}
+
+static tutti_status_t local_connect(const tutti_tp_group_t *g,
+                                    tutti_tp_ep_t **ep_out)
+{
+    const tutti__config_t *cfg = g->config;
+    uint32_t slots = g->slots ? g->slots : (uint32_t)cfg->shm_slots;
+    size_t slot_size = g->slot_size ? g->slot_size : (size_t)cfg->shm_slot_size;
+    tutti_status_t st;
+    local_ep_t *ep = calloc(1, sizeof(*ep));
+
+    if (ep == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    st = tutti__chan_ep_init(&ep->chan, g->rank, g->group_size, slots,
+                             slot_size, "local");
+    if (st == TUTTI_OK)
+        st = tutti__local_mesh_join(g, g->group_size, slots, slot_size,
+                                    &ep->mesh);
+    if (st != TUTTI_OK) {
+        tutti__chan_ep_fini(&ep->chan);
+        free(ep);
+        return st;
+    }
     for (int r = 0; r < g->group_size; r++) {
         if (r == g->rank)
             continue;
-        ep->chan.peers[r].out = mesh_chan(m, g->rank, r);
-        ep->chan.peers[r].in = mesh_chan(m, r, g->rank);
+        ep->chan.peers[r].out = mesh_chan(ep->mesh, g->rank, r);
+        ep->chan.peers[r].in = mesh_chan(ep->mesh, r, g->rank);
     }
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;
-
-err_fini:
-    tutti__chan_ep_fini(&ep->chan);
-err_free:
-    free(ep);
-    return st;
 }
 
 const tutti_tp_ops_t tutti__tp_local_ops = {

@@ -43,6 +43,7 @@ typedef struct {
     size_t seg_bytes;
     char own_name[128];
     int own_unlinked;
+    tutti__local_mesh_t *local;  /* channels to members of this process */
 } shm_ep_t;
 
 static size_t seg_bytes(int size, uint32_t slots, size_t slot_size)
@@ -193,9 +194,41 @@ static void shm_disconnect(tutti_tp_ep_t *tep)
     }
     if (!ep->own_unlinked && ep->own_name[0] != '\0')
         shm_unlink(ep->own_name);
+    tutti__local_mesh_leave(ep->local);
     free(ep->maps);
     tutti__chan_ep_fini(&ep->chan);
     free(ep);
+}
+
+/* Peers in other processes go through the shared segments; peers in this
+ * process through an in-process mesh (the local transport's channels). */
+static tutti_status_t wire_peers(shm_ep_t *ep, const tutti_tp_group_t *g)
+{
+    int here = 0;
+    for (int r = 0; r < g->group_size; r++)
+        here += g->rank_task[r] == g->task;
+    if (here > 1) {
+        tutti_status_t st = tutti__local_mesh_join(
+            g, here, ep->chan.slots, ep->chan.slot_size, &ep->local);
+        if (st != TUTTI_OK)
+            return st;
+    }
+    for (int r = 0; r < g->group_size; r++) {
+        if (r == g->rank)
+            continue;
+        int local = g->rank_task[r] == g->task;
+        ep->chan.peers[r].out = local ? tutti__local_mesh_chan(ep->local,
+                                                               g->rank, r)
+                                      : seg_chan(ep, r, g->rank);
+        ep->chan.peers[r].in = local ? tutti__local_mesh_chan(ep->local, r,
+                                                              g->rank)
+                                     : seg_chan(ep, g->rank, r);
+    }
+    tutti__log(TUTTI_LOG_DEBUG, "shm", "group 0x%llx rank %d: local channels "
+               "to %d peer(s) in this process, shared memory to %d",
+               (unsigned long long)g->group_key, g->rank, here - 1,
+               g->group_size - here);
+    return TUTTI_OK;
 }
 
 static tutti_status_t shm_connect(const tutti_tp_group_t *g,
@@ -232,11 +265,9 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
         shm_disconnect((tutti_tp_ep_t *)ep);
         return st;
     }
-    for (int r = 0; r < g->group_size; r++) {
-        if (r == g->rank)
-            continue;
-        ep->chan.peers[r].out = seg_chan(ep, r, g->rank);
-        ep->chan.peers[r].in = seg_chan(ep, g->rank, r);
+    if ((st = wire_peers(ep, g)) != TUTTI_OK) {
+        shm_disconnect((tutti_tp_ep_t *)ep);
+        return st;
     }
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;

@@ -22,14 +22,34 @@
 #define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
 #define INFO TUTTI_TEST_BUILDDIR "/tools/tutti-info"
 
-/* Runs @p cmd, keeps its stdout in @p out; returns its exit status. */
+/* True if some line of the file at @p path contains @p text. */
+static int test_file_has_anywhere(const char *path, const char *text)
+{
+    char line[4096];
+    int found = 0;
+    FILE *f = fopen(path, "r");
+    while (f && !found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, text) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Runs @p cmd, keeps the lines of its stdout that fit in @p out (reading
+ * to the end, so it never dies of a closed pipe); returns its status. */
 static int run(const char *cmd, char *out, size_t len)
 {
     FILE *p = popen(cmd, "r");
+    char line[4096];
     size_t n = 0;
     assert_non_null(p);
-    while (n + 1 < len && fgets(out + n, (int)(len - n), p) != NULL)
-        n += strlen(out + n);
+    while (fgets(line, sizeof(line), p) != NULL) {
+        size_t l = strlen(line);
+        if (n + l < len) {
+            memcpy(out + n, line, l);
+            n += l;
+        }
+    }
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -235,6 +255,32 @@ static void test_info_resolve(void **state)
     assert_non_null(strstr(out, "ran RingReduce (step 0)"));
 }
 
+/* In a group over 2 tasks x 2 devices, a member reaches the other member
+ * of its process through local channels and the two others through shared
+ * memory (the shm transport's debug line says which). */
+static void test_mixed_group_uses_local_channels(void **state)
+{
+    char cmd[512], out[8192], log[64];
+    (void)state;
+    snprintf(log, sizeof(log), "/tmp/tutti-mixed-%ld.log", (long)getpid());
+    snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=debug %s --timeout 120 -n 2 "
+             "%s --devices 2 2>%s", RUN, WORKER, log);
+    int rc = run(cmd, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    for (int r = 0; r < 4; r++) {
+        char want[128];
+        snprintf(want, sizeof(want), "group 0x2a rank %d: local channels to "
+                 "1 peer(s) in this process, shared memory to 2", r);
+        if (!test_file_has_anywhere(log, want))
+            fail_msg("missing '%s' in %s", want, log);
+        snprintf(want, sizeof(want), "coll_worker: rank %d: 601 checks, 0 "
+                 "failures", r);
+        assert_non_null(strstr(out, want));
+    }
+    unlink(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_matrix_4x1),
         cmocka_unit_test(test_matrix_2x3),
         cmocka_unit_test(test_matrix_1x4),
+        cmocka_unit_test(test_mixed_group_uses_local_channels),
         cmocka_unit_test(test_disagree_collective),
         cmocka_unit_test(test_disagree_dtype),
         cmocka_unit_test(test_disagree_count),
