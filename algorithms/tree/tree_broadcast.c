@@ -184,7 +184,13 @@ static const tutti_alg_ops_t tree_ops = {
     tree_fini_context,
 };
 
+extern const tutti_alg_ops_t tutti_alg_tree_rd_ops;
+
 static const tutti_alg_impl_t tree_impls[] = {
+    {"RecursiveDoublingReduce",
+     "allreduce for small messages: log2(n) exchanges, any group size",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     &tutti_alg_tree_rd_ops},
     {"HierarchicalTreeBroadcast",
      "broadcast from any root down a k-ary tree, pipelined in chunks",
      TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),

@@ -272,15 +272,21 @@ static void test_shipped_config(void **state)
     assert_string_equal(f->cfg.transports.items[0], "shm");
     assert_int_equal(f->cfg.shm_slot_size, 64 * 1024);
     assert_int_equal(f->cfg.shm_slots, 16);
-    assert_int_equal(f->cfg.num_rules, 2);
+    assert_int_equal(f->cfg.num_rules, 4);
     r = f->cfg.rules;
-    assert_string_equal(r[0].algorithm, "RingReduce");
-    assert_int_equal(r[0].collectives, TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE));
-    assert_int_equal(r[0].num_params, 0);
-    assert_string_equal(r[1].algorithm, "HierarchicalTreeBroadcast");
-    assert_int_equal(r[1].collectives, TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST));
-    assert_string_equal(param(&r[1], "fanout")->value, "2");
-    assert_string_equal(param(&r[1], "chunk")->value, "256K");
+    assert_string_equal(r[0].algorithm, "RecursiveDoublingReduce");
+    assert_int_equal(r[0].size_min, 0);
+    assert_int_equal(r[0].size_max, 4096);
+    assert_string_equal(r[1].algorithm, "RecursiveDoublingReduce");
+    assert_int_equal(r[1].size_max, 65536);
+    assert_int_equal(r[1].group_min, 3);
+    assert_string_equal(r[2].algorithm, "RingReduce");
+    assert_int_equal(r[2].collectives, TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE));
+    assert_int_equal(r[2].num_params, 0);
+    assert_string_equal(r[3].algorithm, "HierarchicalTreeBroadcast");
+    assert_int_equal(r[3].collectives, TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST));
+    assert_string_equal(param(&r[3], "fanout")->value, "2");
+    assert_string_equal(param(&r[3], "chunk")->value, "256K");
 }
 
 /* ---- errors ------------------------------------------------------------- */

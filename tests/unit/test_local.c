@@ -324,16 +324,19 @@ static void test_flight_recorder_on_timeout(void **state)
 
     assert_int_equal(first, TUTTI_OK);
     assert_int_equal(second, TUTTI_ERR_TIMEOUT);
-    assert_true(test_file_has(log, "instance 0x9 step 1 (RingReduce) made no "
+    assert_true(test_file_has(log, "instance 0x9 step 1 "
+                                   "(RecursiveDoublingReduce) made no "
                                    "progress for"));
     assert_true(test_file_has(log, "s; waiting for rank 1"));
     assert_true(test_file_has(log, "flight: group 0x3e8 rank 0 (task:0/cpu:0): no "
                              "progress for"));
     assert_true(test_file_has(log, "instance 0x9 step 1: waiting for rank(s) 1; "
                              "heard from rank(s) none"));
-    assert_true(test_file_has(log, "#1 instance 0x9 step 0 RingReduce 16 bytes "
+    assert_true(test_file_has(log, "#1 instance 0x9 step 0 "
+                             "RecursiveDoublingReduce 16 bytes "
                              "done"));
-    assert_true(test_file_has(log, "#2 instance 0x9 step 1 RingReduce 16 bytes "
+    assert_true(test_file_has(log, "#2 instance 0x9 step 1 "
+                             "RecursiveDoublingReduce 16 bytes "
                              "running"));
     unlink(log);
 }

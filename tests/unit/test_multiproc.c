@@ -154,7 +154,9 @@ static void test_perf_table(void **state)
         assert_string_equal(type, "int64");
         assert_int_equal(size, count * 8);
         assert_int_equal(wrong, 0);
-        assert_string_equal(impl, "RingReduce");
+        /* the default config: recursive doubling up to 64K for 3 */
+        assert_string_equal(impl, size <= 65536 ? "RecursiveDoublingReduce"
+                                                : "RingReduce");
         rows++;
     }
     assert_int_equal(rows, 7); /* 4 B .. 3 MiB by 7x: 4, 28, .. 470596 */
@@ -246,13 +248,13 @@ static void test_info_resolve(void **state)
                  "--resolve 2>/dev/null", out, sizeof(out));
     if (rc != 0)
         fail_msg("tutti-info --resolve exited %d:\n%s", rc, out);
-    assert_non_null(strstr(out, "=> RingReduce"));
+    assert_non_null(strstr(out, "=> RecursiveDoublingReduce"));
     for (int r = 0; r < 3; r++) {
         char want[96];
         snprintf(want, sizeof(want), "rank %d: task 0 cpu:%d, host ", r, r);
         assert_non_null(strstr(out, want));
     }
-    assert_non_null(strstr(out, "ran RingReduce (step 0)"));
+    assert_non_null(strstr(out, "ran RecursiveDoublingReduce (step 0)"));
 }
 
 /* In a group over 2 tasks x 2 devices, a member reaches the other member

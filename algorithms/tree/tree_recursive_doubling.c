@@ -1,0 +1,165 @@
+/*
+ * RecursiveDoublingReduce: latency-optimal allreduce for small messages,
+ * for any group size.
+ *
+ * With p the largest power of two <= n and e = n - p extra members: among
+ * ranks 0 .. 2e-1 each even rank first hands its data to the odd rank above
+ * it, which reduces it; the p members left (odd ranks below 2e, and every
+ * rank from 2e) exchange and reduce with partners at distance 1, 2, 4 ...
+ * (log2 p steps); each odd rank below 2e finally hands the result back.
+ * Every member ends with the same bits: the operations are commutative and
+ * every pair combines the same two partial results.  Each exchange sends a
+ * copy of the current result (the scratch buffer, made at init_context)
+ * while the peer's arrives reduced into the output.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <tutti/module.h>
+
+enum { ACT_SEND, ACT_RECV, ACT_RECV_REDUCE, ACT_EXCHANGE };
+
+typedef struct {
+    int kind;
+    int peer;
+    uint32_t tag;  /* the logical step, the same on both sides */
+} action_t;
+
+#define TAG_HAND_IN 0
+#define TAG_HAND_BACK 1000 /* exchanges use 1 + their step */
+
+#define MAX_ACTIONS 40 /* log2 of any group size, plus the two hand-overs */
+
+typedef struct {
+    const tutti_alg_instance_t *inst;
+    size_t bytes;
+    void *scratch;
+    action_t act[MAX_ACTIONS];
+    int nact, cur;
+    tutti_xfer_t sx, rx;
+} rd_state_t;
+
+/* The real rank of the member with index @p v among the p that double. */
+static int real_rank(int v, int extra)
+{
+    return v < extra ? 2 * v + 1 : v + extra;
+}
+
+/* Writes this member's list of actions. */
+static void plan(rd_state_t *s)
+{
+    int n = s->inst->group_size, r = s->inst->rank, p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    int extra = n - p, v;
+    if (r < 2 * extra && r % 2 == 0) {
+        s->act[s->nact++] = (action_t){ACT_SEND, r + 1, TAG_HAND_IN};
+        s->act[s->nact++] = (action_t){ACT_RECV, r + 1, TAG_HAND_BACK};
+        return;
+    }
+    if (r < 2 * extra) {
+        s->act[s->nact++] = (action_t){ACT_RECV_REDUCE, r - 1, TAG_HAND_IN};
+        v = r / 2;
+    } else {
+        v = r - extra;
+    }
+    uint32_t step = 1;
+    for (int mask = 1; mask < p; mask <<= 1)
+        s->act[s->nact++] = (action_t){ACT_EXCHANGE,
+                                       real_rank(v ^ mask, extra), step++};
+    if (r < 2 * extra)
+        s->act[s->nact++] = (action_t){ACT_SEND, r - 1, TAG_HAND_BACK};
+}
+
+static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
+                                      const tutti_core_ops_t *core,
+                                      const void *details, size_t details_len,
+                                      void **state_out)
+{
+    rd_state_t *s = calloc(1, sizeof(*s));
+    (void)details;
+    (void)details_len;
+    if (s == NULL)
+        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingReduce: "
+                           "out of memory");
+    s->inst = inst;
+    s->bytes = inst->count * tutti_dtype_size(inst->dtype);
+    s->scratch = malloc(s->bytes ? s->bytes : 1);
+    if (s->scratch == NULL) {
+        size_t bytes = s->bytes;
+        free(s);
+        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingReduce: "
+                           "no memory for a %zu-byte scratch buffer", bytes);
+    }
+    plan(s);
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+static void rd_fini_context(void *state)
+{
+    rd_state_t *s = state;
+    if (s != NULL)
+        free(s->scratch);
+    free(s);
+}
+
+/* Posts the transfers of action s->cur. */
+static tutti_status_t post(rd_state_t *s, tutti_alg_exec_t *x)
+{
+    const action_t *a = &s->act[s->cur];
+    tutti_recv_reduce_t red = {x->recvbuf};
+    uint32_t tag = a->tag;
+    tutti_status_t st = TUTTI_OK;
+    switch (a->kind) {
+    case ACT_SEND:
+        return x->core->send(x, a->peer, tag, x->recvbuf, s->bytes, &s->sx);
+    case ACT_RECV:
+        return x->core->recv(x, a->peer, tag, x->recvbuf, s->bytes, NULL,
+                             &s->rx);
+    case ACT_RECV_REDUCE:
+        return x->core->recv(x, a->peer, tag, x->recvbuf, s->bytes, &red,
+                             &s->rx);
+    default: /* exchange: send a copy, reduce what comes into the output */
+        memcpy(s->scratch, x->recvbuf, s->bytes);
+        st = x->core->send(x, a->peer, tag, s->scratch, s->bytes, &s->sx);
+        if (st == TUTTI_OK)
+            st = x->core->recv(x, a->peer, tag, x->recvbuf, s->bytes, &red,
+                               &s->rx);
+        return st;
+    }
+}
+
+static tutti_status_t rd_progress(void *state, tutti_alg_exec_t *x)
+{
+    rd_state_t *s = state;
+    tutti_status_t st;
+    while (s->cur < s->nact) {
+        int kind = s->act[s->cur].kind;
+        if (kind != ACT_RECV && kind != ACT_RECV_REDUCE &&
+            (st = x->core->test(x, &s->sx)) != TUTTI_OK)
+            return st;
+        if (kind != ACT_SEND && (st = x->core->test(x, &s->rx)) != TUTTI_OK)
+            return st;
+        if (++s->cur < s->nact && (st = post(s, x)) != TUTTI_OK)
+            return st;
+    }
+    return TUTTI_OK;
+}
+
+static tutti_status_t rd_run(void *state, tutti_alg_exec_t *x)
+{
+    rd_state_t *s = state;
+    if (x->sendbuf != x->recvbuf && s->bytes > 0)
+        memcpy(x->recvbuf, x->sendbuf, s->bytes);
+    s->cur = 0;
+    if (s->nact == 0 || s->bytes == 0)
+        return TUTTI_OK;
+    tutti_status_t st = post(s, x);
+    return st == TUTTI_OK ? rd_progress(s, x) : st;
+}
+
+const tutti_alg_ops_t tutti_alg_tree_rd_ops = {
+    sizeof(tutti_alg_ops_t), NULL, rd_init_context, rd_run, rd_progress,
+    rd_fini_context,
+};
