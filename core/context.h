@@ -72,7 +72,6 @@ struct tutti__instance {
     tutti_instance_params_t params;  /* as first executed */
     char algorithm[TUTTI_NAME_MAX];  /* chosen implementation */
     const tutti__impl_entry_t *impl;
-    const tutti__rule_t *rule;       /* NULL when named by the call */
     tutti_alg_instance_t alg;
     void *state;
     uint64_t next_step;

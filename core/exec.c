@@ -439,13 +439,6 @@ static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
                             "task %d", name,
                             (unsigned long long)p->instance_key, g->ctx->task);
     snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", name);
-    inst->rule = NULL;
-    if (p->algorithm == NULL) {
-        tutti_select_query_t q = {p->collective, g->device_type, p->dtype,
-                                  p->count * tutti_dtype_size(p->dtype),
-                                  g->size, g->num_tasks};
-        inst->rule = tutti__config_select(&g->ctx->cfg, &q, NULL, 0);
-    }
     tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s %s x %zu -> "
                "%s (%s)", (unsigned long long)p->instance_key,
                tutti_collective_name(p->collective),
@@ -453,7 +446,7 @@ static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
     inst->alg = (tutti_alg_instance_t){
         sizeof(inst->alg), p->collective, p->dtype, p->op, p->count, p->root,
         g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
-        inst->rule, g->localities};
+        NULL, g->localities};
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
     return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
                              d->details_len, &inst->state);

@@ -41,27 +41,52 @@ static int real_rank(const tree_state_t *s, int v)
     return (v + s->inst->root) % s->inst->group_size;
 }
 
+/* The plan every member follows: read from the rule once, by the
+ * resolver, so members whose configs differ still build one tree. */
+typedef struct {
+    uint64_t fanout;
+    uint64_t chunk;
+} tree_plan_t;
+
+static tutti_status_t tree_init_params(const tutti_alg_instance_t *inst,
+                                       const tutti_core_ops_t *core,
+                                       void *details, size_t *len_out)
+{
+    tree_plan_t plan;
+    size_t esize = tutti_dtype_size(inst->dtype);
+    tutti_status_t st;
+
+    if ((st = core->param_size(inst, "fanout", 2, &plan.fanout)) !=
+            TUTTI_OK ||
+        (st = core->param_size(inst, "chunk", 256 * 1024, &plan.chunk)) !=
+            TUTTI_OK)
+        return st;
+    if (plan.fanout < 1 || plan.fanout > TREE_MAX_FANOUT || plan.chunk < esize)
+        return core->error(TUTTI_ERR_CONFIG, "HierarchicalTreeBroadcast: "
+                           "fanout %llu and chunk %llu: expected fanout 1..%d "
+                           "and chunk >= one element",
+                           (unsigned long long)plan.fanout,
+                           (unsigned long long)plan.chunk, TREE_MAX_FANOUT);
+    memcpy(details, &plan, sizeof(plan));
+    *len_out = sizeof(plan);
+    return TUTTI_OK;
+}
+
 static tutti_status_t tree_init_context(const tutti_alg_instance_t *inst,
                                         const tutti_core_ops_t *core,
                                         const void *details,
                                         size_t details_len, void **state_out)
 {
-    uint64_t fanout, chunk;
-    tutti_status_t st;
+    tree_plan_t plan;
     int n = inst->group_size;
     size_t esize = tutti_dtype_size(inst->dtype);
-    (void)details;
-    (void)details_len;
 
-    if ((st = core->param_size(inst, "fanout", 2, &fanout)) != TUTTI_OK ||
-        (st = core->param_size(inst, "chunk", 256 * 1024, &chunk)) != TUTTI_OK)
-        return st;
-    if (fanout < 1 || fanout > TREE_MAX_FANOUT || chunk < esize)
-        return core->error(TUTTI_ERR_CONFIG, "HierarchicalTreeBroadcast: "
-                           "fanout %llu and chunk %llu: expected fanout 1..%d "
-                           "and chunk >= one element",
-                           (unsigned long long)fanout,
-                           (unsigned long long)chunk, TREE_MAX_FANOUT);
+    if (details_len != sizeof(plan))
+        return core->error(TUTTI_ERR_MODULE, "HierarchicalTreeBroadcast: %zu "
+                           "bytes of plan, expected %zu", details_len,
+                           sizeof(plan));
+    memcpy(&plan, details, sizeof(plan));
+    uint64_t fanout = plan.fanout, chunk = plan.chunk;
     tree_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, "tree: out of memory");
@@ -180,7 +205,7 @@ static tutti_status_t tree_run(void *state, tutti_alg_exec_t *x)
 }
 
 static const tutti_alg_ops_t tree_ops = {
-    sizeof(tutti_alg_ops_t), NULL, tree_init_context, tree_run, tree_progress,
+    sizeof(tutti_alg_ops_t), tree_init_params, tree_init_context, tree_run, tree_progress,
     tree_fini_context,
 };
 

@@ -66,7 +66,10 @@ typedef struct {
     int num_tasks;
     tutti_device_type_t device_type;
     uint64_t instance_key;
-    const void *rule_params;     /**< read with core->param_size() */
+    const void *rule_params;     /**< read with core->param_size(), in
+                                      init_params only (the resolver's rule;
+                                      NULL elsewhere: a plan's parameters
+                                      reach members in its details) */
     const tutti_locality_t *localities; /**< per rank: task, device, host,
                                              NUMA node (NULL in init_params) */
 } tutti_alg_instance_t;

@@ -283,6 +283,38 @@ static void test_mixed_group_uses_local_channels(void **state)
     unlink(log);
 }
 
+/* Task 1's config gives the tree another fanout and chunk than task 0's:
+ * every member still follows the one plan the resolver (task 0) made, so
+ * the whole matrix stays exact. */
+static void test_plan_comes_from_the_resolver(void **state)
+{
+    char dir[] = "/tmp/tutti-plan-XXXXXX", cfg[64], cmd[1024], out[8192];
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg), "%s/other.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fputs("selection:\n"
+          "  - { collective: allreduce, algorithm: RingReduce }\n"
+          "  - { collective: broadcast, algorithm: HierarchicalTreeBroadcast,\n"
+          "      params: { fanout: 1, chunk: 4K } }\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "%s --timeout 120 -n 3 sh -c 'if [ "
+             "$TUTTI_RANK = 1 ]; then export TUTTI_CONFIG=%s; fi; exec %s'",
+             RUN, cfg, WORKER);
+    int rc = run(cmd, out, sizeof(out));
+    unlink(cfg);
+    rmdir(dir);
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    for (int r = 0; r < 3; r++) {
+        char want[96];
+        snprintf(want, sizeof(want), "coll_worker: rank %d: %d checks, 0 "
+                 "failures", r, 1 + 10 * 5 * (8 + 3));
+        assert_non_null(strstr(out, want));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_disagree_device_type),
         cmocka_unit_test(test_perf_table),
         cmocka_unit_test(test_info_resolve),
+        cmocka_unit_test(test_plan_comes_from_the_resolver),
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
     };
