@@ -142,16 +142,23 @@ static const char *dev_name(int type)
     return n ? n : "?";
 }
 
-/* Compares a newcomer's module set with the first member's. */
+static const fingerprint_t *find_fingerprint(const join_payload_t *j,
+                                             const char *name)
+{
+    for (int k = 0; k < j->num_mods; k++)
+        if (strcmp(j->mods[k].name, name) == 0)
+            return &j->mods[k];
+    return NULL;
+}
+
+/* Compares a newcomer's module set with the first member's, both ways. */
 static int modules_differ(const coord_group_t *cg, const join_payload_t *j,
                           int task, char *why, size_t len)
 {
     const join_payload_t *a = &cg->first;
     for (int i = 0; i < a->num_mods; i++) {
-        const fingerprint_t *fa = &a->mods[i], *fb = NULL;
-        for (int k = 0; k < j->num_mods && fb == NULL; k++)
-            if (strcmp(j->mods[k].name, fa->name) == 0)
-                fb = &j->mods[k];
+        const fingerprint_t *fa = &a->mods[i];
+        const fingerprint_t *fb = find_fingerprint(j, fa->name);
         if (fb == NULL) {
             snprintf(why, len, "module '%s' is loaded by task %d but not by "
                      "task %d", fa->name, cg->first_task, task);
@@ -166,10 +173,12 @@ static int modules_differ(const coord_group_t *cg, const join_payload_t *j,
             return 1;
         }
     }
-    if (j->num_mods != a->num_mods) {
-        snprintf(why, len, "task %d loaded %d modules, task %d loaded %d",
-                 cg->first_task, a->num_mods, task, j->num_mods);
-        return 1;
+    for (int k = 0; k < j->num_mods; k++) {
+        if (find_fingerprint(a, j->mods[k].name) == NULL) {
+            snprintf(why, len, "module '%s' is loaded by task %d but not by "
+                     "task %d", j->mods[k].name, task, cg->first_task);
+            return 1;
+        }
     }
     return 0;
 }

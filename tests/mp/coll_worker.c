@@ -15,6 +15,8 @@
  *                          in an allreduce; every task must see the reason,
  *                          then destroy its context, make a new one and
  *                          run an allreduce in it
+ *   coll_worker --join     only join a group of every task and print
+ *                          "joined" or "refused: <detail>"; exit 0
  *   coll_worker --victim   large allreduces in a loop; task 1 kills itself
  *                          (SIGKILL) in the middle of one; the others must
  *                          fail naming task 1; they print the seconds it
@@ -194,6 +196,28 @@ static int abort_mode(tutti_context_t *ctx)
     return ok && again ? 0 : 1;
 }
 
+/* Join and say how it went (the agreement checks of joining). */
+static int join_mode(tutti_context_t *ctx)
+{
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_group_params_init(&gp);
+    gp.group_key = 46;
+    gp.group_size = tutti_context_num_tasks(ctx);
+    gp.timeout = 30;
+    tutti_status_t st = tutti_group_join(ctx, &gp, &g);
+    if (st == TUTTI_OK) {
+        printf("coll_worker: task %d: joined\n", tutti_context_task(ctx));
+        tutti_group_leave(g);
+    } else {
+        printf("coll_worker: task %d: refused: %s: %s\n",
+               tutti_context_task(ctx), tutti_status_name(st),
+               tutti_last_error());
+    }
+    tutti_context_destroy(ctx);
+    return 0;
+}
+
 /* Task 1 dies in the middle of a large allreduce. */
 static int victim_mode(tutti_context_t *ctx)
 {
@@ -247,11 +271,12 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--disagree") == 0 && i + 1 < argc)
             disagree = argv[++i];
         else if (strcmp(argv[i], "--abort") == 0 ||
-                 strcmp(argv[i], "--victim") == 0)
+                 strcmp(argv[i], "--victim") == 0 ||
+                 strcmp(argv[i], "--join") == 0)
             mode = argv[i];
         else {
             fprintf(stderr, "usage: coll_worker [--devices D] "
-                    "[--disagree FIELD] [--abort] [--victim]\n");
+                    "[--disagree FIELD] [--abort] [--victim] [--join]\n");
             return 2;
         }
     }
@@ -263,6 +288,8 @@ int main(int argc, char **argv)
                 tutti_last_error());
         return 1;
     }
+    if (mode != NULL && strcmp(mode, "--join") == 0)
+        return join_mode(ctx);
     if (mode != NULL)
         return strcmp(mode, "--abort") == 0 ? abort_mode(ctx)
                                              : victim_mode(ctx);

@@ -315,6 +315,67 @@ static void test_plan_comes_from_the_resolver(void **state)
     }
 }
 
+#define GOOD_SO TUTTI_TEST_BUILDDIR "/tests/modules/good/.libs/mod_good.so"
+
+/* Task 0 loads modules from @p dir_a, task 1 from @p dir_b; both try to
+ * join one group.  Returns the output. */
+static void join_with_modules(const char *dir_a, const char *dir_b, char *out,
+                              size_t len)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s --timeout 60 -n 2 sh -c 'if [ "
+             "$TUTTI_RANK = 1 ]; then export TUTTI_MODULE_PATH=%s; else export "
+             "TUTTI_MODULE_PATH=%s; fi; exec %s --join' 2>/dev/null", RUN,
+             dir_b, dir_a, WORKER);
+    int rc = run(cmd, out, len);
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+}
+
+static void expect_both_refused(const char *out, const char *detail)
+{
+    for (int t = 0; t < 2; t++) {
+        char want[256];
+        snprintf(want, sizeof(want), "coll_worker: task %d: refused: "
+                 "ERR_MISMATCH", t);
+        if (strstr(out, want) == NULL)
+            fail_msg("task %d not refused:\n%s", t, out);
+    }
+    if (strstr(out, detail) == NULL)
+        fail_msg("no '%s' in:\n%s", detail, out);
+}
+
+/* Members must run the same build of every module: a copy of the test
+ * module with one byte more (same name and version) is refused with both
+ * file hashes; a module only one task loaded is named too. */
+static void test_module_builds_must_agree(void **state)
+{
+    char a[] = "/tmp/tutti-mods-a-XXXXXX", b[] = "/tmp/tutti-mods-b-XXXXXX";
+    char cmd[512], out[4096];
+    (void)state;
+    assert_non_null(mkdtemp(a));
+    assert_non_null(mkdtemp(b));
+    snprintf(cmd, sizeof(cmd), "cp %s %s/ && cp %s %s/ && printf x >> "
+             "%s/mod_good.so", GOOD_SO, a, GOOD_SO, b, b);
+    assert_int_equal(system(cmd), 0);
+    join_with_modules(a, b, out, sizeof(out));
+    expect_both_refused(out, "module 'testgood' differs: task ");
+    assert_non_null(strstr(out, "has 1.2.3 (file hash "));
+
+    snprintf(cmd, sizeof(cmd), "rm %s/mod_good.so", b);
+    assert_int_equal(system(cmd), 0);
+    join_with_modules(a, b, out, sizeof(out));
+    expect_both_refused(out, "module 'testgood' is loaded by task 0 but not "
+                             "by task 1");
+
+    /* The same build everywhere joins. */
+    join_with_modules(a, a, out, sizeof(out));
+    assert_non_null(strstr(out, "coll_worker: task 0: joined"));
+    assert_non_null(strstr(out, "coll_worker: task 1: joined"));
+    snprintf(cmd, sizeof(cmd), "rm -rf %s %s", a, b);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_perf_table),
         cmocka_unit_test(test_info_resolve),
         cmocka_unit_test(test_plan_comes_from_the_resolver),
+        cmocka_unit_test(test_module_builds_must_agree),
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
     };
