@@ -376,6 +376,21 @@ static void test_module_builds_must_agree(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Resolution is cached: over 20 instances on 2 tasks, each first
+ * execution makes one control round trip, each second one none. */
+static void test_second_execution_skips_resolution(void **state)
+{
+    char out[1024];
+    (void)state;
+    int rc = run(RUN " --timeout 60 -n 2 " TUTTI_TEST_BUILDDIR
+                 "/bench/tutti-resolve-cost 20", out, sizeof(out));
+    if (rc != 0)
+        fail_msg("tutti-resolve-cost exited %d:\n%s", rc, out);
+    if (strstr(out, "control frames sent by this task: 1.00 per first "
+                    "execution, 0.00 per second") == NULL)
+        fail_msg("unexpected: %s", out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_info_resolve),
         cmocka_unit_test(test_plan_comes_from_the_resolver),
         cmocka_unit_test(test_module_builds_must_agree),
+        cmocka_unit_test(test_second_execution_skips_resolution),
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
     };
