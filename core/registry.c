@@ -48,7 +48,8 @@ static int list_stems(const char *dir, char ***stems_out)
             n++;
     }
     closedir(d);
-    qsort(stems, n, sizeof(*stems), cmp_str);
+    if (n > 1) /* an empty directory leaves stems NULL: no qsort of NULL */
+        qsort(stems, n, sizeof(*stems), cmp_str);
     size_t out = 0;
     for (size_t i = 0; i < n; i++) {
         if (out > 0 && strcmp(stems[out - 1], stems[i]) == 0) {
