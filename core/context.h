@@ -11,6 +11,7 @@
 #include <tutti/transport.h>
 #include <tutti/tutti.h>
 
+#include "coll.h"
 #include "config.h"
 #include "flight.h"
 #include "registry.h"
@@ -65,6 +66,7 @@ struct tutti_request {
     char error[512];                /* detail of a failed execution */
     uint64_t flight_seq;            /* its flight recorder entry */
     uint64_t heard_from;            /* ranks < 64 a receive completed from */
+    size_t *recv_counts;            /* group_size, after pending_from */
     uint16_t pending_from[];        /* receives outstanding, per rank */
 };
 
@@ -84,6 +86,9 @@ struct tutti__instance {
     double timeout_asked;            /* when we told it we gave up */
     tutti_status_t failed;           /* resolution refused it: why */
     char failure[512];
+    int *permutation;                /* permute: group_size entries */
+    tutti__stage_t stage;            /* pre-scaled input, when needed */
+    int scaled;                      /* the core scales around the impl */
 };
 
 struct tutti_group {

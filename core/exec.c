@@ -333,6 +333,8 @@ static void instance_free(tutti__instance_t *inst)
     const tutti_alg_ops_t *ops = inst->impl ? inst->impl->impl->ops : NULL;
     if (ops && inst->state)
         ops->fini_context(inst->state);
+    free(inst->permutation);
+    free(inst->stage.buf);
     free(inst);
 }
 
@@ -402,27 +404,7 @@ static tutti_status_t check_instance_params(const tutti_group_t *g,
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance params "
                             "missing or older than this library (size %zu)",
                             p ? p->size : 0);
-    if ((unsigned)p->collective >= TUTTI_COLL_COUNT ||
-        (unsigned)p->dtype >= TUTTI_DTYPE_COUNT ||
-        (unsigned)p->op >= TUTTI_OP_COUNT)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
-                            "instance 0x%llx: collective %d, dtype %d, op %d: "
-                            "expected values of tutti_collective_t, "
-                            "tutti_dtype_t, tutti_op_t",
-                            (unsigned long long)p->instance_key,
-                            (int)p->collective, (int)p->dtype, (int)p->op);
-    if (p->collective == TUTTI_COLL_BROADCAST &&
-        (p->root < 0 || p->root >= g->size))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
-                            "instance 0x%llx: broadcast root %d outside the "
-                            "group's ranks 0..%d",
-                            (unsigned long long)p->instance_key, p->root,
-                            g->size - 1);
-    if (p->count > SIZE_MAX / 8)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "count %zu too large",
-                            (unsigned long long)p->instance_key, p->count);
-    return TUTTI_OK;
+    return tutti__coll_check_instance(p, g->size);
 }
 
 /* Sets up the implementation the coordinator chose for @p inst, with the
@@ -443,10 +425,12 @@ static tutti_status_t setup_impl(tutti_group_t *g, tutti__instance_t *inst,
                "%s (%s)", (unsigned long long)p->instance_key,
                tutti_collective_name(p->collective),
                tutti_dtype_name(p->dtype), p->count, name, why);
+    /* avg reaches the implementation as sum: the core divides after. */
+    tutti_op_t op = p->op == TUTTI_OP_AVG ? TUTTI_OP_SUM : p->op;
     inst->alg = (tutti_alg_instance_t){
-        sizeof(inst->alg), p->collective, p->dtype, p->op, p->count, p->root,
+        sizeof(inst->alg), p->collective, p->dtype, op, p->count, p->root,
         g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
-        NULL, g->localities};
+        NULL, g->localities, inst->permutation};
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
     return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
                              d->details_len, &inst->state);
@@ -463,12 +447,27 @@ static tutti_status_t instance_new(tutti_group_t *g,
     inst->params = *p;
     inst->params.size = sizeof(inst->params);
     inst->params.algorithm = NULL;
+    inst->params.permutation = NULL;
+    inst->params.counts = NULL;
+    inst->params.wait_for = NULL;
+    if (p->collective == TUTTI_COLL_PERMUTE) {
+        inst->permutation = malloc((size_t)g->size * sizeof(int));
+        if (inst->permutation == NULL) {
+            free(inst);
+            return TUTTI_ERR_NO_MEMORY;
+        }
+        memcpy(inst->permutation, p->permutation,
+               (size_t)g->size * sizeof(int));
+        inst->params.permutation = inst->permutation;
+    }
+    inst->scaled = tutti__coll_scaled(p);
     if (p->algorithm) {
         snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
         inst->params.algorithm = inst->algorithm;
     }
     tutti_status_t st = tutti__resolve_instance(g, p);
     if (st != TUTTI_OK) {
+        free(inst->permutation);
         free(inst);
         return st;
     }
@@ -493,10 +492,26 @@ static tutti_status_t check_same(const tutti__instance_t *inst,
         what = "dtype", was = f->dtype, now = p->dtype;
     else if (f->count != p->count)
         what = "count", was = (long long)f->count, now = (long long)p->count;
-    else if (f->op != p->op && p->collective == TUTTI_COLL_ALLREDUCE)
+    else if (f->op != p->op && (p->collective == TUTTI_COLL_ALLREDUCE ||
+                                p->collective == TUTTI_COLL_REDUCE ||
+                                p->collective == TUTTI_COLL_REDUCE_SCATTER))
         what = "op", was = f->op, now = p->op;
-    else if (f->root != p->root && p->collective == TUTTI_COLL_BROADCAST)
+    else if (f->root != p->root && (p->collective == TUTTI_COLL_BROADCAST ||
+                                    p->collective == TUTTI_COLL_REDUCE ||
+                                    p->collective == TUTTI_COLL_GATHER))
         what = "root", was = f->root, now = p->root;
+    else if (f->pre_scale != p->pre_scale || f->post_scale != p->post_scale)
+        return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
+                            "first executed with pre_scale %g, post_scale %g "
+                            "and now with %g, %g",
+                            (unsigned long long)f->instance_key, f->pre_scale,
+                            f->post_scale, p->pre_scale, p->post_scale);
+    else if (inst->permutation != NULL &&
+             memcmp(inst->permutation, p->permutation,
+                    (size_t)inst->alg.group_size * sizeof(int)) != 0)
+        return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
+                            "first executed with another permutation",
+                            (unsigned long long)f->instance_key);
     else if (p->algorithm && strcmp(p->algorithm, inst->algorithm) != 0)
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx "
                             "runs %s; this call asks for %s",
@@ -511,15 +526,24 @@ static tutti_status_t check_same(const tutti__instance_t *inst,
 
 /* ---- requests and progress ------------------------------------------------------- */
 
+/* Bytes of a request's pending_from, rounded up for the size_t after. */
+static size_t pending_bytes(int size)
+{
+    size_t n = (size_t)size * sizeof(uint16_t);
+    return (n + sizeof(size_t) - 1) / sizeof(size_t) * sizeof(size_t);
+}
+
 static tutti_request_t *request_get(tutti_group_t *g)
 {
     tutti_request_t *r = g->free_list;
     if (r != NULL)
         g->free_list = r->next;
-    else if ((r = malloc(sizeof(*r) + (size_t)g->size * sizeof(uint16_t))) ==
-             NULL)
+    else if ((r = malloc(sizeof(*r) + pending_bytes(g->size) +
+                         (size_t)g->size * sizeof(size_t))) == NULL)
         return NULL;
     memset(r->pending_from, 0, (size_t)g->size * sizeof(uint16_t));
+    r->recv_counts = (size_t *)((char *)r->pending_from +
+                                pending_bytes(g->size));
     r->heard_from = 0;
     r->group = g;
     r->status = TUTTI_INPROGRESS;
@@ -584,12 +608,16 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
         /* Transfers of a failed execution may still be queued: the group
          * cannot be trusted with another one.  (One that never launched
-         * posted nothing: its group stays usable.) */
-        if (g->failed == TUTTI_OK && r->launch_order != 0) {
+         * posted nothing, and a too-small buffer is found before data
+         * moves, with every transfer complete: the group stays usable.) */
+        if (g->failed == TUTTI_OK && r->launch_order != 0 &&
+            st != TUTTI_ERR_TOO_SMALL) {
             g->failed = st;
             snprintf(g->failure, sizeof(g->failure), "%s", r->error);
         }
     }
+    if (st == TUTTI_OK && inst->scaled)
+        tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
     r->status = st;
     tutti__flight_finish(&g->flight, r->flight_seq, st);
     if (inst->running == r)
@@ -610,7 +638,12 @@ static void request_start(tutti_request_t *r)
     tutti__flight_launch(&g->flight, r->flight_seq);
     if (r->exec.step + 1 > inst->launched_through)
         inst->launched_through = r->exec.step + 1;
-    tutti_status_t st = ops->run(inst->state, &r->exec);
+    tutti_status_t st = TUTTI_OK;
+    if (inst->scaled)
+        st = tutti__coll_prescale(&inst->params, g->rank, g->size,
+                                  &inst->stage, &r->exec);
+    if (st == TUTTI_OK)
+        st = ops->run(inst->state, &r->exec);
     if (st == TUTTI_INPROGRESS)
         insert_by_priority(&g->active_head, r);
     else
@@ -842,11 +875,10 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                             (unsigned long long)g->key, g->rank, g->failure);
     if ((st = check_instance_params(g, params)) != TUTTI_OK)
         return st;
-    if (params->count > 0 && (recvbuf == NULL || sendbuf == NULL))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "NULL buffer for %zu elements",
-                            (unsigned long long)params->instance_key,
-                            params->count);
+    uint64_t bytes = 0;
+    if ((st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
+                                     recvbuf, &bytes)) != TUTTI_OK)
+        return st;
     inst = instance_find(g, params->instance_key);
     if (inst == NULL) {
         if ((st = instance_new(g, params, &inst)) != TUTTI_OK)
@@ -873,10 +905,13 @@ tutti_status_t tutti_execute(tutti_group_t *g,
     uint64_t step = params->step == TUTTI_STEP_NEXT ? inst->next_step++
                                                     : params->step;
     r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
-                                 sendbuf, recvbuf, step, r};
-    r->flight_seq = tutti__flight_issue(
-        &g->flight, params->instance_key, step, inst->algorithm,
-        (uint64_t)params->count * tutti_dtype_size(params->dtype));
+                                 sendbuf, recvbuf, step, r, params->counts,
+                                 params->send_count, params->recv_capacity,
+                                 r->recv_counts,
+                                 tutti__coll_recv_total(params, g->rank,
+                                                        g->size)};
+    r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
+                                        inst->algorithm, bytes);
     if (inst->running == NULL && inst->ready == NULL) {
         inst->ready = r;
         insert_by_priority(&g->ready_head, r);
@@ -1078,6 +1113,12 @@ void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)
     info->step = r->exec.step;
     info->launch_order = r->launch_order;
     info->algorithm = r->inst->resolved ? r->inst->algorithm : "";
+    info->recv_total = r->exec.recv_total;
+    info->recv_counts = NULL;
+    if (tutti__coll_per_rank(&r->inst->params) &&
+        r->inst->params.collective != TUTTI_COLL_REDUCE_SCATTER &&
+        r->status != TUTTI_INPROGRESS)
+        info->recv_counts = r->recv_counts;
 }
 
 void tutti_request_free(tutti_request_t *r)

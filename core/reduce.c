@@ -212,6 +212,8 @@ uint16_t tutti__float_to_bf16(float f)
 typedef void (*reduce_fn_t)(void *dst, const void *a, const void *b,
                             size_t count);
 typedef reduce_fn_t reduce_table_t[TUTTI_DTYPE_COUNT][TUTTI_OP_COUNT];
+typedef void (*scale_fn_t)(void *dst, const void *src, size_t count, double f);
+typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
 
 /* ---- kernel generators -------------------------------------------------- */
 
@@ -307,14 +309,60 @@ typedef reduce_fn_t reduce_table_t[TUTTI_DTYPE_COUNT][TUTTI_OP_COUNT];
     [TUTTI_##DTYPE] = {OPS_FLT(TABLE_OP, dtype, isa)},
 
 /*
- * The kernels of one ISA and their table, table_<isa>.  The float16 and
- * bfloat16 converters of that ISA must be defined first.
+ * Scaling kernels, dst[i] = src[i] * f (dst may be src): in float32 for
+ * float32, float16 and bfloat16, in float64 for float64.  Integers are not
+ * scaled (the core refuses that); their avg divides, see tutti__divide().
+ */
+#define DEF_SCALE_NATIVE(dtype, T, isa, attr)                                  \
+    static attr void s_##dtype##_##isa(void *dst, const void *src, size_t n,   \
+                                       double f)                               \
+    {                                                                          \
+        T *d = dst;                                                            \
+        const T *x = src;                                                      \
+        T m = (T)f;                                                            \
+        if (d == x) {                                                          \
+            for (size_t i = 0; i < n; i++)                                     \
+                d[i] *= m;                                                     \
+        } else {                                                               \
+            T *restrict dr = d;                                                \
+            const T *restrict xr = x;                                          \
+            for (size_t i = 0; i < n; i++)                                     \
+                dr[i] = xr[i] * m;                                             \
+        }                                                                      \
+    }
+#define DEF_SCALE_WIDENED(DTYPE, dtype, isa, attr)                             \
+    static attr void s_##dtype##_##isa(void *dst, const void *src, size_t n,   \
+                                       double f)                               \
+    {                                                                          \
+        const uint16_t *px = src;                                              \
+        uint16_t *pd = dst;                                                    \
+        float fx[REDUCE_BLOCK], m = (float)f;                                  \
+        for (size_t off = 0; off < n; off += REDUCE_BLOCK) {                   \
+            size_t k = n - off < REDUCE_BLOCK ? n - off : REDUCE_BLOCK;        \
+            dtype##_in_##isa(fx, px + off, k);                                 \
+            for (size_t i = 0; i < k; i++)                                     \
+                fx[i] *= m;                                                    \
+            dtype##_out_##isa(pd + off, fx, k);                                \
+        }                                                                      \
+    }
+#define TABLE_SCALE(DTYPE, dtype, isa) [TUTTI_##DTYPE] = s_##dtype##_##isa,
+
+/*
+ * The kernels of one ISA and their tables, table_<isa> and
+ * scale_table_<isa>.  The float16 and bfloat16 converters of that ISA must
+ * be defined first.
  */
 #define DEF_KERNEL_SET(isa, attr)                                              \
     NATIVE_TYPES(DEF_NATIVE_TYPE, isa, attr)                                   \
     WIDENED_TYPES(DEF_WIDENED_TYPE, isa, attr)                                 \
     static const reduce_table_t table_##isa = {                                \
-        NATIVE_TYPES(TABLE_NATIVE, isa) WIDENED_TYPES(TABLE_WIDENED, isa)};
+        NATIVE_TYPES(TABLE_NATIVE, isa) WIDENED_TYPES(TABLE_WIDENED, isa)};    \
+    DEF_SCALE_NATIVE(float32, float, isa, attr)                                \
+    DEF_SCALE_NATIVE(float64, double, isa, attr)                               \
+    WIDENED_TYPES(DEF_SCALE_WIDENED, isa, attr)                                \
+    static const scale_table_t scale_table_##isa = {                           \
+        TABLE_SCALE(FLOAT32, float32, isa) TABLE_SCALE(FLOAT64, float64, isa)  \
+            WIDENED_TYPES(TABLE_SCALE, isa)};
 
 /* ---- the kernel sets ----------------------------------------------------- */
 
@@ -359,8 +407,8 @@ DEF_CONVERTERS(bfloat16, f32_from_bf16, bf16_from_f32, avx2, AVX2_ATTR)
 DEF_KERNEL_SET(avx2, AVX2_ATTR)
 #endif
 
-/* The kernel set for the CPU we run on. */
-static const reduce_table_t *pick_table(void)
+/* 1 if the CPU we run on has AVX2 and F16C. */
+static int have_avx2(void)
 {
 #if REDUCE_HAVE_AVX2
     unsigned eax, ebx, ecx, edx;
@@ -368,11 +416,30 @@ static const reduce_table_t *pick_table(void)
     /* AVX2 usable (CPU and OS) as the compiler runtime sees it; F16C from
      * CPUID leaf 1, as clang's __builtin_cpu_supports() does not know it. */
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") &&
-        __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0)
+    return __builtin_cpu_supports("avx2") &&
+           __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+#else
+    return 0;
+#endif
+}
+
+/* The kernel sets for the CPU we run on. */
+static const reduce_table_t *pick_table(void)
+{
+#if REDUCE_HAVE_AVX2
+    if (have_avx2())
         return &table_avx2;
 #endif
     return &table_base;
+}
+
+static const scale_table_t *pick_scale_table(void)
+{
+#if REDUCE_HAVE_AVX2
+    if (have_avx2())
+        return &scale_table_avx2;
+#endif
+    return &scale_table_base;
 }
 
 void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst, const void *a,
@@ -384,6 +451,8 @@ void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst, const void *a,
     const reduce_table_t *table =
         atomic_load_explicit(&table_cache, memory_order_relaxed);
 
+    if (op == TUTTI_OP_AVG)
+        op = TUTTI_OP_SUM; /* the division comes after the reduction */
     if ((unsigned)dtype >= TUTTI_DTYPE_COUNT || (unsigned)op >= TUTTI_OP_COUNT)
         return;
     if (table == NULL) {
@@ -391,4 +460,48 @@ void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst, const void *a,
         atomic_store_explicit(&table_cache, table, memory_order_relaxed);
     }
     (*table)[dtype][op](dst, a, b, count);
+}
+
+int tutti__scale(tutti_dtype_t dtype, void *dst, const void *src,
+                 size_t count, double factor)
+{
+    static _Atomic(const scale_table_t *) table_cache;
+    const scale_table_t *table =
+        atomic_load_explicit(&table_cache, memory_order_relaxed);
+
+    if ((unsigned)dtype >= TUTTI_DTYPE_COUNT)
+        return -1;
+    if (table == NULL) {
+        table = pick_scale_table();
+        atomic_store_explicit(&table_cache, table, memory_order_relaxed);
+    }
+    if ((*table)[dtype] == NULL)
+        return -1;
+    (*table)[dtype](dst, src, count, factor);
+    return 0;
+}
+
+#define DIVIDE_CASE(DTYPE, T)                                                  \
+    case TUTTI_##DTYPE: {                                                      \
+        T *d = buf;                                                            \
+        T q = (T)divisor;                                                      \
+        for (size_t i = 0; i < count; i++)                                     \
+            d[i] = (T)(d[i] / q);                                              \
+        return 0;                                                              \
+    }
+
+int tutti__divide(tutti_dtype_t dtype, void *buf, size_t count, int divisor)
+{
+    if (divisor <= 0)
+        return -1;
+    switch (dtype) {
+        DIVIDE_CASE(INT8, int8_t)
+        DIVIDE_CASE(UINT8, uint8_t)
+        DIVIDE_CASE(INT32, int32_t)
+        DIVIDE_CASE(UINT32, uint32_t)
+        DIVIDE_CASE(INT64, int64_t)
+        DIVIDE_CASE(UINT64, uint64_t)
+    default:
+        return tutti__scale(dtype, buf, buf, count, 1.0 / divisor);
+    }
 }

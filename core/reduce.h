@@ -17,6 +17,15 @@
 void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst,
                    const void *a, const void *b, size_t count);
 
+/** dst[i] = src[i] * factor for a floating @p dtype (dst may be src);
+ *  float32, float16 and bfloat16 in float32, float64 in float64.
+ *  Returns -1 for an integer type (nothing done). */
+int tutti__scale(tutti_dtype_t dtype, void *dst, const void *src,
+                 size_t count, double factor);
+/** buf[i] /= divisor: integers truncate toward zero (int8 -128/2 = -64);
+ *  floating types multiply by 1/divisor.  For op avg. */
+int tutti__divide(tutti_dtype_t dtype, void *buf, size_t count, int divisor);
+
 float tutti__half_to_float(uint16_t h);
 uint16_t tutti__float_to_half(float f);
 float tutti__bf16_to_float(uint16_t b);

@@ -44,6 +44,8 @@ typedef struct {
     int32_t rank, size, collective, dtype, op, root, device_type, num_tasks;
     uint64_t count;
     char algorithm[TUTTI_NAME_MAX];
+    double pre_scale, post_scale;
+    uint64_t perm_hash;
 } inst_payload_t;
 
 typedef struct {
@@ -501,24 +503,37 @@ static void field_text(const inst_payload_t *p, int f, char *buf, size_t len)
     switch (f) {
     case 0: s = tutti_collective_name((tutti_collective_t)p->collective); break;
     case 1: s = tutti_dtype_name((tutti_dtype_t)p->dtype); break;
-    case 2: snprintf(buf, len, "%llu", (unsigned long long)p->count); return;
+    case 2:
+        if (p->count == (uint64_t)TUTTI_COUNT_PER_RANK)
+            snprintf(buf, len, "per-rank");
+        else
+            snprintf(buf, len, "%llu", (unsigned long long)p->count);
+        return;
     case 3: s = tutti_op_name((tutti_op_t)p->op); break;
     case 4: snprintf(buf, len, "%d", p->root); return;
+    case 5: snprintf(buf, len, "%g", p->pre_scale); return;
+    case 6: snprintf(buf, len, "%g", p->post_scale); return;
+    case 7: snprintf(buf, len, "%016llx", (unsigned long long)p->perm_hash);
+        return;
     default: s = p->algorithm[0] ? p->algorithm : "(selection)"; break;
     }
     snprintf(buf, len, "%s", s ? s : "?");
 }
 
-static const char *const field_names[] = {"collective", "dtype", "count",
-                                          "op", "root", "algorithm"};
+static const char *const field_names[] = {
+    "collective", "dtype", "count", "op", "root", "pre_scale", "post_scale",
+    "permutation (hash)", "algorithm"};
+#define NUM_FIELDS ((int)(sizeof(field_names) / sizeof(field_names[0])))
 
 /* Which fields must agree for this collective. */
 static int field_applies(const inst_payload_t *p, int f)
 {
-    if (f == 3)
+    if (f == 3 || f == 5 || f == 6)
         return p->collective == TUTTI_COLL_ALLREDUCE ||
                p->collective == TUTTI_COLL_REDUCE ||
                p->collective == TUTTI_COLL_REDUCE_SCATTER;
+    if (f == 7)
+        return p->collective == TUTTI_COLL_PERMUTE;
     if (f == 4)
         return p->collective == TUTTI_COLL_BROADCAST ||
                p->collective == TUTTI_COLL_REDUCE ||
@@ -530,7 +545,7 @@ static int field_applies(const inst_payload_t *p, int f)
 static int disagreement(const coord_inst_t *ci, char *why, size_t len)
 {
     char want[96], got[96], ranks[200];
-    for (int f = 0; f < 6; f++) {
+    for (int f = 0; f < NUM_FIELDS; f++) {
         if (!field_applies(&ci->by_rank[0], f))
             continue;
         field_text(&ci->by_rank[0], f, want, sizeof(want));
@@ -575,8 +590,9 @@ static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
     tutti_select_query_t q = {(tutti_collective_t)p->collective,
                               (tutti_device_type_t)p->device_type,
                               (tutti_dtype_t)p->dtype,
-                              p->count * tutti_dtype_size((tutti_dtype_t)
-                                                              p->dtype),
+                              tutti__coll_select_bytes(
+                                  (tutti_collective_t)p->collective,
+                                  (tutti_dtype_t)p->dtype, p->count),
                               p->size, p->num_tasks};
     tutti_alg_instance_t inst = {
         sizeof(inst), (tutti_collective_t)p->collective,
@@ -584,7 +600,9 @@ static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
         p->size, p->num_tasks, (tutti_device_type_t)p->device_type,
         ci->instance_key,
         p->algorithm[0] ? NULL : tutti__config_select(&ctx->cfg, &q, NULL, 0),
-        NULL};
+        NULL, NULL};
+    if (inst.op == TUTTI_OP_AVG)
+        inst.op = TUTTI_OP_SUM;
     tutti__error_clear();
     tutti_status_t st = ops->init_params(&inst, &tutti__core_ops, d->details,
                                          &len);
@@ -611,13 +629,15 @@ static tutti_status_t choose(tutti_context_t *ctx, const coord_inst_t *ci,
 {
     const inst_payload_t *p = &ci->by_rank[0];
     const char *name = p->algorithm[0] ? p->algorithm : NULL;
-    size_t esize = tutti_dtype_size((tutti_dtype_t)p->dtype);
 
     snprintf(d->detail, sizeof(d->detail), "named by the call");
     if (name == NULL) {
         tutti_select_query_t q = {(tutti_collective_t)p->collective,
                                   (tutti_device_type_t)p->device_type,
-                                  (tutti_dtype_t)p->dtype, p->count * esize,
+                                  (tutti_dtype_t)p->dtype,
+                                  tutti__coll_select_bytes(
+                                      (tutti_collective_t)p->collective,
+                                      (tutti_dtype_t)p->dtype, p->count),
                                   p->size, p->num_tasks};
         const tutti__rule_t *rule = tutti__config_select(&ctx->cfg, &q, NULL,
                                                          0);
@@ -1046,7 +1066,10 @@ tutti_status_t tutti__resolve_instance(tutti_group_t *g,
     memset(ip, 0, sizeof(*ip));
     *ip = (inst_payload_t){g->rank, g->size, p->collective, p->dtype, p->op,
                            p->root, g->device_type, g->num_tasks, p->count,
-                           ""};
+                           "", p->pre_scale, p->post_scale,
+                           p->collective == TUTTI_COLL_PERMUTE
+                               ? tutti__coll_perm_hash(p->permutation, g->size)
+                               : 0};
     if (p->algorithm)
         snprintf(ip->algorithm, sizeof(ip->algorithm), "%s", p->algorithm);
     m.len = sizeof(*ip);

@@ -15,6 +15,8 @@
 
 #include <tutti/module.h>
 
+#include "ring.h"
+
 typedef struct {
     const tutti_alg_instance_t *inst;
     size_t esize;
@@ -137,15 +139,7 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? TUTTI_INPROGRESS : st;
 }
 
-static const tutti_alg_ops_t ring_ops = {
+const tutti_alg_ops_t tutti_alg_ring_reduce_ops = {
     sizeof(tutti_alg_ops_t), NULL, ring_init_context, ring_run, ring_progress,
     ring_fini_context,
 };
-
-static const tutti_alg_impl_t ring_impls[] = {
-    {"RingReduce", "allreduce: reduce-scatter then allgather around a ring",
-     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &ring_ops},
-};
-
-TUTTI_MODULE_DEFINE("ring", "0.1.0", ring_impls);

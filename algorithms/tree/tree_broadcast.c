@@ -14,6 +14,8 @@
 
 #include <tutti/module.h>
 
+#include "tree.h"
+
 #define TREE_LANES 8
 #define TREE_MAX_FANOUT 16
 
@@ -204,22 +206,7 @@ static tutti_status_t tree_run(void *state, tutti_alg_exec_t *x)
     return tree_progress(s, x);
 }
 
-static const tutti_alg_ops_t tree_ops = {
-    sizeof(tutti_alg_ops_t), tree_init_params, tree_init_context, tree_run, tree_progress,
-    tree_fini_context,
+const tutti_alg_ops_t tutti_alg_tree_bcast_ops = {
+    sizeof(tutti_alg_ops_t), tree_init_params, tree_init_context, tree_run,
+    tree_progress, tree_fini_context,
 };
-
-extern const tutti_alg_ops_t tutti_alg_tree_rd_ops;
-
-static const tutti_alg_impl_t tree_impls[] = {
-    {"RecursiveDoublingReduce",
-     "allreduce for small messages: log2(n) exchanges, any group size",
-     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tutti_alg_tree_rd_ops},
-    {"HierarchicalTreeBroadcast",
-     "broadcast from any root down a k-ary tree, pipelined in chunks",
-     TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tree_ops},
-};
-
-TUTTI_MODULE_DEFINE("tree", "0.1.0", tree_impls);

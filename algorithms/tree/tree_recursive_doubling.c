@@ -17,6 +17,8 @@
 
 #include <tutti/module.h>
 
+#include "tree.h"
+
 enum { ACT_SEND, ACT_RECV, ACT_RECV_REDUCE, ACT_EXCHANGE };
 
 typedef struct {

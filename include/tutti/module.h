@@ -19,6 +19,14 @@
  *                 TUTTI_INPROGRESS if progress must be called, or an error;
  *   progress      advance a started execution, same returns;
  *   fini_context, fini_params   free what init_* made.
+ * Reductions: the instance's op is sum, prod, min or max.  The core turns
+ * avg into sum and applies pre_scale, post_scale and the division by the
+ * group size around the implementation, so no implementation sees them.
+ * Per-rank counts: when the output's size is known only after the exchange,
+ * the implementation exchanges counts and capacities first; if any member's
+ * buffer is too small it moves no data and returns TUTTI_ERR_TOO_SMALL on
+ * every member (TUTTI_OK on members that asked for sizes only), with all of
+ * its transfers complete, so the group stays usable.
  * An error returned from run or progress fails that execution; the core
  * then stops calling progress for it and the instance stays usable only if
  * the transport says so.  Callbacks record error details with core->error().
@@ -37,7 +45,7 @@ extern "C" {
 #endif
 
 #define TUTTI_MODULE_ABI_MAJOR 1
-#define TUTTI_MODULE_ABI_MINOR 0
+#define TUTTI_MODULE_ABI_MINOR 1
 #define TUTTI_MODULE_SYMBOL tutti_module_descriptor
 #define TUTTI_MODULE_SYMBOL_NAME "tutti_module_descriptor"
 #define TUTTI_NAME_MAX 64 /* bound on module and implementation names */
@@ -72,6 +80,10 @@ typedef struct {
                                       reach members in its details) */
     const tutti_locality_t *localities; /**< per rank: task, device, host,
                                              NUMA node (NULL in init_params) */
+    /* ABI 1.1: */
+    const int *permutation;      /**< permute: rank r sends to
+                                      permutation[r] (group_size entries);
+                                      NULL for other collectives */
 } tutti_alg_instance_t;
 
 typedef struct tutti_alg_exec tutti_alg_exec_t;
@@ -124,6 +136,17 @@ struct tutti_alg_exec {
     void *recvbuf;
     uint64_t step;                    /**< n-th execution of this instance */
     void *core_private;               /**< the core's; do not touch */
+    /* ABI 1.1: per-rank counts, when inst->count is TUTTI_COUNT_PER_RANK
+     * (see tutti_execute() for what each collective makes of them). */
+    const size_t *counts;             /**< reduce_scatter, alltoall */
+    size_t send_count;                /**< allgather */
+    size_t recv_capacity;             /**< allgather, alltoall: elements
+                                           recvbuf holds; recvbuf NULL and 0:
+                                           the caller asks for sizes only */
+    size_t *recv_counts;              /**< out, group_size entries (the
+                                           core's storage): what arrived from
+                                           each rank */
+    size_t recv_total;                /**< out: their sum */
 };
 
 typedef struct {

@@ -24,6 +24,7 @@
     X(ERR_TIMEOUT, -13, "timed out")                                           \
     X(ERR_TRUNCATED, -14, "message size mismatch")                             \
     X(ERR_IO, -15, "system call failed")                                       \
+    X(ERR_TOO_SMALL, -16, "receive buffer too small")                          \
     X(ERR_PEER, -20, "peer failed")                                            \
     X(ERR_MISMATCH, -30, "group members disagree")                             \
     X(ERR_ABORTED, -31, "aborted")                                             \

@@ -141,10 +141,19 @@ typedef struct {
     uint64_t instance_key;         /**< equal on all members for one instance */
     tutti_collective_t collective;
     tutti_dtype_t dtype;
-    size_t count;                  /**< elements per rank (see each collective) */
+    size_t count;                  /**< elements per rank (see each
+                                        collective), or TUTTI_COUNT_PER_RANK */
     tutti_op_t op;                 /**< reductions only */
     int root;                      /**< rooted collectives only */
     const char *algorithm;         /**< per-call choice, or NULL: selection */
+    double pre_scale;              /**< reductions of floating types: each
+                                        input is multiplied by it before the
+                                        reduction; 0 or 1: none */
+    double post_scale;             /**< likewise, the result after it (op
+                                        avg divides by the group size too) */
+    const int *permutation;        /**< permute: group_size entries, the same
+                                        on every member: rank r sends its
+                                        buffer to rank permutation[r] */
     /* Per execution (may differ from call to call): */
     uint64_t step;                 /**< TUTTI_STEP_NEXT (default): the n-th
                                         execution is step n on every member;
@@ -159,6 +168,17 @@ typedef struct {
     size_t num_wait_for;
     double timeout;                /**< seconds this execution may go without
                                         progress; <= 0: the group's */
+    /* Per-rank counts, per execution, when count is TUTTI_COUNT_PER_RANK: */
+    const size_t *counts;          /**< reduce_scatter: group_size entries,
+                                        the same on every member: elements of
+                                        rank r's result.  alltoall: elements
+                                        this member sends to each rank.  Read
+                                        until the request completes */
+    size_t send_count;             /**< allgather: elements this member
+                                        contributes */
+    size_t recv_capacity;          /**< allgather, alltoall: elements recvbuf
+                                        holds (0 with recvbuf NULL: only learn
+                                        the sizes, see tutti_request_info) */
 } tutti_instance_params_t;
 
 void tutti_instance_params_init(tutti_instance_params_t *params);
@@ -168,10 +188,47 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  * key resolves it (checks, selects and sets up the implementation); later
  * executions reuse that and must pass the same parameters.  @p sendbuf and
  * @p recvbuf stay owned by the caller and must stay valid until the request
- * completes; they may be equal (in place).
- *   allreduce:  count elements in sendbuf, count elements out in recvbuf.
- *   broadcast:  count elements; the root reads sendbuf, every rank writes
- *               recvbuf (the root too, unless sendbuf == recvbuf).
+ * completes.  They may be equal: the call is then in place, as each
+ * collective says.  With n members and c = count:
+ *   allreduce:      c elements in sendbuf, c out in recvbuf.  In place: the
+ *                   buffer holds the input and gets the result.
+ *   broadcast:      c elements; the root reads sendbuf, every rank writes
+ *                   recvbuf (the root too, unless sendbuf == recvbuf).
+ *   reduce:         c elements in sendbuf on every rank; the result goes to
+ *                   the root's recvbuf (others' recvbuf is unused, may be
+ *                   NULL).  In place at the root: its buffer holds its input.
+ *   allgather:      c elements in sendbuf, n*c out in recvbuf, rank r's at
+ *                   element r*c.  In place: rank r's input already sits at
+ *                   its place in recvbuf.
+ *   gather:         like allgather, but only the root's recvbuf is written
+ *                   (others' may be NULL).
+ *   reduce_scatter: n*c elements in sendbuf; rank r's recvbuf gets the c
+ *                   reduced elements of block r.  In place: the buffer holds
+ *                   the n*c inputs and block r of it gets the result (the
+ *                   other blocks are overwritten).
+ *   alltoall:       n*c elements in sendbuf, block j (element j*c) going to
+ *                   rank j; recvbuf gets n*c, block j from rank j.  In place:
+ *                   the one buffer is read and then written.
+ *   permute:        c elements of sendbuf go to rank permutation[rank]; the
+ *                   c elements from the rank that names this one arrive in
+ *                   recvbuf.  In place allowed.
+ * Per-rank counts (count == TUTTI_COUNT_PER_RANK), given per execution:
+ *   allgather:      this rank's send_count elements; recvbuf gets every
+ *                   rank's, concatenated in rank order.
+ *   reduce_scatter: counts[r] elements of rank r's block, the blocks
+ *                   concatenated in sendbuf; rank r's recvbuf gets
+ *                   counts[r].  In place: the result lands at block r.
+ *   alltoall:       counts[j] elements to rank j, blocks concatenated in
+ *                   sendbuf; recvbuf gets the blocks from every rank,
+ *                   concatenated in rank order.  Not in place.
+ * When the output's size is known only after the exchange (allgather and
+ * alltoall with per-rank counts), recv_capacity gives recvbuf's size.  If
+ * any member's buffer is too small, no data moves: every member's request
+ * fails with TUTTI_ERR_TOO_SMALL naming the ranks short and what each
+ * needs, except members that passed recvbuf NULL and capacity 0, whose
+ * request completes with TUTTI_OK: they asked for the sizes only.  Either
+ * way tutti_request_info() then tells each member its recv_total and
+ * recv_counts, and the group stays usable.
  */
 tutti_status_t tutti_execute(tutti_group_t *group,
                              const tutti_instance_params_t *params,
@@ -202,6 +259,13 @@ typedef struct {
                                    member, 2 for the next...; 0: not yet */
     const char *algorithm;    /**< implementation, or "" before resolution;
                                    borrowed for the request's life */
+    size_t recv_total;        /**< once complete: elements this member
+                                   received (allgather, gather root, alltoall,
+                                   reduce_scatter; with per-rank counts too) */
+    const size_t *recv_counts;/**< once complete, with per-rank counts:
+                                   group_size entries, elements from (or, for
+                                   reduce_scatter, of) each rank; else NULL.
+                                   Borrowed for the request's life */
 } tutti_request_info_t;
 
 /** What a request is and where it stands. */

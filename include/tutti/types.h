@@ -34,7 +34,8 @@ typedef enum {
     X(SUM, sum)                                                                \
     X(PROD, prod)                                                              \
     X(MIN, min)                                                                \
-    X(MAX, max)
+    X(MAX, max)                                                                \
+    X(AVG, avg)
 
 typedef enum {
 #define TUTTI_OP_ENUM_(up, low) TUTTI_OP_##up,
@@ -60,6 +61,11 @@ typedef enum {
 #undef TUTTI_COLL_ENUM_
     TUTTI_COLL_COUNT
 } tutti_collective_t;
+
+/** tutti_instance_params_t.count for collectives whose counts differ per
+ *  rank (allgather, reduce_scatter, alltoall): each execution then gives
+ *  them (see tutti_instance_params_t.counts and send_count). */
+#define TUTTI_COUNT_PER_RANK SIZE_MAX
 
 #define TUTTI_COLL_BIT(c) (1u << (unsigned)(c))
 

@@ -116,7 +116,7 @@ tutti_check_result_t tutti_check_matrix(tutti_group_t *g, FILE *log)
     for (int d = 0; d < TUTTI_DTYPE_COUNT; d++) {
         for (int k = 0; k < tutti_check_num_counts; k++) {
             size_t count = tutti_check_counts[k];
-            for (int op = 0; op < TUTTI_OP_COUNT; op++)
+            for (int op = 0; op <= TUTTI_OP_MAX; op++)
                 for (int ip = 0; ip < 2; ip++)
                     one(&c, TUTTI_COLL_ALLREDUCE, (tutti_dtype_t)d,
                         (tutti_op_t)op, count, 0, ip);

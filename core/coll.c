@@ -1,0 +1,323 @@
+/*
+ * What each collective reads and writes: the checks of a call's arguments
+ * against the collective, and the scaling the core applies around every
+ * implementation (op avg, pre_scale, post_scale), so that no implementation
+ * (ours, a third party's, a vendor library's) has to.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+#include "log.h"
+#include "reduce.h"
+
+static int is_reduction(tutti_collective_t c)
+{
+    return c == TUTTI_COLL_ALLREDUCE || c == TUTTI_COLL_REDUCE ||
+           c == TUTTI_COLL_REDUCE_SCATTER;
+}
+
+static int is_rooted(tutti_collective_t c)
+{
+    return c == TUTTI_COLL_BROADCAST || c == TUTTI_COLL_REDUCE ||
+           c == TUTTI_COLL_GATHER;
+}
+
+static int is_float(tutti_dtype_t d)
+{
+    return d == TUTTI_FLOAT16 || d == TUTTI_BFLOAT16 || d == TUTTI_FLOAT32 ||
+           d == TUTTI_FLOAT64;
+}
+
+/* A scale factor of 0 or 1 means none. */
+static int scales(double f)
+{
+    return f != 0.0 && f != 1.0;
+}
+
+int tutti__coll_per_rank(const tutti_instance_params_t *p)
+{
+    return p->count == TUTTI_COUNT_PER_RANK;
+}
+
+uint64_t tutti__coll_select_bytes(tutti_collective_t coll,
+                                  tutti_dtype_t dtype, size_t count)
+{
+    (void)coll;
+    if (count == TUTTI_COUNT_PER_RANK)
+        return 0;
+    return (uint64_t)count * tutti_dtype_size(dtype);
+}
+
+uint64_t tutti__coll_perm_hash(const int *perm, int n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int i = 0; perm != NULL && i < n; i++) {
+        h ^= (uint64_t)(uint32_t)perm[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+static tutti_status_t check_permutation(const tutti_instance_params_t *p,
+                                        int n)
+{
+    unsigned char seen[256], *mark = seen;
+    tutti_status_t st = TUTTI_OK;
+
+    if (p->permutation == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "permute needs a permutation of %d entries",
+                            (unsigned long long)p->instance_key, n);
+    if (n > (int)sizeof(seen) && (mark = calloc((size_t)n, 1)) == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    memset(mark, 0, n > (int)sizeof(seen) ? (size_t)n : sizeof(seen));
+    for (int r = 0; r < n; r++) {
+        int to = p->permutation[r];
+        if (to < 0 || to >= n || mark[to]) {
+            st = tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
+                              "0x%llx: permutation[%d] = %d: expected each "
+                              "of 0..%d once",
+                              (unsigned long long)p->instance_key, r, to,
+                              n - 1);
+            break;
+        }
+        mark[to] = 1;
+    }
+    if (mark != seen)
+        free(mark);
+    return st;
+}
+
+tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
+                                          int group_size)
+{
+    unsigned long long key = (unsigned long long)p->instance_key;
+    tutti_collective_t c = p->collective;
+
+    if ((unsigned)c >= TUTTI_COLL_COUNT ||
+        (unsigned)p->dtype >= TUTTI_DTYPE_COUNT ||
+        (unsigned)p->op >= TUTTI_OP_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "instance 0x%llx: collective %d, dtype %d, op %d: "
+                            "expected values of tutti_collective_t, "
+                            "tutti_dtype_t, tutti_op_t", key, (int)c,
+                            (int)p->dtype, (int)p->op);
+    if (is_rooted(c) && (p->root < 0 || p->root >= group_size))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "instance 0x%llx: %s root %d outside the group's "
+                            "ranks 0..%d", key, tutti_collective_name(c),
+                            p->root, group_size - 1);
+    if (tutti__coll_per_rank(p)) {
+        if (c != TUTTI_COLL_ALLGATHER && c != TUTTI_COLL_REDUCE_SCATTER &&
+            c != TUTTI_COLL_ALLTOALL)
+            return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
+                                "0x%llx: %s has no per-rank counts (only "
+                                "allgather, reduce_scatter and alltoall)",
+                                key, tutti_collective_name(c));
+    } else if (p->count > SIZE_MAX / 8 / (size_t)group_size) {
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "count %zu too large", key, p->count);
+    }
+    if (is_reduction(c) && (scales(p->pre_scale) || scales(p->post_scale)) &&
+        !is_float(p->dtype))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "pre_scale %g, post_scale %g: scaling applies to "
+                            "floating types, not %s", key, p->pre_scale,
+                            p->post_scale, tutti_dtype_name(p->dtype));
+    if (c == TUTTI_COLL_PERMUTE)
+        return check_permutation(p, group_size);
+    return TUTTI_OK;
+}
+
+/* Sum of @p n counts, or SIZE_MAX on overflow. */
+static size_t sum_counts(const size_t *counts, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (counts[i] > SIZE_MAX / 8 - total)
+            return SIZE_MAX;
+        total += counts[i];
+    }
+    return total;
+}
+
+/* Elements read from sendbuf and written to recvbuf by this member;
+ * recvbuf's for per-rank allgather and alltoall is its capacity. */
+static tutti_status_t io_elems(const tutti_instance_params_t *p, int rank,
+                               int n, size_t *in_out, size_t *out_out)
+{
+    size_t c = p->count, in = c, out = c;
+    int root = rank == p->root;
+
+    if (tutti__coll_per_rank(p)) {
+        if (p->collective != TUTTI_COLL_ALLGATHER && p->counts == NULL)
+            return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
+                                "0x%llx: %s with per-rank counts needs "
+                                "counts (%d entries)",
+                                (unsigned long long)p->instance_key,
+                                tutti_collective_name(p->collective), n);
+        switch (p->collective) {
+        case TUTTI_COLL_ALLGATHER:
+            in = p->send_count;
+            out = p->recv_capacity;
+            break;
+        case TUTTI_COLL_REDUCE_SCATTER:
+            in = sum_counts(p->counts, n);
+            out = p->counts[rank];
+            break;
+        default: /* alltoall */
+            in = sum_counts(p->counts, n);
+            out = p->recv_capacity;
+            break;
+        }
+        if (in == SIZE_MAX || in > SIZE_MAX / 8 || out > SIZE_MAX / 8)
+            return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
+                                "0x%llx: counts too large",
+                                (unsigned long long)p->instance_key);
+        *in_out = in;
+        *out_out = out;
+        return TUTTI_OK;
+    }
+    switch (p->collective) {
+    case TUTTI_COLL_REDUCE:
+        out = root ? c : 0;
+        break;
+    case TUTTI_COLL_GATHER:
+        out = root ? c * (size_t)n : 0;
+        break;
+    case TUTTI_COLL_ALLGATHER:
+        out = c * (size_t)n;
+        break;
+    case TUTTI_COLL_REDUCE_SCATTER:
+        in = c * (size_t)n;
+        break;
+    case TUTTI_COLL_ALLTOALL:
+        in = out = c * (size_t)n;
+        break;
+    default:
+        break;
+    }
+    *in_out = in;
+    *out_out = out;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
+                                      int rank, int group_size,
+                                      const void *sendbuf, const void *recvbuf,
+                                      uint64_t *bytes_out)
+{
+    size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
+    tutti_status_t st = io_elems(p, rank, group_size, &in, &out);
+    int query = tutti__coll_per_rank(p) && recvbuf == NULL &&
+                p->recv_capacity == 0 &&
+                (p->collective == TUTTI_COLL_ALLGATHER ||
+                 p->collective == TUTTI_COLL_ALLTOALL);
+
+    if (st != TUTTI_OK)
+        return st;
+    /* A broadcast's non-root ranks read nothing; only the root's sendbuf. */
+    if (p->collective == TUTTI_COLL_BROADCAST && rank != p->root)
+        in = 0;
+    if ((in > 0 && sendbuf == NULL) || (out > 0 && recvbuf == NULL && !query))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx "
+                            "(%s) rank %d: NULL %s for %zu elements",
+                            (unsigned long long)p->instance_key,
+                            tutti_collective_name(p->collective), rank,
+                            in > 0 && sendbuf == NULL ? "sendbuf" : "recvbuf",
+                            in > 0 && sendbuf == NULL ? in : out);
+    if (tutti__coll_per_rank(p) && p->collective == TUTTI_COLL_ALLTOALL &&
+        sendbuf != NULL && sendbuf == recvbuf)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "alltoall with per-rank counts cannot run in "
+                            "place (sendbuf == recvbuf)",
+                            (unsigned long long)p->instance_key);
+    *bytes_out = (uint64_t)in * esize;
+    return TUTTI_OK;
+}
+
+size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,
+                              int group_size)
+{
+    size_t in = 0, out = 0;
+    if (tutti__coll_per_rank(p) && p->collective != TUTTI_COLL_REDUCE_SCATTER)
+        return 0; /* the implementation says */
+    if (io_elems(p, rank, group_size, &in, &out) != TUTTI_OK)
+        return 0;
+    return out;
+}
+
+int tutti__coll_scaled(const tutti_instance_params_t *p)
+{
+    return is_reduction(p->collective) &&
+           (p->op == TUTTI_OP_AVG || scales(p->pre_scale) ||
+            scales(p->post_scale));
+}
+
+tutti_status_t tutti__coll_prescale(const tutti_instance_params_t *p,
+                                    int rank, int group_size,
+                                    tutti__stage_t *stage,
+                                    tutti_alg_exec_t *x)
+{
+    size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
+    void *dst;
+
+    if (!is_reduction(p->collective) || !scales(p->pre_scale))
+        return TUTTI_OK;
+    if (io_elems(p, rank, group_size, &in, &out) != TUTTI_OK || in == 0)
+        return TUTTI_OK;
+    if (x->sendbuf == x->recvbuf) {
+        dst = x->recvbuf; /* in place: the input may be overwritten */
+    } else if (p->collective == TUTTI_COLL_ALLREDUCE ||
+               (p->collective == TUTTI_COLL_REDUCE && rank == p->root)) {
+        dst = x->recvbuf; /* scale into the output, then reduce in place */
+    } else {
+        if (stage->len < in * esize) {
+            void *buf = realloc(stage->buf, in * esize);
+            if (buf == NULL)
+                return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance "
+                                    "0x%llx: no memory for %zu bytes of "
+                                    "pre-scaled input",
+                                    (unsigned long long)p->instance_key,
+                                    in * esize);
+            stage->buf = buf;
+            stage->len = in * esize;
+        }
+        dst = stage->buf;
+    }
+    tutti__scale(p->dtype, dst, x->sendbuf, in, p->pre_scale);
+    x->sendbuf = dst;
+    return TUTTI_OK;
+}
+
+void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
+                           int group_size, const tutti_alg_exec_t *x)
+{
+    size_t esize = tutti_dtype_size(p->dtype), out = p->count, off = 0;
+    double f = scales(p->post_scale) ? p->post_scale : 1.0;
+
+    if (!is_reduction(p->collective) || x->recvbuf == NULL)
+        return;
+    if (p->collective == TUTTI_COLL_REDUCE && rank != p->root)
+        return;
+    if (p->collective == TUTTI_COLL_REDUCE_SCATTER) {
+        if (tutti__coll_per_rank(p)) {
+            out = x->counts[rank];
+            off = sum_counts(x->counts, rank);
+        } else {
+            off = p->count * (size_t)rank;
+        }
+        if (x->sendbuf != x->recvbuf)
+            off = 0; /* out of place: the result starts recvbuf */
+    }
+    char *buf = (char *)x->recvbuf + off * esize;
+    if (p->op == TUTTI_OP_AVG && !is_float(p->dtype)) {
+        tutti__divide(p->dtype, buf, out, group_size);
+        return;
+    }
+    if (p->op == TUTTI_OP_AVG)
+        f /= group_size;
+    if (f != 1.0)
+        tutti__scale(p->dtype, buf, buf, out, f);
+}

@@ -1,0 +1,58 @@
+/*
+ * What each collective reads and writes (internal): argument checks, and
+ * the scaling applied around implementations (op avg, pre_scale,
+ * post_scale).
+ */
+#ifndef TUTTI_CORE_COLL_H
+#define TUTTI_CORE_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tutti/module.h>
+#include <tutti/tutti.h>
+
+/** Scratch for pre-scaled input that cannot be written in place; an
+ *  instance's, grown to the largest input seen. */
+typedef struct {
+    void *buf;
+    size_t len;
+} tutti__stage_t;
+
+/** 1 if the instance's counts are given per rank, per execution. */
+int tutti__coll_per_rank(const tutti_instance_params_t *p);
+/** Message size selection rules see: count x dtype size; 0 for per-rank
+ *  counts (known only per execution). */
+uint64_t tutti__coll_select_bytes(tutti_collective_t coll, tutti_dtype_t dtype,
+                                  size_t count);
+/** FNV-1a of a permutation, for comparing members' (0 for none). */
+uint64_t tutti__coll_perm_hash(const int *perm, int n);
+
+/** Checks what is fixed for the instance (collective, dtype, op, root,
+ *  count, scales, permutation); records the error. */
+tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
+                                          int group_size);
+/** Checks one execution's buffers and per-rank counts; @p bytes_out gets
+ *  the bytes this member sends in. */
+tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
+                                      int rank, int group_size,
+                                      const void *sendbuf, const void *recvbuf,
+                                      uint64_t *bytes_out);
+/** Elements this member receives, when that follows from the call alone
+ *  (0 when the implementation reports it). */
+size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,
+                              int group_size);
+
+/** 1 if the core scales around the implementation for this instance. */
+int tutti__coll_scaled(const tutti_instance_params_t *p);
+/** Before run: multiplies the input by pre_scale, in place when the call
+ *  is, else into recvbuf or @p stage; points x->sendbuf at it. */
+tutti_status_t tutti__coll_prescale(const tutti_instance_params_t *p,
+                                    int rank, int group_size,
+                                    tutti__stage_t *stage,
+                                    tutti_alg_exec_t *x);
+/** After success: applies post_scale and avg's division to the output. */
+void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
+                           int group_size, const tutti_alg_exec_t *x);
+
+#endif
