@@ -179,8 +179,9 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     p.root = o->root;
     p.count = count;
     p.algorithm = o->impl;
-    tutti_pattern_fill(b->sendbuf, o->dtype, count, o->coll, o->op, b->rank,
-                       b->size, o->root);
+    tutti_pattern_t pat = {o->coll, o->dtype, o->op, b->size, o->root, count,
+                           NULL, NULL, 0, 0};
+    tutti_pattern_fill(&pat, b->rank, b->sendbuf);
     if ((st = run_n(b, &p, o->warmups)) != TUTTI_OK ||
         (st = tutti_barrier(b->group)) != TUTTI_OK)
         return st;
@@ -192,9 +193,8 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
         memset(b->recvbuf, 0xa5, count * tutti_dtype_size(o->dtype));
         if ((st = run_n(b, &p, 1)) != TUTTI_OK)
             return st;
-        wrong = (long long)tutti_pattern_check(b->recvbuf, o->dtype, count,
-                                               o->coll, o->op, b->size,
-                                               o->root, NULL);
+        wrong = (long long)tutti_pattern_check(&pat, b->rank, b->recvbuf,
+                                               NULL);
     }
     if ((st = tutti_allreduce(b->group, &t, &tmax, 1, TUTTI_FLOAT64,
                               TUTTI_OP_MAX)) != TUTTI_OK ||

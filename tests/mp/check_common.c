@@ -35,7 +35,8 @@ static void one(checker_t *c, tutti_collective_t coll, tutti_dtype_t dtype,
     p.op = op;
     p.count = count;
     p.root = root;
-    tutti_pattern_fill(c->in, dtype, count, coll, op, rank, n, root);
+    tutti_pattern_t pat = {coll, dtype, op, n, root, count, NULL, NULL, 0, 0};
+    tutti_pattern_fill(&pat, rank, c->in);
     memset(c->out, 0x5a, bytes + 64);
     void *send = c->in, *recv = in_place ? c->in : c->out;
     st = tutti_execute(c->g, &p, send, recv, &req);
@@ -53,8 +54,7 @@ static void one(checker_t *c, tutti_collective_t coll, tutti_dtype_t dtype,
         c->res.failures++;
         return;
     }
-    size_t wrong = tutti_pattern_check(recv, dtype, count, coll, op, n, root,
-                                       &first);
+    size_t wrong = tutti_pattern_check(&pat, rank, recv, &first);
     /* Nothing past the output may be written. */
     int overrun = !in_place && (unsigned char)c->out[bytes] != 0x5a;
     if (wrong == 0 && !overrun)
@@ -64,7 +64,7 @@ static void one(checker_t *c, tutti_collective_t coll, tutti_dtype_t dtype,
             tutti_dtype_name(dtype), tutti_op_name(op), count, root,
             in_place ? "in-place" : "out-of-place", wrong, first,
             wrong ? tutti_pattern_get(recv, dtype, first) : 0.0,
-            tutti_pattern_expected(coll, op, n, root, first),
+            tutti_pattern_expected(&pat, rank, first),
             overrun ? "; wrote past the output" : "");
     c->res.failures++;
 }
