@@ -1201,6 +1201,95 @@ tutti_status_t tutti_broadcast(tutti_group_t *g, void *buf, size_t count,
     return run_blocking(g, &p, buf, buf);
 }
 
+/* The blocking helpers of rooted and gathering collectives. */
+static tutti_status_t run_simple(tutti_group_t *g, tutti_collective_t coll,
+                                 const void *sendbuf, void *recvbuf,
+                                 size_t count, tutti_dtype_t dtype,
+                                 tutti_op_t op, int root)
+{
+    tutti_instance_params_t p;
+    tutti_instance_params_init(&p);
+    p.collective = coll;
+    p.count = count;
+    p.dtype = dtype;
+    p.op = op;
+    p.root = root;
+    return run_blocking(g, &p, sendbuf, recvbuf);
+}
+
+tutti_status_t tutti_reduce(tutti_group_t *g, const void *sendbuf,
+                            void *recvbuf, size_t count, tutti_dtype_t dtype,
+                            tutti_op_t op, int root)
+{
+    return run_simple(g, TUTTI_COLL_REDUCE, sendbuf, recvbuf, count, dtype,
+                      op, root);
+}
+
+tutti_status_t tutti_allgather(tutti_group_t *g, const void *sendbuf,
+                               void *recvbuf, size_t count,
+                               tutti_dtype_t dtype)
+{
+    return run_simple(g, TUTTI_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
+                      TUTTI_OP_SUM, 0);
+}
+
+tutti_status_t tutti_gather(tutti_group_t *g, const void *sendbuf,
+                            void *recvbuf, size_t count, tutti_dtype_t dtype,
+                            int root)
+{
+    return run_simple(g, TUTTI_COLL_GATHER, sendbuf, recvbuf, count, dtype,
+                      TUTTI_OP_SUM, root);
+}
+
+tutti_status_t tutti_reduce_scatter(tutti_group_t *g, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tutti_dtype_t dtype, tutti_op_t op)
+{
+    return run_simple(g, TUTTI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count,
+                      dtype, op, 0);
+}
+
+tutti_status_t tutti_alltoall(tutti_group_t *g, const void *sendbuf,
+                              void *recvbuf, size_t count,
+                              tutti_dtype_t dtype)
+{
+    return run_simple(g, TUTTI_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+                      TUTTI_OP_SUM, 0);
+}
+
+tutti_status_t tutti_allgatherv(tutti_group_t *g, const void *sendbuf,
+                                size_t send_count, void *recvbuf,
+                                size_t recv_capacity, tutti_dtype_t dtype,
+                                size_t *recv_counts_out,
+                                size_t *recv_total_out)
+{
+    tutti_instance_params_t p;
+    tutti_request_t *r;
+    tutti_request_info_t info;
+
+    tutti_instance_params_init(&p);
+    p.collective = TUTTI_COLL_ALLGATHER;
+    p.count = TUTTI_COUNT_PER_RANK;
+    p.dtype = dtype;
+    p.send_count = send_count;
+    p.recv_capacity = recv_capacity;
+    p.instance_key = helper_key(&p);
+    tutti_status_t st = tutti_execute(g, &p, sendbuf, recvbuf, &r);
+    if (st != TUTTI_OK)
+        return st;
+    st = tutti_request_wait(r);
+    tutti_request_info(r, &info);
+    if ((st == TUTTI_OK || st == TUTTI_ERR_TOO_SMALL) && info.recv_counts) {
+        if (recv_counts_out)
+            memcpy(recv_counts_out, info.recv_counts,
+                   (size_t)g->size * sizeof(size_t));
+        if (recv_total_out)
+            *recv_total_out = info.recv_total;
+    }
+    tutti_request_free(r);
+    return st;
+}
+
 tutti_status_t tutti_barrier(tutti_group_t *g)
 {
     unsigned char in = 0, out;

@@ -285,6 +285,34 @@ tutti_status_t tutti_allreduce(tutti_group_t *group, const void *sendbuf,
                                tutti_dtype_t dtype, tutti_op_t op);
 tutti_status_t tutti_broadcast(tutti_group_t *group, void *buf, size_t count,
                                tutti_dtype_t dtype, int root);
+tutti_status_t tutti_reduce(tutti_group_t *group, const void *sendbuf,
+                            void *recvbuf, size_t count, tutti_dtype_t dtype,
+                            tutti_op_t op, int root);
+tutti_status_t tutti_allgather(tutti_group_t *group, const void *sendbuf,
+                               void *recvbuf, size_t count,
+                               tutti_dtype_t dtype);
+tutti_status_t tutti_gather(tutti_group_t *group, const void *sendbuf,
+                            void *recvbuf, size_t count, tutti_dtype_t dtype,
+                            int root);
+tutti_status_t tutti_reduce_scatter(tutti_group_t *group, const void *sendbuf,
+                                    void *recvbuf, size_t count,
+                                    tutti_dtype_t dtype, tutti_op_t op);
+tutti_status_t tutti_alltoall(tutti_group_t *group, const void *sendbuf,
+                              void *recvbuf, size_t count,
+                              tutti_dtype_t dtype);
+/**
+ * Allgather with per-rank counts: this member gives @p send_count elements;
+ * recvbuf (room for @p recv_capacity) gets every member's, in rank order.
+ * With recvbuf NULL and capacity 0 it only learns the sizes.  Either way,
+ * and on TUTTI_ERR_TOO_SMALL, @p recv_counts_out (group_size entries, or
+ * NULL) and @p recv_total_out (or NULL) get what each member gives and the
+ * total.
+ */
+tutti_status_t tutti_allgatherv(tutti_group_t *group, const void *sendbuf,
+                                size_t send_count, void *recvbuf,
+                                size_t recv_capacity, tutti_dtype_t dtype,
+                                size_t *recv_counts_out,
+                                size_t *recv_total_out);
 tutti_status_t tutti_barrier(tutti_group_t *group);
 
 /* ---- introspection (tutti-info) ------------------------------------------- */
