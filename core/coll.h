@@ -21,8 +21,9 @@ typedef struct {
 
 /** 1 if the instance's counts are given per rank, per execution. */
 int tutti__coll_per_rank(const tutti_instance_params_t *p);
-/** Message size selection rules see: count x dtype size; 0 for per-rank
- *  counts (known only per execution). */
+/** Message size selection rules see: count x dtype size; SIZE_MAX for
+ *  per-rank counts (known only per execution: the bandwidth algorithms,
+ *  which handle any counts, are chosen). */
 uint64_t tutti__coll_select_bytes(tutti_collective_t coll, tutti_dtype_t dtype,
                                   size_t count);
 /** FNV-1a of a permutation, for comparing members' (0 for none). */
