@@ -1,14 +1,28 @@
 /*
- * HierarchicalTreeBroadcast: broadcast from any root down a k-ary tree.
+ * HierarchicalTreeBroadcast: broadcast from any root, first across tasks,
+ * then inside each task.
  *
- * Ranks are renumbered so the root is 0; member v receives from
- * (v - 1) / fanout and forwards to v * fanout + 1 .. v * fanout + fanout.
- * The buffer travels in chunks, several in flight, so a member forwards one
- * chunk while the next arrives.  Parameters (YAML rule params): fanout
- * (default 2, 1..16) and chunk (bytes, default 256K).  This version builds
- * one tree over all members; the task-then-device hierarchy comes with
- * groups of several devices per task.
+ * Each task has one leader: the root in the root's task, the lowest rank
+ * in every other.  The leaders form a k-ary tree ordered by their distance
+ * from the root (rank - root, modulo the group size): the leader at
+ * position v receives from position (v - 1) / fanout and forwards to
+ * positions v * fanout + 1 .. v * fanout + fanout.  Inside each task the
+ * members form the same kind of tree below their leader, ordered by their
+ * distance from it.  A leader forwards to the other tasks' leaders first
+ * (the slower, longer path), then to its own task.  A group whose members
+ * all share one task, or that has one device per task, gets one flat tree
+ * over every member in order of distance from the root.  The tree is built
+ * in init_context from the instance's localities (which every member sees
+ * alike); init_params only reads the rule's parameters.
+ *
+ * The buffer travels in chunks, several in flight (one per lane), so a
+ * member forwards one chunk while the next arrives.  Each member posts its
+ * sends in chunk order, so every channel carries chunks in order and the
+ * receive a channel's head waits for is always posted.  Parameters (YAML
+ * rule params): fanout (default 2, 1..16) and chunk (bytes, default 256K).
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,45 +30,38 @@
 
 #include "tree.h"
 
-#define TREE_LANES 8
-#define TREE_MAX_FANOUT 16
+#define BCAST_LANES 8
+#define BCAST_MAX_CHILDREN (2 * TUTTI_ALG_TREE_MAX_FANOUT)
 
-enum { LANE_RECV, LANE_SEND, LANE_DONE };
+static const char impl_name[] = "HierarchicalTreeBroadcast";
+
+enum { LANE_RECV, LANE_READY, LANE_SEND, LANE_DONE };
 
 typedef struct {
     size_t chunk;          /* chunk index this lane works on */
     int phase;
     tutti_xfer_t rx;
-    tutti_xfer_t sx[TREE_MAX_FANOUT];
+    tutti_xfer_t sx[BCAST_MAX_CHILDREN];
 } lane_t;
 
 typedef struct {
     const tutti_alg_instance_t *inst;
-    int vrank, parent, nchildren;
-    int children[TREE_MAX_FANOUT];
+    int parent, nchildren;
+    int children[BCAST_MAX_CHILDREN];
     size_t bytes, chunk_bytes, nchunks;
-    size_t first;          /* lowest chunk not finished */
-    int lanes;
-    lane_t lane[TREE_LANES];
-} tree_state_t;
+    size_t next_send;      /* the next chunk whose sends may be posted */
+    int lanes;             /* chunk c works on lane c % lanes */
+    lane_t lane[BCAST_LANES];
+} bcast_state_t;
 
-static int real_rank(const tree_state_t *s, int v)
+/* ---- the plan, shared with TreeReduce ------------------------------------ */
+
+tutti_status_t tutti_alg_tree_plan_write(const tutti_alg_instance_t *inst,
+                                         const tutti_core_ops_t *core,
+                                         const char *impl, void *details,
+                                         size_t *len_out)
 {
-    return (v + s->inst->root) % s->inst->group_size;
-}
-
-/* The plan every member follows: read from the rule once, by the
- * resolver, so members whose configs differ still build one tree. */
-typedef struct {
-    uint64_t fanout;
-    uint64_t chunk;
-} tree_plan_t;
-
-static tutti_status_t tree_init_params(const tutti_alg_instance_t *inst,
-                                       const tutti_core_ops_t *core,
-                                       void *details, size_t *len_out)
-{
-    tree_plan_t plan;
+    tutti_alg_tree_plan_t plan;
     size_t esize = tutti_dtype_size(inst->dtype);
     tutti_status_t st;
 
@@ -63,87 +70,196 @@ static tutti_status_t tree_init_params(const tutti_alg_instance_t *inst,
         (st = core->param_size(inst, "chunk", 256 * 1024, &plan.chunk)) !=
             TUTTI_OK)
         return st;
-    if (plan.fanout < 1 || plan.fanout > TREE_MAX_FANOUT || plan.chunk < esize)
-        return core->error(TUTTI_ERR_CONFIG, "HierarchicalTreeBroadcast: "
-                           "fanout %llu and chunk %llu: expected fanout 1..%d "
-                           "and chunk >= one element",
+    if (plan.fanout < 1 || plan.fanout > TUTTI_ALG_TREE_MAX_FANOUT ||
+        plan.chunk < esize)
+        return core->error(TUTTI_ERR_CONFIG, "%s: fanout %llu and chunk "
+                           "%llu: expected fanout 1..%d and chunk >= %zu "
+                           "bytes (one %s element)", impl,
                            (unsigned long long)plan.fanout,
-                           (unsigned long long)plan.chunk, TREE_MAX_FANOUT);
+                           (unsigned long long)plan.chunk,
+                           TUTTI_ALG_TREE_MAX_FANOUT, esize,
+                           tutti_dtype_name(inst->dtype));
     memcpy(details, &plan, sizeof(plan));
     *len_out = sizeof(plan);
     return TUTTI_OK;
 }
 
-static tutti_status_t tree_init_context(const tutti_alg_instance_t *inst,
+tutti_status_t tutti_alg_tree_plan_read(const tutti_alg_instance_t *inst,
                                         const tutti_core_ops_t *core,
-                                        const void *details,
-                                        size_t details_len, void **state_out)
+                                        const char *impl, const void *details,
+                                        size_t details_len,
+                                        tutti_alg_tree_plan_t *plan_out)
 {
-    tree_plan_t plan;
-    int n = inst->group_size;
+    tutti_alg_tree_plan_t plan;
     size_t esize = tutti_dtype_size(inst->dtype);
 
     if (details_len != sizeof(plan))
-        return core->error(TUTTI_ERR_MODULE, "HierarchicalTreeBroadcast: %zu "
-                           "bytes of plan, expected %zu", details_len,
-                           sizeof(plan));
+        return core->error(TUTTI_ERR_MODULE, "%s: %zu bytes of plan, "
+                           "expected %zu", impl, details_len, sizeof(plan));
     memcpy(&plan, details, sizeof(plan));
-    uint64_t fanout = plan.fanout, chunk = plan.chunk;
-    tree_state_t *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, "tree: out of memory");
+    if (plan.fanout < 1 || plan.fanout > TUTTI_ALG_TREE_MAX_FANOUT ||
+        plan.chunk < esize)
+        return core->error(TUTTI_ERR_MODULE, "%s: plan with fanout %llu and "
+                           "chunk %llu: expected fanout 1..%d and chunk >= "
+                           "%zu bytes", impl, (unsigned long long)plan.fanout,
+                           (unsigned long long)plan.chunk,
+                           TUTTI_ALG_TREE_MAX_FANOUT, esize);
+    /* Chunk indices are the tags of their messages. */
+    uint64_t chunk_bytes = plan.chunk / esize * esize;
+    uint64_t bytes = (uint64_t)inst->count * esize;
+    if ((bytes + chunk_bytes - 1) / chunk_bytes > UINT32_MAX)
+        return core->error(TUTTI_ERR_CONFIG, "%s: %zu elements in chunks of "
+                           "%llu bytes make more than %u chunks: expected a "
+                           "larger chunk parameter", impl, inst->count,
+                           (unsigned long long)chunk_bytes, UINT32_MAX);
+    *plan_out = plan;
+    return TUTTI_OK;
+}
+
+static tutti_status_t bcast_init_params(const tutti_alg_instance_t *inst,
+                                        const tutti_core_ops_t *core,
+                                        void *details, size_t *len_out)
+{
+    return tutti_alg_tree_plan_write(inst, core, impl_name, details, len_out);
+}
+
+/* ---- the tree ------------------------------------------------------------- */
+
+/* Task of rank @p r; all members share task 0 without localities. */
+static int task_of(const tutti_alg_instance_t *inst, int r)
+{
+    return inst->localities == NULL ? 0 : inst->localities[r].task;
+}
+
+/* Appends to @p s's children the members at positions v * k + 1 ..
+ * v * k + k of @p list (@p len members). */
+static void add_children(bcast_state_t *s, const int *list, int len, int v,
+                         int k)
+{
+    for (int i = 1; i <= k && (long)v * k + i < len; i++)
+        s->children[s->nchildren++] = list[v * k + i];
+}
+
+/* Finds this member's parent and children in the task-then-device tree.
+ * @p leader_of and @p list are scratch for group_size entries. */
+static void build_tree(bcast_state_t *s, int k, int *leader_of, int *list)
+{
+    const tutti_alg_instance_t *inst = s->inst;
+    int n = inst->group_size, root = inst->root, me = inst->rank;
+
+    /* A task's leader: the root in its task, else its lowest rank. */
+    for (int r = 0; r < n; r++) {
+        leader_of[r] = r;
+        if (task_of(inst, r) == task_of(inst, root)) {
+            leader_of[r] = root;
+            continue;
+        }
+        for (int q = 0; q < r; q++) {
+            if (task_of(inst, q) == task_of(inst, r)) {
+                leader_of[r] = leader_of[q];
+                break;
+            }
+        }
+    }
+    int lead = leader_of[me], len = 0, pos = 0;
+    s->parent = -1;
+    s->nchildren = 0;
+    if (lead == me) {
+        /* Across tasks: the leaders in order of distance from the root. */
+        for (int v = 0; v < n; v++) {
+            int r = (root + v) % n;
+            if (leader_of[r] == r) {
+                if (r == me)
+                    pos = len;
+                list[len++] = r;
+            }
+        }
+        if (pos > 0)
+            s->parent = list[(pos - 1) / k];
+        add_children(s, list, len, pos, k);
+    }
+    /* Inside the task: its members in order of distance from the leader. */
+    len = 0;
+    for (int v = 0; v < n; v++) {
+        int r = (lead + v) % n;
+        if (leader_of[r] == lead) {
+            if (r == me)
+                pos = len;
+            list[len++] = r;
+        }
+    }
+    if (pos > 0)
+        s->parent = list[(pos - 1) / k];
+    add_children(s, list, len, pos, k);
+}
+
+static tutti_status_t bcast_init_context(const tutti_alg_instance_t *inst,
+                                         const tutti_core_ops_t *core,
+                                         const void *details,
+                                         size_t details_len, void **state_out)
+{
+    tutti_alg_tree_plan_t plan;
+    size_t esize = tutti_dtype_size(inst->dtype);
+    tutti_status_t st = tutti_alg_tree_plan_read(inst, core, impl_name,
+                                                 details, details_len, &plan);
+    if (st != TUTTI_OK)
+        return st;
+    bcast_state_t *s = calloc(1, sizeof(*s));
+    int *tmp = calloc(2 * (size_t)inst->group_size, sizeof(int));
+    if (s == NULL || tmp == NULL) {
+        free(s);
+        free(tmp);
+        return core->error(TUTTI_ERR_NO_MEMORY, "%s: out of memory for the "
+                           "state of a group of %d", impl_name,
+                           inst->group_size);
+    }
     s->inst = inst;
-    s->vrank = (inst->rank - inst->root + n) % n;
-    s->parent = s->vrank == 0 ? -1 : real_rank(s, (s->vrank - 1) / (int)fanout);
-    for (int i = 1; i <= (int)fanout; i++) {
-        int v = s->vrank * (int)fanout + i;
-        if (v < n)
-            s->children[s->nchildren++] = real_rank(s, v);
+    build_tree(s, (int)plan.fanout, tmp, tmp + inst->group_size);
+    free(tmp);
+    {
+        char kids[BCAST_MAX_CHILDREN * 12 + 1];
+        size_t len = 0;
+        kids[0] = '\0';
+        for (int i = 0; i < s->nchildren; i++)
+            len += (size_t)snprintf(kids + len, sizeof(kids) - len, "%s%d",
+                                    i ? "," : "", s->children[i]);
+        core->log(3, impl_name, "instance 0x%llx rank %d: parent %d, "
+                  "children [%s]", (unsigned long long)inst->instance_key,
+                  inst->rank, s->parent, kids);
     }
     s->bytes = inst->count * esize;
-    s->chunk_bytes = (size_t)chunk / esize * esize;
+    s->chunk_bytes = (size_t)plan.chunk / esize * esize;
     s->nchunks = (s->bytes + s->chunk_bytes - 1) / s->chunk_bytes;
-    s->lanes = s->nchunks < TREE_LANES ? (int)s->nchunks : TREE_LANES;
+    s->lanes = s->nchunks < BCAST_LANES ? (int)s->nchunks : BCAST_LANES;
     *state_out = s;
     return TUTTI_OK;
 }
 
-static void tree_fini_context(void *state)
+static void bcast_fini_context(void *state)
 {
     free(state);
 }
 
-static size_t chunk_len(const tree_state_t *s, size_t c)
+/* ---- the pipeline ---------------------------------------------------------- */
+
+static size_t chunk_len(const bcast_state_t *s, size_t c)
 {
     size_t off = c * s->chunk_bytes;
     return s->bytes - off < s->chunk_bytes ? s->bytes - off : s->chunk_bytes;
 }
 
-static tutti_status_t post_sends(tree_state_t *s, lane_t *l,
-                                 tutti_alg_exec_t *x, const char *src)
-{
-    size_t off = l->chunk * s->chunk_bytes;
-    for (int i = 0; i < s->nchildren; i++) {
-        tutti_status_t st = x->core->send(x, s->children[i], (uint32_t)l->chunk,
-                                          src + off, chunk_len(s, l->chunk),
-                                          &l->sx[i]);
-        if (st != TUTTI_OK)
-            return st;
-    }
-    l->phase = LANE_SEND;
-    return TUTTI_OK;
-}
-
-/* Starts chunk l->chunk on a lane: the root sends, the others receive. */
-static tutti_status_t lane_begin(tree_state_t *s, lane_t *l,
+/* Starts chunk l->chunk on a lane: the root has it, the others receive. */
+static tutti_status_t lane_begin(bcast_state_t *s, lane_t *l,
                                  tutti_alg_exec_t *x)
 {
     if (l->chunk >= s->nchunks) {
         l->phase = LANE_DONE;
         return TUTTI_OK;
     }
-    if (s->parent < 0)
-        return post_sends(s, l, x, x->sendbuf);
+    if (s->parent < 0) {
+        l->phase = LANE_READY;
+        return TUTTI_OK;
+    }
     l->phase = LANE_RECV;
     return x->core->recv(x, s->parent, (uint32_t)l->chunk,
                          (char *)x->recvbuf + l->chunk * s->chunk_bytes,
@@ -151,34 +267,48 @@ static tutti_status_t lane_begin(tree_state_t *s, lane_t *l,
 }
 
 /* Advances one lane as far as it can go now. */
-static tutti_status_t lane_step(tree_state_t *s, lane_t *l, tutti_alg_exec_t *x)
+static tutti_status_t lane_step(bcast_state_t *s, lane_t *l,
+                                tutti_alg_exec_t *x)
 {
     tutti_status_t st;
     if (l->phase == LANE_RECV) {
         if ((st = x->core->test(x, &l->rx)) != TUTTI_OK)
             return st;
-        if ((st = post_sends(s, l, x, x->recvbuf)) != TUTTI_OK)
-            return st;
+        l->phase = LANE_READY;
+    }
+    if (l->phase == LANE_READY) {
+        if (l->chunk != s->next_send)
+            return TUTTI_INPROGRESS;
+        /* The root forwards its input; the others what they received. */
+        const char *src = s->parent < 0 ? x->sendbuf : x->recvbuf;
+        size_t off = l->chunk * s->chunk_bytes;
+        for (int i = 0; i < s->nchildren; i++) {
+            st = x->core->send(x, s->children[i], (uint32_t)l->chunk,
+                               src + off, chunk_len(s, l->chunk), &l->sx[i]);
+            if (st != TUTTI_OK)
+                return st;
+        }
+        s->next_send++;
+        l->phase = LANE_SEND;
     }
     if (l->phase == LANE_SEND) {
         for (int i = 0; i < s->nchildren; i++) {
             if ((st = x->core->test(x, &l->sx[i])) != TUTTI_OK)
                 return st;
         }
-        if (l->chunk == s->first)
-            s->first++;
         l->chunk += (size_t)s->lanes;
         return lane_begin(s, l, x);
     }
     return TUTTI_OK;
 }
 
-static tutti_status_t tree_progress(void *state, tutti_alg_exec_t *x)
+static tutti_status_t bcast_progress(void *state, tutti_alg_exec_t *x)
 {
-    tree_state_t *s = state;
-    size_t start = s->first;
+    bcast_state_t *s = state;
+    size_t start = s->next_send;
     int done = 0;
-    /* Lanes in chunk order, so sends to each child leave in order. */
+    /* From the lane of the next chunk to send, so that one pass can post
+     * several chunks in their order. */
     for (int i = 0; i < s->lanes; i++) {
         lane_t *l = &s->lane[(start + (size_t)i) % (size_t)s->lanes];
         tutti_status_t st = lane_step(s, l, x);
@@ -189,24 +319,24 @@ static tutti_status_t tree_progress(void *state, tutti_alg_exec_t *x)
     return done == s->lanes ? TUTTI_OK : TUTTI_INPROGRESS;
 }
 
-static tutti_status_t tree_run(void *state, tutti_alg_exec_t *x)
+static tutti_status_t bcast_run(void *state, tutti_alg_exec_t *x)
 {
-    tree_state_t *s = state;
+    bcast_state_t *s = state;
     if (s->parent < 0 && x->sendbuf != x->recvbuf && s->bytes > 0)
         memcpy(x->recvbuf, x->sendbuf, s->bytes);
     if (s->inst->group_size == 1 || s->nchunks == 0)
         return TUTTI_OK;
-    s->first = 0;
+    s->next_send = 0;
     for (int i = 0; i < s->lanes; i++) {
         s->lane[i].chunk = (size_t)i;
         tutti_status_t st = lane_begin(s, &s->lane[i], x);
         if (st != TUTTI_OK)
             return st;
     }
-    return tree_progress(s, x);
+    return bcast_progress(s, x);
 }
 
 const tutti_alg_ops_t tutti_alg_tree_bcast_ops = {
-    sizeof(tutti_alg_ops_t), tree_init_params, tree_init_context, tree_run,
-    tree_progress, tree_fini_context,
+    sizeof(tutti_alg_ops_t), bcast_init_params, bcast_init_context,
+    bcast_run, bcast_progress, bcast_fini_context,
 };
