@@ -201,7 +201,8 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  *                   element r*c.  In place: rank r's input already sits at
  *                   its place in recvbuf.
  *   gather:         like allgather, but only the root's recvbuf is written
- *                   (others' may be NULL).
+ *                   (others' may be NULL).  In place (sendbuf == recvbuf),
+ *                   on any rank: its input sits at its block r*c.
  *   reduce_scatter: n*c elements in sendbuf; rank r's recvbuf gets the c
  *                   reduced elements of block r.  In place: the buffer holds
  *                   the n*c inputs and block r of it gets the result (the
