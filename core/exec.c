@@ -910,6 +910,10 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                                  r->recv_counts,
                                  tutti__coll_recv_total(params, g->rank,
                                                         g->size)};
+    /* reduce_scatter's per-rank counts are the call's, known to all. */
+    if (tutti__coll_per_rank(params) &&
+        params->collective == TUTTI_COLL_REDUCE_SCATTER)
+        memcpy(r->recv_counts, params->counts, (size_t)g->size * sizeof(size_t));
     r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
                                         inst->algorithm, bytes);
     if (inst->running == NULL && inst->ready == NULL) {
@@ -1116,7 +1120,6 @@ void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)
     info->recv_total = r->exec.recv_total;
     info->recv_counts = NULL;
     if (tutti__coll_per_rank(&r->inst->params) &&
-        r->inst->params.collective != TUTTI_COLL_REDUCE_SCATTER &&
         r->status != TUTTI_INPROGRESS)
         info->recv_counts = r->recv_counts;
 }

@@ -8,5 +8,9 @@
 #include <tutti/module.h>
 
 extern const tutti_alg_ops_t tutti_alg_ring_reduce_ops;
+extern const tutti_alg_ops_t tutti_alg_ring_gather_ops;
+extern const tutti_alg_ops_t tutti_alg_ring_reduce_scatter_ops;
+extern const tutti_alg_ops_t tutti_alg_ring_alltoall_ops;
+extern const tutti_alg_ops_t tutti_alg_ring_permute_ops;
 
 #endif

@@ -1,0 +1,400 @@
+/*
+ * AllToAll: pairwise exchange, as a sequence of ring shifts.
+ *
+ * At step k (1 .. n-1) a member sends its block for rank+k and receives
+ * the block from rank-k, straight between the callers' buffers; its own
+ * block is copied locally.  Every member talks to one peer in each
+ * direction per step, so the load spreads over all pairs, and at most
+ * WINDOW steps are in flight at once, so large groups do not post
+ * everything at the start.
+ *
+ * In place (equal counts only), a block may be overwritten only once it
+ * has left; so the partner of step k is (k - rank) mod n, the same peer in
+ * both directions: the block for the partner is copied to a scratch slot
+ * (WINDOW blocks, made at init_context), sent from there, and the
+ * partner's block arrives in its place.  (A member whose partner is itself
+ * idles that step.)
+ *
+ * Per-rank counts: each member first sends every peer how many elements it
+ * will send it, then every member sends every other what it must receive
+ * in all and what its recvbuf holds, so all decide alike whether any
+ * buffer is short (see tutti_alg_ring_check_fit()).
+ *
+ * Permute (below) is the same exchange with one peer each way: a member
+ * sends its buffer straight to rank permutation[rank] and receives from
+ * the rank whose entry names it.  In place, the outgoing data is first
+ * copied to a scratch buffer of count elements (made at init_context, only
+ * for a member that does not map to itself).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <tutti/module.h>
+
+#include "ring.h"
+#include "ring_counts.h"
+
+#define IMPL "AllToAll"
+#define WINDOW 4 /* steps in flight */
+
+enum { PHASE_COUNTS, PHASE_TOTALS, PHASE_DATA };
+
+typedef struct {
+    const tutti_alg_instance_t *inst;
+    size_t esize;
+    int per_rank;
+    size_t *soff, *slen;       /* per peer, elements: what goes to it */
+    size_t *roff, *rlen;       /* per peer, elements: what comes from it */
+    uint64_t *cnt_out;         /* per-rank: elements for each peer */
+    uint64_t *cnt_in;          /* per-rank: elements from each peer */
+    tutti_alg_ring_rec_t *rec; /* per rank: its total, its capacity */
+    tutti_xfer_t *msx, *mrx;   /* group_size slots each, for the records */
+    tutti_alg_ring_meta_t meta;
+    char *scratch;             /* in place: WINDOW blocks */
+    tutti_xfer_t sx[WINDOW], rx[WINDOW];
+    int phase;
+    int in_place, steps;       /* this call */
+    int posted, done;          /* data steps */
+} a2a_state_t;
+
+static void a2a_fini_context(void *state)
+{
+    a2a_state_t *s = state;
+    if (s == NULL)
+        return;
+    free(s->soff);
+    free(s->slen);
+    free(s->roff);
+    free(s->rlen);
+    free(s->cnt_out);
+    free(s->cnt_in);
+    free(s->rec);
+    free(s->msx);
+    free(s->mrx);
+    free(s->scratch);
+    free(s);
+}
+
+static tutti_status_t a2a_init_context(const tutti_alg_instance_t *inst,
+                                       const tutti_core_ops_t *core,
+                                       const void *details,
+                                       size_t details_len, void **state_out)
+{
+    size_t n = (size_t)inst->group_size;
+    a2a_state_t *s = calloc(1, sizeof(*s));
+    (void)details;
+    (void)details_len;
+    if (s == NULL)
+        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
+    s->inst = inst;
+    s->esize = tutti_dtype_size(inst->dtype);
+    s->per_rank = inst->count == TUTTI_COUNT_PER_RANK;
+    s->soff = calloc(n, sizeof(size_t));
+    s->slen = calloc(n, sizeof(size_t));
+    s->roff = calloc(n, sizeof(size_t));
+    s->rlen = calloc(n, sizeof(size_t));
+    if (s->soff == NULL || s->slen == NULL || s->roff == NULL ||
+        s->rlen == NULL)
+        goto err_free_state;
+    if (s->per_rank) {
+        s->cnt_out = calloc(n, sizeof(uint64_t));
+        s->cnt_in = calloc(n, sizeof(uint64_t));
+        s->rec = calloc(n, sizeof(*s->rec));
+        s->msx = calloc(n, sizeof(tutti_xfer_t));
+        s->mrx = calloc(n, sizeof(tutti_xfer_t));
+        if (s->cnt_out == NULL || s->cnt_in == NULL || s->rec == NULL ||
+            s->msx == NULL || s->mrx == NULL)
+            goto err_free_state;
+        s->meta.sx = s->msx;
+        s->meta.rx = s->mrx;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            s->soff[i] = s->roff[i] = i * inst->count;
+            s->slen[i] = s->rlen[i] = inst->count;
+        }
+        /* Whether a call will be in place is known only per call.  Step i
+         * uses slot i mod WINDOW (steps 0 .. n-1 in place). */
+        size_t slots = n < WINDOW ? n : WINDOW;
+        if (n > 1 && inst->count > 0 &&
+            (s->scratch = malloc(slots * inst->count * s->esize)) == NULL)
+            goto err_free_state;
+    }
+    *state_out = s;
+    return TUTTI_OK;
+
+err_free_state:
+    a2a_fini_context(s);
+    return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": no memory for a group "
+                       "of %zu (count %zu)", n,
+                       inst->count == TUTTI_COUNT_PER_RANK ? 0 : inst->count);
+}
+
+/* The peer of data step @p i, both directions, or -1: an idle step. */
+static void step_peers(const a2a_state_t *s, int i, int *to, int *from)
+{
+    int n = s->inst->group_size, r = s->inst->rank;
+    if (s->in_place) {
+        *to = *from = tutti_alg_ring_mod(i - r, n);
+        if (*to == r)
+            *to = *from = -1;
+        return;
+    }
+    *to = tutti_alg_ring_mod(r + i + 1, n);
+    *from = tutti_alg_ring_mod(r - i - 1, n);
+}
+
+static tutti_status_t post_step(a2a_state_t *s, tutti_alg_exec_t *x, int i)
+{
+    int to, from, slot = i % WINDOW;
+    size_t es = s->esize;
+    const char *src;
+    tutti_status_t st;
+
+    step_peers(s, i, &to, &from);
+    if (to < 0)
+        return TUTTI_OK;
+    src = tutti_alg_ring_cat(x->sendbuf, s->soff[to] * es);
+    if (s->in_place) {
+        char *copy = s->scratch + (size_t)slot * s->inst->count * es;
+        memcpy(copy, src, s->slen[to] * es);
+        src = copy;
+    }
+    st = x->core->recv(x, from, (uint32_t)i,
+                       tutti_alg_ring_at(x->recvbuf, s->roff[from] * es),
+                       s->rlen[from] * es, NULL, &s->rx[slot]);
+    if (st != TUTTI_OK)
+        return st;
+    return x->core->send(x, to, (uint32_t)i, src, s->slen[to] * es,
+                         &s->sx[slot]);
+}
+
+/* Copies the own block and posts the first window of steps. */
+static tutti_status_t start_data(a2a_state_t *s, tutti_alg_exec_t *x)
+{
+    int r = s->inst->rank;
+    size_t es = s->esize;
+
+    s->phase = PHASE_DATA;
+    s->posted = s->done = 0;
+    if (!s->in_place && s->slen[r] > 0)
+        memcpy(tutti_alg_ring_at(x->recvbuf, s->roff[r] * es),
+               tutti_alg_ring_cat(x->sendbuf, s->soff[r] * es),
+               s->slen[r] * es);
+    return TUTTI_OK;
+}
+
+/* Completes data steps in order and keeps the window full. */
+static tutti_status_t data_progress(a2a_state_t *s, tutti_alg_exec_t *x)
+{
+    tutti_status_t st;
+    for (;;) {
+        while (s->posted < s->steps && s->posted - s->done < WINDOW) {
+            if ((st = post_step(s, x, s->posted)) != TUTTI_OK)
+                return st;
+            s->posted++;
+        }
+        if (s->done == s->steps)
+            return TUTTI_OK;
+        int to, from, slot = s->done % WINDOW;
+        step_peers(s, s->done, &to, &from);
+        if (to >= 0) {
+            if ((st = x->core->test(x, &s->rx[slot])) != TUTTI_OK)
+                return st;
+            if ((st = x->core->test(x, &s->sx[slot])) != TUTTI_OK)
+                return st;
+        }
+        s->done++;
+    }
+}
+
+/* Counts in from every peer: this member's blocks and total; then the
+ * totals and capacities go to everyone. */
+static tutti_status_t counts_known(a2a_state_t *s, tutti_alg_exec_t *x)
+{
+    int n = s->inst->group_size, r = s->inst->rank;
+    uint64_t total = 0;
+    size_t off = 0;
+
+    s->cnt_in[r] = s->cnt_out[r];
+    for (int i = 0; i < n; i++) {
+        x->recv_counts[i] = (size_t)s->cnt_in[i];
+        total = tutti_alg_ring_add(total, s->cnt_in[i]);
+        s->rlen[i] = (size_t)s->cnt_in[i];
+        s->roff[i] = off;
+        off += s->rlen[i];
+    }
+    x->recv_total = total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+    s->rec[r].count = total;
+    s->rec[r].capacity = x->recv_capacity;
+    s->phase = PHASE_TOTALS;
+    return tutti_alg_ring_meta_post(x, &s->meta, TUTTI_ALG_RING_TAG_META + 1,
+                                    &s->rec[r], 0, s->rec, sizeof(s->rec[0]));
+}
+
+static tutti_status_t a2a_progress(void *state, tutti_alg_exec_t *x)
+{
+    a2a_state_t *s = state;
+    tutti_status_t st;
+    int fits = 0;
+
+    if (s->phase == PHASE_COUNTS) {
+        if ((st = tutti_alg_ring_meta_test(x, &s->meta)) != TUTTI_OK)
+            return st;
+        if ((st = counts_known(s, x)) != TUTTI_OK)
+            return st;
+    }
+    if (s->phase == PHASE_TOTALS) {
+        if ((st = tutti_alg_ring_meta_test(x, &s->meta)) != TUTTI_OK)
+            return st;
+        st = tutti_alg_ring_check_fit(x, IMPL, s->rec, NULL, &fits);
+        if (st != TUTTI_OK || !fits)
+            return st;
+        if ((st = start_data(s, x)) != TUTTI_OK)
+            return st;
+    }
+    return data_progress(s, x);
+}
+
+static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
+{
+    a2a_state_t *s = state;
+    const tutti_alg_instance_t *in = s->inst;
+    int n = in->group_size;
+    tutti_status_t st;
+
+    s->in_place = !s->per_rank && x->sendbuf == x->recvbuf;
+    s->steps = s->in_place ? n : n - 1;
+    if (!s->per_rank) {
+        if (in->count == 0 || (s->in_place && n == 1))
+            return TUTTI_OK;
+        if ((st = start_data(s, x)) != TUTTI_OK)
+            return st;
+        return data_progress(s, x);
+    }
+    /* Per-rank counts: sizes first, even when this member sends nothing. */
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        s->soff[i] = off;
+        s->slen[i] = x->counts[i];
+        s->cnt_out[i] = x->counts[i];
+        off += x->counts[i];
+    }
+    s->phase = PHASE_COUNTS;
+    st = tutti_alg_ring_meta_post(x, &s->meta, TUTTI_ALG_RING_TAG_META,
+                                  s->cnt_out, sizeof(uint64_t), s->cnt_in,
+                                  sizeof(uint64_t));
+    if (st != TUTTI_OK)
+        return st;
+    return a2a_progress(s, x);
+}
+
+const tutti_alg_ops_t tutti_alg_ring_alltoall_ops = {
+    sizeof(tutti_alg_ops_t), NULL, a2a_init_context, a2a_run, a2a_progress,
+    a2a_fini_context,
+};
+
+/* ---- Permute ---------------------------------------------------------- */
+
+#define PERMUTE "Permute"
+
+typedef struct {
+    const tutti_alg_instance_t *inst;
+    size_t bytes;
+    int to, from;
+    void *scratch;
+    tutti_xfer_t sx, rx;
+} permute_state_t;
+
+static tutti_status_t permute_init_context(const tutti_alg_instance_t *inst,
+                                           const tutti_core_ops_t *core,
+                                           const void *details,
+                                           size_t details_len,
+                                           void **state_out)
+{
+    int n = inst->group_size, r = inst->rank;
+    permute_state_t *s;
+    (void)details;
+    (void)details_len;
+    if (inst->permutation == NULL)
+        return core->error(TUTTI_ERR_INVALID_ARG, PERMUTE ": instance 0x%llx: "
+                           "no permutation (expected %d entries)",
+                           (unsigned long long)inst->instance_key, n);
+    if ((s = calloc(1, sizeof(*s))) == NULL)
+        return core->error(TUTTI_ERR_NO_MEMORY, PERMUTE ": out of memory");
+    s->inst = inst;
+    s->bytes = inst->count * tutti_dtype_size(inst->dtype);
+    s->to = inst->permutation[r];
+    s->from = -1;
+    int named = 0; /* entries that name this rank */
+    for (int i = 0; i < n; i++)
+        if (inst->permutation[i] == r) {
+            s->from = i;
+            named++;
+        }
+    if (s->to < 0 || s->to >= n || named != 1) {
+        int to = s->to;
+        free(s);
+        return core->error(TUTTI_ERR_INVALID_ARG, PERMUTE ": instance 0x%llx "
+                           "rank %d: permutation[%d] = %d and %d entries name "
+                           "rank %d: expected each of 0..%d once",
+                           (unsigned long long)inst->instance_key, r, r, to,
+                           named, r, n - 1);
+    }
+    /* Whether a call is in place is known only per call. */
+    if (s->to != r && s->bytes > 0 &&
+        (s->scratch = malloc(s->bytes)) == NULL) {
+        size_t bytes = s->bytes;
+        free(s);
+        return core->error(TUTTI_ERR_NO_MEMORY, PERMUTE ": no memory for a "
+                           "%zu-byte scratch buffer", bytes);
+    }
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+static void permute_fini_context(void *state)
+{
+    permute_state_t *s = state;
+    if (s != NULL)
+        free(s->scratch);
+    free(s);
+}
+
+static tutti_status_t permute_progress(void *state, tutti_alg_exec_t *x)
+{
+    permute_state_t *s = state;
+    tutti_status_t st;
+    if ((st = x->core->test(x, &s->rx)) != TUTTI_OK)
+        return st;
+    return x->core->test(x, &s->sx);
+}
+
+static tutti_status_t permute_run(void *state, tutti_alg_exec_t *x)
+{
+    permute_state_t *s = state;
+    const void *src = x->sendbuf;
+    tutti_status_t st;
+
+    if (s->bytes == 0)
+        return TUTTI_OK;
+    if (s->to == s->inst->rank) {
+        if (x->sendbuf != x->recvbuf)
+            memcpy(x->recvbuf, x->sendbuf, s->bytes);
+        return TUTTI_OK;
+    }
+    if (x->sendbuf == x->recvbuf) {
+        memcpy(s->scratch, x->sendbuf, s->bytes);
+        src = s->scratch;
+    }
+    st = x->core->recv(x, s->from, 0, x->recvbuf, s->bytes, NULL, &s->rx);
+    if (st != TUTTI_OK)
+        return st;
+    if ((st = x->core->send(x, s->to, 0, src, s->bytes, &s->sx)) != TUTTI_OK)
+        return st;
+    return permute_progress(s, x);
+}
+
+const tutti_alg_ops_t tutti_alg_ring_permute_ops = {
+    sizeof(tutti_alg_ops_t), NULL, permute_init_context, permute_run,
+    permute_progress, permute_fini_context,
+};

@@ -1,0 +1,85 @@
+/*
+ * Helpers the ring module's per-rank-count collectives share (internal to
+ * alg_ring.so): a one-round exchange of small fixed-size records with every
+ * peer, and the decision, the same on every member, whether every receive
+ * buffer holds what it must receive.
+ */
+#ifndef TUTTI_ALG_RING_COUNTS_H
+#define TUTTI_ALG_RING_COUNTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tutti/module.h>
+
+/* Tags of the record exchanges; data steps use small tags below these. */
+#define TUTTI_ALG_RING_TAG_META 0x40000000u
+
+/** What one member tells the others: a count of elements (what it sends,
+ *  or what it must receive) and how many elements its recvbuf holds. */
+typedef struct {
+    uint64_t count;
+    uint64_t capacity;
+} tutti_alg_ring_rec_t;
+
+/** Progress of one record exchange. */
+typedef struct {
+    tutti_xfer_t *sx, *rx;  /* group_size slots each, indexed by peer */
+    int next;               /* peers below this one are complete */
+} tutti_alg_ring_meta_t;
+
+/** ((a mod n) + n) mod n. */
+static inline int tutti_alg_ring_mod(int a, int n)
+{
+    return ((a % n) + n) % n;
+}
+
+/** @p base advanced by @p off bytes; no arithmetic for an offset of 0, so
+ *  a NULL buffer of 0 elements stays NULL. */
+static inline char *tutti_alg_ring_at(void *base, size_t off)
+{
+    return off == 0 ? (char *)base : (char *)base + off;
+}
+
+static inline const char *tutti_alg_ring_cat(const void *base, size_t off)
+{
+    return off == 0 ? (const char *)base : (const char *)base + off;
+}
+
+/**
+ * Post a send of @p rec_bytes bytes to every peer (the record for peer p at
+ * @p send + p * @p send_stride; stride 0: one record for all) and a receive
+ * of @p rec_bytes from every peer into @p recv + p * @p rec_bytes, under
+ * @p tag.  Returns the first error of core->send/recv as it is.
+ */
+tutti_status_t tutti_alg_ring_meta_post(tutti_alg_exec_t *x,
+                                        tutti_alg_ring_meta_t *m, uint32_t tag,
+                                        const void *send, size_t send_stride,
+                                        void *recv, size_t rec_bytes);
+
+/** TUTTI_OK once every transfer of the exchange completed,
+ *  TUTTI_INPROGRESS, or a transfer's error as it is. */
+tutti_status_t tutti_alg_ring_meta_test(tutti_alg_exec_t *x,
+                                        tutti_alg_ring_meta_t *m);
+
+/**
+ * Decide whether every member's recvbuf holds what it must receive: rank r
+ * needs *@p need elements (with @p need NULL: recs[r].count) and holds
+ * recs[r].capacity.  Every member decides alike from the same
+ * records.  Sets *fits_out to 1 if all fit.  Otherwise returns
+ * TUTTI_ERR_TOO_SMALL, recorded with core->error() naming @p impl, the
+ * short ranks, what each holds and needs, or TUTTI_OK on a member that
+ * asked for sizes only (recvbuf NULL and capacity 0).
+ */
+tutti_status_t tutti_alg_ring_check_fit(tutti_alg_exec_t *x, const char *impl,
+                                        const tutti_alg_ring_rec_t *recs,
+                                        const uint64_t *need, int *fits_out);
+
+/** Sum of @p a and @p b, UINT64_MAX when it overflows (then no buffer
+ *  fits and the call fails with TUTTI_ERR_TOO_SMALL). */
+static inline uint64_t tutti_alg_ring_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * RingGather: allgather around a ring of all members.
+ *
+ * In n-1 steps each member passes to its right neighbour the block it got
+ * from its left one at the step before (its own block first), so every
+ * block travels n-1 hops and every link carries every block once.  All
+ * n-1 receives are posted at the start, each into its block's final place
+ * in recvbuf, and a block is forwarded as soon as it has arrived, so a
+ * member never waits for its own send before taking the next block.  Large
+ * blocks stream through the transport in slot-sized fragments.  Out of
+ * place, the own block leaves straight from sendbuf and is copied into
+ * recvbuf while the first step is under way.
+ *
+ * Per-rank counts: the members first send each other their (send_count,
+ * recv_capacity) in one round, so every member knows every block's size
+ * and every member's room; if any recvbuf is short, no data moves and each
+ * member ends alike (see tutti_alg_ring_check_fit()).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <tutti/module.h>
+
+#include "ring.h"
+#include "ring_counts.h"
+
+#define IMPL "RingGather"
+
+enum { PHASE_SIZES, PHASE_DATA };
+
+typedef struct {
+    const tutti_alg_instance_t *inst;
+    size_t esize;
+    int per_rank;
+    size_t *off, *len;          /* per block, in elements, in recvbuf */
+    tutti_alg_ring_rec_t *rec;  /* per rank: send_count, recv_capacity */
+    tutti_xfer_t *sx, *rx;      /* group_size slots each */
+    tutti_alg_ring_meta_t meta;
+    int phase;
+    int recvd, sent, send_done; /* data steps completed, posted, completed */
+} gather_state_t;
+
+static void gather_fini_context(void *state)
+{
+    gather_state_t *s = state;
+    if (s == NULL)
+        return;
+    free(s->off);
+    free(s->len);
+    free(s->rec);
+    free(s->sx);
+    free(s->rx);
+    free(s);
+}
+
+static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
+                                          const tutti_core_ops_t *core,
+                                          const void *details,
+                                          size_t details_len, void **state_out)
+{
+    size_t n = (size_t)inst->group_size;
+    gather_state_t *s = calloc(1, sizeof(*s));
+    (void)details;
+    (void)details_len;
+    if (s == NULL)
+        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
+    s->inst = inst;
+    s->esize = tutti_dtype_size(inst->dtype);
+    s->per_rank = inst->count == TUTTI_COUNT_PER_RANK;
+    s->off = calloc(n, sizeof(*s->off));
+    s->len = calloc(n, sizeof(*s->len));
+    s->rec = calloc(n, sizeof(*s->rec));
+    s->sx = calloc(n, sizeof(*s->sx));
+    s->rx = calloc(n, sizeof(*s->rx));
+    if (s->off == NULL || s->len == NULL || s->rec == NULL || s->sx == NULL ||
+        s->rx == NULL) {
+        gather_fini_context(s);
+        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory for "
+                           "a group of %zu", n);
+    }
+    s->meta.sx = s->sx;
+    s->meta.rx = s->rx;
+    for (size_t i = 0; i < n && !s->per_rank; i++) {
+        s->off[i] = i * inst->count;
+        s->len[i] = inst->count;
+    }
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+/* Where block @p b starts in recvbuf. */
+static char *block(const gather_state_t *s, tutti_alg_exec_t *x, int b)
+{
+    return tutti_alg_ring_at(x->recvbuf, s->off[b] * s->esize);
+}
+
+/* Posts the send of data step @p k: the own block at step 0, else the
+ * block received at step k-1. */
+static tutti_status_t post_send(gather_state_t *s, tutti_alg_exec_t *x, int k)
+{
+    int n = s->inst->group_size, r = s->inst->rank;
+    int b = tutti_alg_ring_mod(r - k, n);
+    const char *src = block(s, x, b);
+    if (k == 0 && x->sendbuf != x->recvbuf)
+        src = x->sendbuf;
+    return x->core->send(x, tutti_alg_ring_mod(r + 1, n), (uint32_t)k, src,
+                         s->len[b] * s->esize, &s->sx[k]);
+}
+
+/* Posts every receive and the first send; copies the own block in. */
+static tutti_status_t start_data(gather_state_t *s, tutti_alg_exec_t *x)
+{
+    int n = s->inst->group_size, r = s->inst->rank;
+    tutti_status_t st;
+
+    s->phase = PHASE_DATA;
+    s->recvd = s->sent = s->send_done = 0;
+    for (int k = 0; k < n - 1; k++) {
+        int b = tutti_alg_ring_mod(r - k - 1, n);
+        st = x->core->recv(x, tutti_alg_ring_mod(r - 1, n), (uint32_t)k,
+                           block(s, x, b), s->len[b] * s->esize, NULL,
+                           &s->rx[k]);
+        if (st != TUTTI_OK)
+            return st;
+    }
+    if (n > 1) {
+        if ((st = post_send(s, x, 0)) != TUTTI_OK)
+            return st;
+        s->sent = 1;
+    }
+    if (x->sendbuf != x->recvbuf && s->len[r] > 0)
+        memcpy(block(s, x, r), x->sendbuf, s->len[r] * s->esize);
+    return TUTTI_OK;
+}
+
+/* With every record in: the sizes, then the decision whether data moves. */
+static tutti_status_t sizes_known(gather_state_t *s, tutti_alg_exec_t *x,
+                                  int *fits_out)
+{
+    int n = s->inst->group_size;
+    uint64_t total = 0;
+
+    for (int i = 0; i < n; i++) {
+        x->recv_counts[i] = (size_t)s->rec[i].count;
+        total = tutti_alg_ring_add(total, s->rec[i].count);
+    }
+    x->recv_total = total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+    tutti_status_t st = tutti_alg_ring_check_fit(x, IMPL, s->rec, &total,
+                                                 fits_out);
+    if (st != TUTTI_OK || !*fits_out)
+        return st;
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        s->off[i] = off;
+        s->len[i] = (size_t)s->rec[i].count;
+        off += s->len[i];
+    }
+    return TUTTI_OK;
+}
+
+static tutti_status_t gather_progress(void *state, tutti_alg_exec_t *x)
+{
+    gather_state_t *s = state;
+    int steps = s->inst->group_size - 1, fits = 0;
+    tutti_status_t st;
+
+    if (s->phase == PHASE_SIZES) {
+        if ((st = tutti_alg_ring_meta_test(x, &s->meta)) != TUTTI_OK)
+            return st;
+        if ((st = sizes_known(s, x, &fits)) != TUTTI_OK || !fits)
+            return st;
+        if ((st = start_data(s, x)) != TUTTI_OK)
+            return st;
+    }
+    /* One pass: nothing changes until the core progresses the transport. */
+    st = TUTTI_OK;
+    while (s->recvd < steps &&
+           (st = x->core->test(x, &s->rx[s->recvd])) == TUTTI_OK)
+        s->recvd++;
+    if (s->recvd < steps && st != TUTTI_INPROGRESS)
+        return st;
+    /* The block received at step k leaves at step k+1. */
+    while (s->sent < steps && s->sent <= s->recvd) {
+        if ((st = post_send(s, x, s->sent)) != TUTTI_OK)
+            return st;
+        s->sent++;
+    }
+    while (s->send_done < s->sent &&
+           (st = x->core->test(x, &s->sx[s->send_done])) == TUTTI_OK)
+        s->send_done++;
+    if (s->send_done < s->sent && st != TUTTI_INPROGRESS)
+        return st;
+    return s->recvd == steps && s->send_done == steps ? TUTTI_OK
+                                                      : TUTTI_INPROGRESS;
+}
+
+static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
+{
+    gather_state_t *s = state;
+    const tutti_alg_instance_t *in = s->inst;
+    tutti_status_t st;
+
+    if (!s->per_rank) {
+        if (in->count == 0)
+            return TUTTI_OK;
+        if ((st = start_data(s, x)) != TUTTI_OK)
+            return st;
+        return gather_progress(s, x);
+    }
+    /* Per-rank counts: sizes first, even when this member sends nothing. */
+    s->phase = PHASE_SIZES;
+    s->rec[in->rank].count = x->send_count;
+    s->rec[in->rank].capacity = x->recv_capacity;
+    st = tutti_alg_ring_meta_post(x, &s->meta, TUTTI_ALG_RING_TAG_META,
+                                  &s->rec[in->rank], 0, s->rec,
+                                  sizeof(s->rec[0]));
+    if (st != TUTTI_OK)
+        return st;
+    return gather_progress(s, x);
+}
+
+const tutti_alg_ops_t tutti_alg_ring_gather_ops = {
+    sizeof(tutti_alg_ops_t), NULL, gather_init_context, gather_run,
+    gather_progress, gather_fini_context,
+};
