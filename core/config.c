@@ -869,6 +869,23 @@ static bool rule_mismatch(const tutti__rule_t *r,
                         why, len);
 }
 
+const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
+                                                const tutti_select_query_t *q,
+                                                const char *algorithm)
+{
+    char why[400];
+    if (cfg == NULL || q == NULL || algorithm == NULL)
+        return NULL;
+    for (size_t i = 0; i < cfg->num_rules; i++) {
+        const tutti__rule_t *r = &cfg->rules[i];
+        if (!r->skipped && r->algorithm != NULL &&
+            strcmp(r->algorithm, algorithm) == 0 &&
+            !rule_mismatch(r, q, why, sizeof(why)))
+            return r;
+    }
+    return NULL;
+}
+
 const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
                                           const tutti_select_query_t *q,
                                           char *explain, size_t explain_len)

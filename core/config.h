@@ -101,6 +101,12 @@ const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
                                           const tutti_select_query_t *q,
                                           char *explain, size_t explain_len);
 
+/** First rule (not skipped) matching @p q that names @p algorithm, or
+ *  NULL: where a call that names its implementation takes its params. */
+const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
+                                                const tutti_select_query_t *q,
+                                                const char *algorithm);
+
 /** "64K" -> 65536 (K, M, G, T binary suffixes, optional B, case-insensitive);
  *  TUTTI_ERR_INVALID_ARG for anything else. */
 tutti_status_t tutti__parse_size(const char *s, uint64_t *out);

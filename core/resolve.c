@@ -599,7 +599,11 @@ static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
         (tutti_dtype_t)p->dtype, (tutti_op_t)p->op, p->count, p->root, 0,
         p->size, p->num_tasks, (tutti_device_type_t)p->device_type,
         ci->instance_key,
-        p->algorithm[0] ? NULL : tutti__config_select(&ctx->cfg, &q, NULL, 0),
+        /* A call that names its implementation still gets the params of
+         * the first rule for it that matches the call. */
+        p->algorithm[0]
+            ? tutti__config_select_named(&ctx->cfg, &q, p->algorithm)
+            : tutti__config_select(&ctx->cfg, &q, NULL, 0),
         NULL, NULL};
     if (inst.op == TUTTI_OP_AVG)
         inst.op = TUTTI_OP_SUM;
