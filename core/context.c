@@ -322,6 +322,7 @@ tutti_status_t tutti_info_impl(const tutti_context_t *ctx, size_t index,
     info_out->module = ctx->reg.modules[e->module].name;
     info_out->description = e->impl->description;
     info_out->collectives = e->impl->collectives;
+    info_out->per_rank_collectives = e->impl->per_rank_collectives;
     info_out->device_types = e->impl->device_types;
     return TUTTI_OK;
 }

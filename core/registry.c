@@ -103,10 +103,12 @@ static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
         return 0;
     }
     if (impl->collectives == 0 || (impl->collectives & ~all_colls) != 0 ||
+        (impl->per_rank_collectives & ~impl->collectives) != 0 ||
         impl->device_types == 0 || (impl->device_types & ~all_devs) != 0) {
         snprintf(why, len, "malformed table: implementation '%s' has "
-                 "collectives 0x%x / device types 0x%x outside the known "
-                 "sets", impl->name, impl->collectives, impl->device_types);
+                 "collectives 0x%x (per-rank 0x%x) / device types 0x%x "
+                 "outside the known sets", impl->name, impl->collectives,
+                 impl->per_rank_collectives, impl->device_types);
         return 0;
     }
     if (ops == NULL || ops->size < sizeof(tutti_alg_ops_t) ||

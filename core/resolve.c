@@ -675,6 +675,14 @@ static tutti_status_t choose(tutti_context_t *ctx, const coord_inst_t *ci,
                  dev_name(p->device_type));
         return TUTTI_ERR_UNSUPPORTED;
     }
+    if (p->count == (uint64_t)TUTTI_COUNT_PER_RANK &&
+        !(e->impl->per_rank_collectives & TUTTI_COLL_BIT(p->collective))) {
+        snprintf(d->detail, sizeof(d->detail), "implementation '%s' (module "
+                 "%s) runs %s with equal counts only, not per-rank counts",
+                 name, ctx->reg.modules[e->module].name,
+                 tutti_collective_name((tutti_collective_t)p->collective));
+        return TUTTI_ERR_UNSUPPORTED;
+    }
     snprintf(d->algorithm, sizeof(d->algorithm), "%s", name);
     return plan(ctx, ci, e, d);
 }

@@ -177,6 +177,27 @@ size_t tutti_pattern_out_count(const tutti_pattern_t *p, int rank)
     }
 }
 
+size_t tutti_pattern_in_offset(const tutti_pattern_t *p, int rank)
+{
+    if (p->coll == TUTTI_COLL_ALLGATHER || p->coll == TUTTI_COLL_GATHER)
+        return block_off(p, rank);
+    return 0;
+}
+
+size_t tutti_pattern_out_offset(const tutti_pattern_t *p, int rank)
+{
+    return p->coll == TUTTI_COLL_REDUCE_SCATTER ? block_off(p, rank) : 0;
+}
+
+size_t tutti_pattern_inplace_count(const tutti_pattern_t *p, int rank)
+{
+    size_t in = tutti_pattern_in_offset(p, rank) +
+                tutti_pattern_in_count(p, rank);
+    size_t out = tutti_pattern_out_offset(p, rank) +
+                 tutti_pattern_out_count(p, rank);
+    return in > out ? in : out;
+}
+
 /* Input element @p i of rank @p rank. */
 static double input_at(const tutti_pattern_t *p, int rank, size_t i)
 {

@@ -40,6 +40,15 @@ size_t tutti_pattern_in_count(const tutti_pattern_t *p, int rank);
 /** Elements rank @p rank finds in its recvbuf afterwards (0: none, as a
  *  reduce's or gather's non-root). */
 size_t tutti_pattern_out_count(const tutti_pattern_t *p, int rank);
+/** In place, where rank @p rank's input sits in the one buffer: allgather
+ *  and gather, its block's place in the output; else 0 (elements). */
+size_t tutti_pattern_in_offset(const tutti_pattern_t *p, int rank);
+/** In place, where rank @p rank's result sits in the one buffer:
+ *  reduce_scatter, its block; else 0 (elements). */
+size_t tutti_pattern_out_offset(const tutti_pattern_t *p, int rank);
+/** Elements the one buffer of an in-place call must hold on rank @p rank:
+ *  room for the input and the output at their offsets. */
+size_t tutti_pattern_inplace_count(const tutti_pattern_t *p, int rank);
 /** Fill rank @p rank's input: tutti_pattern_in_count() elements. */
 void tutti_pattern_fill(const tutti_pattern_t *p, int rank, void *buf);
 /** What rank @p rank must hold at element @p i of its output. */

@@ -92,6 +92,9 @@ static void print_modules(const tutti_context_t *ctx)
                    coll_name);
         print_mask(" devices ", im.device_types, TUTTI_DEVICE_COUNT,
                    device_name);
+        if (im.per_rank_collectives)
+            print_mask(" per-rank counts ", im.per_rank_collectives,
+                       TUTTI_COLL_COUNT, coll_name);
         printf("\n    %s\n", im.description ? im.description : "");
     }
     printf("transports (built in):\n"

@@ -14,6 +14,36 @@
 
 #include "pattern.h"
 
+/*
+ * What a row means for each collective, as nccl-tests has it: the size
+ * column is the buffer nccl-tests names (the total for the collectives that
+ * move one block per rank), algbw is that size over the time, and busbw is
+ * algbw times the factor: 1, or ring x (n-1)/n.
+ */
+typedef struct {
+    int blocks;    /* size = n x count x type size (else count x size) */
+    int ring;      /* 0: bus factor 1; else ring x (n-1)/n */
+    int rooted, reduction;
+    const char *size_doc;
+} coll_info_t;
+
+static const coll_info_t colls[TUTTI_COLL_COUNT] = {
+    [TUTTI_COLL_ALLREDUCE] = {0, 2, 0, 1, "each rank's buffer"},
+    [TUTTI_COLL_BROADCAST] = {0, 0, 1, 0, "the buffer"},
+    [TUTTI_COLL_REDUCE] = {0, 0, 1, 1, "each rank's input"},
+    [TUTTI_COLL_ALLGATHER] = {1, 1, 0, 0, "the output"},
+    [TUTTI_COLL_GATHER] = {1, 1, 1, 0, "the root's output"},
+    [TUTTI_COLL_REDUCE_SCATTER] = {1, 1, 0, 1, "the input"},
+    [TUTTI_COLL_ALLTOALL] = {1, 1, 0, 0, "each send buffer"},
+    [TUTTI_COLL_PERMUTE] = {0, 0, 0, 0, "sent to rank+1 mod n"},
+};
+
+/* The order --help lists them in. */
+static const tutti_collective_t coll_order[] = {
+    TUTTI_COLL_ALLREDUCE, TUTTI_COLL_BROADCAST, TUTTI_COLL_REDUCE,
+    TUTTI_COLL_ALLGATHER, TUTTI_COLL_GATHER, TUTTI_COLL_REDUCE_SCATTER,
+    TUTTI_COLL_ALLTOALL, TUTTI_COLL_PERMUTE};
+
 typedef struct {
     tutti_collective_t coll;
     tutti_dtype_t dtype;
@@ -24,7 +54,21 @@ typedef struct {
     int iters, warmups;
     const char *impl;
     int check;
+    int inplace;
 } options_t;
+
+static double bus_factor(tutti_collective_t coll, int n)
+{
+    int ring = colls[coll].ring;
+    return ring == 0 ? 1.0 : (double)ring * (n - 1) / n;
+}
+
+/* "2(n-1)/n", "(n-1)/n" or "1". */
+static const char *bus_formula(tutti_collective_t coll)
+{
+    int ring = colls[coll].ring;
+    return ring == 0 ? "1" : ring == 1 ? "(n-1)/n" : "2(n-1)/n";
+}
 
 static void usage(FILE *out)
 {
@@ -32,30 +76,48 @@ static void usage(FILE *out)
         "usage: tutti-run -n N tutti-perf [options]\n"
         "Times a collective over a sweep of message sizes; rank 0 prints one\n"
         "row per size. Every result is checked against the exact answer.\n"
-        "  -c, --collective NAME  allreduce (default) or broadcast\n"
-        "  -b, --minbytes SIZE    smallest message, bytes; K/M/G suffixes (8)\n"
-        "  -e, --maxbytes SIZE    largest message (64M)\n"
+        "  -c, --collective NAME  the collective (allreduce); see below\n"
+        "  -b, --minbytes SIZE    smallest size, bytes; K/M/G suffixes (8)\n"
+        "  -e, --maxbytes SIZE    largest size (64M)\n"
         "  -f, --stepfactor F     multiply the size by F each row (2)\n"
         "  -d, --datatype TYPE    int8 uint8 int32 uint32 int64 uint64 float16\n"
         "                         bfloat16 float32 (default) float64\n"
-        "  -o, --op OP            sum (default) prod min max\n"
-        "  -r, --root R           broadcast root (0)\n"
+        "  -o, --op OP            reductions: sum (default) prod min max avg\n"
+        "  -r, --root R           broadcast, reduce, gather: the root (0)\n"
+        "  -i, --inplace          run in place (sendbuf == recvbuf)\n"
         "  -n, --iters N          timed iterations per size (20)\n"
         "  -w, --warmup N         untimed iterations per size (5)\n"
         "  -a, --algorithm NAME   run this implementation instead of selection\n"
         "  -C, --check 0|1        check results (1)\n"
         "  -h, --help             this text\n"
-        "Columns: size (bytes per rank), count (elements), type, redop, root,\n"
-        "time_us (slowest rank, mean per iteration), algbw_GBps (size/time),\n"
-        "busbw_GBps (algbw x 2(n-1)/n for allreduce, x 1 for broadcast),\n"
-        "#wrong (elements differing from the exact result, all ranks), impl.\n"
-        "Exit status 1 if any element is wrong or a call fails.\n");
+        "Collectives, with n ranks and count elements per rank (the call's\n"
+        "count): what a size means (as in nccl-tests) and the bus bandwidth\n"
+        "factor:\n");
+    for (size_t i = 0; i < sizeof(coll_order) / sizeof(coll_order[0]); i++) {
+        tutti_collective_t c = coll_order[i];
+        fprintf(out, "  %-15s %s: %-22s %s\n", tutti_collective_name(c),
+                colls[c].blocks ? "n x count x type" : "    count x type",
+                colls[c].size_doc, bus_formula(c));
+    }
+    fprintf(out,
+        "Each size rounds down to whole elements and, where it holds n\n"
+        "blocks, to a multiple of n elements (count = size / type / n, as\n"
+        "nccl-tests does); the size column shows the size that ran.\n"
+        "Columns: size (bytes, as above), count (elements per rank), type,\n"
+        "redop (none unless a reduction), root (-1 unless rooted), time_us\n"
+        "(slowest rank, mean per iteration), algbw_GBps (size / time),\n"
+        "busbw_GBps (algbw x the factor above), #wrong (elements of every\n"
+        "rank's output that differ from the exact result, all ranks), impl\n"
+        "(the implementation that ran), coll (the collective).\n"
+        "Exit status 1 if any element is wrong or a call fails (a collective\n"
+        "no loaded implementation runs fails at its first size), 2 on bad\n"
+        "options.\n");
 }
 
 static int parse_bytes(const char *s, size_t *out)
 {
     uint64_t v;
-    if (tutti_size_parse(s, &v) != TUTTI_OK || v > SIZE_MAX)
+    if (tutti_size_parse(s, &v) != TUTTI_OK || v > SIZE_MAX / 2)
         return -1;
     *out = (size_t)v;
     return 0;
@@ -78,18 +140,17 @@ static int parse_args(int argc, char **argv, options_t *o)
         {"collective", 1, 0, 'c'}, {"minbytes", 1, 0, 'b'},
         {"maxbytes", 1, 0, 'e'},   {"stepfactor", 1, 0, 'f'},
         {"datatype", 1, 0, 'd'},   {"op", 1, 0, 'o'},
-        {"root", 1, 0, 'r'},       {"iters", 1, 0, 'n'},
-        {"warmup", 1, 0, 'w'},     {"algorithm", 1, 0, 'a'},
-        {"check", 1, 0, 'C'},      {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"root", 1, 0, 'r'},       {"inplace", 0, 0, 'i'},
+        {"iters", 1, 0, 'n'},      {"warmup", 1, 0, 'w'},
+        {"algorithm", 1, 0, 'a'},  {"check", 1, 0, 'C'},
+        {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
     int c, bad = 0;
     char *end;
-    while ((c = getopt_long(argc, argv, "c:b:e:f:d:o:r:n:w:a:C:h", longs,
+    while ((c = getopt_long(argc, argv, "c:b:e:f:d:o:r:in:w:a:C:h", longs,
                             NULL)) != -1) {
         switch (c) {
-        case 'c': bad = tutti_collective_parse(optarg, &o->coll) != TUTTI_OK ||
-                        (o->coll != TUTTI_COLL_ALLREDUCE &&
-                         o->coll != TUTTI_COLL_BROADCAST); break;
+        case 'c': bad = tutti_collective_parse(optarg, &o->coll) != TUTTI_OK;
+                  break;
         case 'b': bad = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': bad = parse_bytes(optarg, &o->max_bytes); break;
         case 'f': o->factor = strtod(optarg, &end);
@@ -97,6 +158,7 @@ static int parse_args(int argc, char **argv, options_t *o)
         case 'd': bad = tutti_dtype_parse(optarg, &o->dtype) != TUTTI_OK; break;
         case 'o': bad = tutti_op_parse(optarg, &o->op) != TUTTI_OK; break;
         case 'r': bad = parse_int(optarg, 0, &o->root); break;
+        case 'i': o->inplace = 1; break;
         case 'n': bad = parse_int(optarg, 1, &o->iters); break;
         case 'w': bad = parse_int(optarg, 0, &o->warmups); break;
         case 'a': o->impl = optarg; break;
@@ -129,18 +191,26 @@ typedef struct {
     tutti_context_t *ctx;
     tutti_group_t *group;
     const options_t *o;
-    char *sendbuf, *recvbuf;
+    char *sendbuf, *recvbuf; /* each holds the largest size */
+    size_t cap;              /* bytes in each */
+    int *perm;               /* permute: rank r sends to r+1 mod n */
     int rank, size;
+    char impl[64];           /* what the last execution ran */
 } bench_t;
 
+/* Runs @p n executions; remembers the implementation that ran. */
 static tutti_status_t run_n(bench_t *b, tutti_instance_params_t *p, int n)
 {
+    char *send = b->o->inplace ? b->recvbuf : b->sendbuf;
     for (int i = 0; i < n; i++) {
         tutti_request_t *r;
-        tutti_status_t st = tutti_execute(b->group, p, b->sendbuf, b->recvbuf,
-                                          &r);
+        tutti_request_info_t info;
+        tutti_status_t st = tutti_execute(b->group, p, send, b->recvbuf, &r);
         if (st == TUTTI_OK) {
             st = tutti_request_wait(r);
+            tutti_request_info(r, &info);
+            snprintf(b->impl, sizeof(b->impl), "%s",
+                     info.algorithm[0] ? info.algorithm : "-");
             tutti_request_free(r);
         }
         if (st != TUTTI_OK)
@@ -149,16 +219,22 @@ static tutti_status_t run_n(bench_t *b, tutti_instance_params_t *p, int n)
     return TUTTI_OK;
 }
 
-/* The implementation selection picks for this size (for the table). */
-static const char *impl_name(bench_t *b, size_t bytes)
+/* Sets up this rank's input for @p pat and fills the output with a value
+ * no result holds, so that an element left unwritten counts as wrong. */
+static void prepare(bench_t *b, const tutti_pattern_t *pat)
 {
-    const char *name = NULL;
-    tutti_select_query_t q = {b->o->coll, TUTTI_DEVICE_CPU, b->o->dtype,
-                              bytes, b->size, tutti_context_num_tasks(b->ctx)};
-    if (b->o->impl)
-        return b->o->impl;
-    return tutti_info_explain(b->ctx, &q, NULL, 0, &name) == TUTTI_OK ? name
-                                                                      : "-";
+    size_t esize = tutti_dtype_size(pat->dtype);
+    char *in = b->recvbuf + tutti_pattern_in_offset(pat, b->rank) * esize;
+
+    if (!b->o->inplace) {
+        memset(b->recvbuf, 0xa5,
+               tutti_pattern_out_count(pat, b->rank) * esize);
+        tutti_pattern_fill(pat, b->rank, b->sendbuf);
+        return;
+    }
+    memset(b->recvbuf, 0xa5,
+           tutti_pattern_inplace_count(pat, b->rank) * esize);
+    tutti_pattern_fill(pat, b->rank, in);
 }
 
 /* Times one size; fills time (slowest rank) and wrong (all ranks). */
@@ -179,9 +255,10 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     p.root = o->root;
     p.count = count;
     p.algorithm = o->impl;
+    p.permutation = b->perm;
     tutti_pattern_t pat = {o->coll, o->dtype, o->op, b->size, o->root, count,
-                           NULL, NULL, 0, 0};
-    tutti_pattern_fill(&pat, b->rank, b->sendbuf);
+                           NULL, b->perm, 0, 0};
+    prepare(b, &pat);
     if ((st = run_n(b, &p, o->warmups)) != TUTTI_OK ||
         (st = tutti_barrier(b->group)) != TUTTI_OK)
         return st;
@@ -190,11 +267,13 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
         return st;
     t = (now_s() - t) * 1e6 / o->iters;
     if (o->check) {
-        memset(b->recvbuf, 0xa5, count * tutti_dtype_size(o->dtype));
+        /* In place, the timed runs overwrote the input. */
+        prepare(b, &pat);
         if ((st = run_n(b, &p, 1)) != TUTTI_OK)
             return st;
-        wrong = (long long)tutti_pattern_check(&pat, b->rank, b->recvbuf,
-                                               NULL);
+        size_t off = o->inplace ? tutti_pattern_out_offset(&pat, b->rank) : 0;
+        wrong = (long long)tutti_pattern_check(
+            &pat, b->rank, b->recvbuf + off * tutti_dtype_size(o->dtype), NULL);
     }
     if ((st = tutti_allreduce(b->group, &t, &tmax, 1, TUTTI_FLOAT64,
                               TUTTI_OP_MAX)) != TUTTI_OK ||
@@ -206,57 +285,104 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     return TUTTI_OK;
 }
 
-static double bus_factor(tutti_collective_t coll, int n)
+static void print_header(const bench_t *b)
 {
-    return coll == TUTTI_COLL_ALLREDUCE ? 2.0 * (n - 1) / n : 1.0;
+    const options_t *o = b->o;
+    const coll_info_t *ci = &colls[o->coll];
+    char op[32] = "", root[32] = "";
+
+    if (ci->reduction)
+        snprintf(op, sizeof(op), ", %s", tutti_op_name(o->op));
+    if (ci->rooted)
+        snprintf(root, sizeof(root), ", root %d", o->root);
+    printf("# tutti-perf: %s, %d ranks, %s%s%s, %s, %d iterations "
+           "(+%d warm-up)\n", tutti_collective_name(o->coll), b->size,
+           tutti_dtype_name(o->dtype), op, root,
+           o->inplace ? "in place" : "out of place", o->iters, o->warmups);
+    printf("# size = %scount x %s (%s); busbw = algbw x %s = %.4g\n",
+           ci->blocks ? "n x " : "", tutti_dtype_name(o->dtype),
+           ci->size_doc, bus_formula(o->coll), bus_factor(o->coll, b->size));
+    printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s  %s  %s\n", "size",
+           "count", "type", "redop", "root", "time_us", "algbw_GBps",
+           "busbw_GBps", "#wrong", "impl", "coll");
 }
 
 static int sweep(bench_t *b)
 {
     const options_t *o = b->o;
+    const coll_info_t *ci = &colls[o->coll];
     size_t esize = tutti_dtype_size(o->dtype);
+    size_t blocks = ci->blocks ? (size_t)b->size : 1;
     int failed = 0;
     uint64_t key = 1;
 
     if (b->rank == 0) {
-        printf("# tutti-perf: %s, %d ranks, %s, %s, %d iterations "
-               "(+%d warm-up)\n", tutti_collective_name(o->coll), b->size,
-               tutti_dtype_name(o->dtype), tutti_op_name(o->op), o->iters,
-               o->warmups);
-        printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s  %s\n", "size",
-               "count", "type", "redop", "root", "time_us", "algbw_GBps",
-               "busbw_GBps", "#wrong", "impl");
+        print_header(b);
+        fflush(stdout);
     }
     for (double sz = (double)o->min_bytes; sz <= (double)o->max_bytes;
          sz = sz > 0 ? sz * o->factor : 1, key++) {
-        size_t count = (size_t)sz / esize, bytes = count * esize;
+        /* Per rank, rounded down to whole elements and whole blocks. */
+        size_t count = (size_t)sz / esize / blocks;
+        size_t bytes = count * esize * blocks;
         double t;
         long long wrong;
         tutti_status_t st = bench_size(b, key, count, &t, &wrong);
         if (st != TUTTI_OK) {
-            fprintf(stderr, "tutti-perf: rank %d, %zu bytes: %s: %s\n",
-                    b->rank, bytes, tutti_strerror(st), tutti_last_error());
+            fprintf(stderr, "tutti-perf: rank %d: %s of %zu bytes: %s: %s\n",
+                    b->rank, tutti_collective_name(o->coll), bytes,
+                    tutti_strerror(st), tutti_last_error());
             return 1;
         }
         failed |= wrong != 0;
         if (b->rank != 0)
             continue;
         double algbw = t > 0 ? (double)bytes / (t * 1e3) : 0;
-        printf("%12zu %12zu %9s %6s %5d %11.2f %11.3f %11.3f %7lld  %s\n",
+        printf("%12zu %12zu %9s %6s %5d %11.2f %11.3f %11.3f %7lld  %s  %s\n",
                bytes, count, tutti_dtype_name(o->dtype),
-               o->coll == TUTTI_COLL_ALLREDUCE ? tutti_op_name(o->op) : "none",
-               o->coll == TUTTI_COLL_BROADCAST ? o->root : -1, t, algbw,
-               algbw * bus_factor(o->coll, b->size), wrong,
-               impl_name(b, bytes));
+               ci->reduction ? tutti_op_name(o->op) : "none",
+               ci->rooted ? o->root : -1, t, algbw,
+               algbw * bus_factor(o->coll, b->size), wrong, b->impl,
+               tutti_collective_name(o->coll));
         fflush(stdout);
     }
+    /* Every rank knows the outcome; none may exit with it (and have
+     * tutti-run stop the job) before rank 0 printed the last row. */
+    tutti_status_t st = tutti_barrier(b->group);
+    if (st != TUTTI_OK) {
+        fprintf(stderr, "tutti-perf: rank %d: final barrier: %s: %s\n",
+                b->rank, tutti_strerror(st), tutti_last_error());
+        return 1;
+    }
     return failed;
+}
+
+/* Buffers for the largest size, and permute's ring; 0 or -1. */
+static int setup_buffers(bench_t *b)
+{
+    /* Every collective's input and output fit in the size column's
+     * bytes, which never exceed -e. */
+    size_t need = b->o->max_bytes > 64 ? b->o->max_bytes : 64;
+    b->cap = (need + 63) / 64 * 64;
+    b->sendbuf = aligned_alloc(64, b->cap);
+    b->recvbuf = aligned_alloc(64, b->cap);
+    b->perm = malloc((size_t)b->size * sizeof(*b->perm));
+    if (b->sendbuf == NULL || b->recvbuf == NULL || b->perm == NULL) {
+        fprintf(stderr, "tutti-perf: cannot allocate 2 x %zu bytes\n",
+                b->cap);
+        return -1;
+    }
+    memset(b->sendbuf, 0, b->cap);
+    memset(b->recvbuf, 0, b->cap);
+    for (int r = 0; r < b->size; r++)
+        b->perm[r] = (r + 1) % b->size;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     options_t o = {TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, TUTTI_OP_SUM, 0, 8,
-                   64u << 20, 2.0, 20, 5, NULL, 1};
+                   64u << 20, 2.0, 20, 5, NULL, 1, 0};
     bench_t b = {0};
     tutti_group_params_t gp;
     tutti_status_t st;
@@ -285,17 +411,9 @@ int main(int argc, char **argv)
         goto out_ctx;
     }
     b.rank = tutti_group_rank(b.group);
-    size_t cap = o.max_bytes > 64 ? o.max_bytes : 64;
-    b.sendbuf = aligned_alloc(64, (cap + 63) / 64 * 64);
-    b.recvbuf = aligned_alloc(64, (cap + 63) / 64 * 64);
-    if (b.sendbuf == NULL || b.recvbuf == NULL) {
-        fprintf(stderr, "tutti-perf: cannot allocate 2 x %zu bytes\n", cap);
-        goto out_group;
-    }
-    memset(b.sendbuf, 0, cap);
-    memset(b.recvbuf, 0, cap);
-    rc = sweep(&b);
-out_group:
+    if (setup_buffers(&b) == 0)
+        rc = sweep(&b);
+    free(b.perm);
     free(b.sendbuf);
     free(b.recvbuf);
     tutti_group_leave(b.group);

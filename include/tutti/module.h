@@ -176,6 +176,9 @@ typedef struct {
     uint32_t collectives;     /**< TUTTI_COLL_BIT mask */
     uint32_t device_types;    /**< TUTTI_DEVICE_BIT mask */
     const tutti_alg_ops_t *ops;
+    uint32_t per_rank_collectives; /**< ABI 1.1: those of collectives it
+                                        also runs with per-rank counts
+                                        (TUTTI_COUNT_PER_RANK) */
 } tutti_alg_impl_t;
 
 typedef struct {

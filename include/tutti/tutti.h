@@ -332,6 +332,8 @@ typedef struct {
     const char *description;
     uint32_t collectives;    /**< TUTTI_COLL_BIT mask */
     uint32_t device_types;   /**< TUTTI_DEVICE_BIT mask */
+    uint32_t per_rank_collectives; /**< collectives it also runs with
+                                        per-rank counts */
 } tutti_impl_info_t;
 
 /** Modules seen on the module path, loaded and refused; borrowed strings

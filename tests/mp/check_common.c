@@ -1,4 +1,5 @@
 /* The correctness matrix (see check_common.h). */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -6,68 +7,519 @@
 #include "check_common.h"
 #include "../../tools/pattern.h"
 
-const size_t tutti_check_counts[] = {0, 1, 3, 1023, (1u << 20) + 3};
-const int tutti_check_num_counts = 5;
+#define GUARD 64          /* bytes checked past every output */
+#define FILL 0x5a         /* what unwritten bytes hold */
+#define BIG_COUNT ((size_t)(1u << 20) + 3)
+#define MAX_COUNTS 6
+/* Per mille of the cases off the cover diagonal that run by default. */
+#define RATE_SMALL 400
+#define RATE_MEDIUM 80
+#define RATE_BIG 5
 
-#define MAX_COUNT ((1u << 20) + 3)
+int tutti_check_full_from_env(void)
+{
+    const char *v = getenv("TUTTI_CHECK_FULL");
+    return v != NULL && strcmp(v, "1") == 0;
+}
 
-typedef struct {
-    tutti_group_t *g;
-    FILE *log;
-    char *in, *out;
-    uint64_t key;
-    tutti_check_result_t res;
-} checker_t;
+void tutti_check_env_init(tutti_check_env_t *env, tutti_context_t *ctx)
+{
+    memset(env, 0, sizeof(*env));
+    env->ctx = ctx;
+    env->group_key = 1;
+    env->group_size = 1;
+    env->timeout = 60;
+    env->full = tutti_check_full_from_env();
+    env->log = stderr;
+}
 
-static void one(checker_t *c, tutti_collective_t coll, tutti_dtype_t dtype,
-                tutti_op_t op, size_t count, int root, int in_place)
+void tutti_checker_init(tutti_checker_t *c, tutti_group_t *g, FILE *log,
+                        uint64_t first_key)
+{
+    memset(c, 0, sizeof(*c));
+    c->g = g;
+    c->log = log;
+    c->key = first_key;
+    c->res.rank = g ? tutti_group_rank(g) : -1;
+}
+
+void tutti_checker_fini(tutti_checker_t *c)
+{
+    free(c->in);
+    free(c->out);
+    free(c->copy);
+    c->in = c->out = c->copy = NULL;
+    c->cap = 0;
+}
+
+/* Room for @p bytes plus the guard in each buffer. */
+static int reserve(tutti_checker_t *c, size_t bytes)
+{
+    bytes += GUARD;
+    if (bytes <= c->cap)
+        return 1;
+    tutti_checker_fini(c);
+    c->in = malloc(bytes);
+    c->out = malloc(bytes);
+    c->copy = malloc(bytes);
+    if (c->in == NULL || c->out == NULL || c->copy == NULL) {
+        fprintf(c->log, "rank %d: cannot allocate 3 x %zu bytes\n",
+                c->res.rank, bytes);
+        tutti_checker_fini(c);
+        return 0;
+    }
+    c->cap = bytes;
+    return 1;
+}
+
+static int is_reduction(tutti_collective_t c)
+{
+    return c == TUTTI_COLL_ALLREDUCE || c == TUTTI_COLL_REDUCE ||
+           c == TUTTI_COLL_REDUCE_SCATTER;
+}
+
+static int is_rooted(tutti_collective_t c)
+{
+    return c == TUTTI_COLL_BROADCAST || c == TUTTI_COLL_REDUCE ||
+           c == TUTTI_COLL_GATHER;
+}
+
+static int is_float(tutti_dtype_t d)
+{
+    return d == TUTTI_FLOAT16 || d == TUTTI_BFLOAT16 || d == TUTTI_FLOAT32 ||
+           d == TUTTI_FLOAT64;
+}
+
+static void describe(const tutti_check_case_t *k, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "%s %s %s", k->algorithm ? k->algorithm
+                                                        : "(selection)",
+                     tutti_collective_name(k->coll),
+                     tutti_dtype_name(k->dtype));
+    if (is_reduction(k->coll))
+        n += snprintf(buf + n, len - (size_t)n, " %s", tutti_op_name(k->op));
+    if (k->pre_scale != 0 || k->post_scale != 0)
+        n += snprintf(buf + n, len - (size_t)n, " pre %g post %g",
+                      k->pre_scale, k->post_scale);
+    n += snprintf(buf + n, len - (size_t)n, " count %zu", k->count);
+    if (is_rooted(k->coll))
+        n += snprintf(buf + n, len - (size_t)n, " root %d", k->root);
+    if (k->perm != NULL)
+        n += snprintf(buf + n, len - (size_t)n, " perm[0]=%d", k->perm[0]);
+    snprintf(buf + n, len - (size_t)n, " %s",
+             k->in_place ? "in-place" : "out-of-place");
+}
+
+static int fail(tutti_checker_t *c, const tutti_check_case_t *k,
+                const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reports a failed case on the log; returns 0. */
+static int fail(tutti_checker_t *c, const tutti_check_case_t *k,
+                const char *fmt, ...)
+{
+    char what[256], why[512];
+    va_list ap;
+    describe(k, what, sizeof(what));
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    fprintf(c->log, "rank %d: %s: %s\n", c->res.rank, what, why);
+    c->res.failures++;
+    return 0;
+}
+
+/* 1 if @p len bytes at @p p all hold FILL. */
+static int untouched(const unsigned char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i] != FILL)
+            return 0;
+    return 1;
+}
+
+int tutti_check_case(tutti_checker_t *c, const tutti_check_case_t *k)
 {
     int rank = tutti_group_rank(c->g), n = tutti_group_size(c->g);
-    size_t bytes = count * tutti_dtype_size(dtype), first = 0;
+    tutti_pattern_t pat = {k->coll, k->dtype, k->op, n, k->root, k->count,
+                           NULL, k->perm, k->pre_scale, k->post_scale};
+    size_t es = tutti_dtype_size(k->dtype), first = 0;
+    size_t nin = tutti_pattern_in_count(&pat, rank);
+    size_t nout = tutti_pattern_out_count(&pat, rank);
+    /* A gather's non-root has no output to share its buffer with: it passes
+     * recvbuf NULL in the in-place runs. */
+    int gather_leaf = k->coll == TUTTI_COLL_GATHER && rank != k->root;
+    int ip = k->in_place && !gather_leaf;
+    size_t in_off = ip ? tutti_pattern_in_offset(&pat, rank) : 0;
+    size_t out_off = ip ? tutti_pattern_out_offset(&pat, rank) : 0;
+    size_t span = ip ? tutti_pattern_inplace_count(&pat, rank) : 0;
+    size_t need = ip ? span : (nin > nout ? nin : nout);
     tutti_instance_params_t p;
     tutti_request_t *req;
-    tutti_status_t st;
+    tutti_request_info_t info;
 
+    c->res.checks++;
+    if (!reserve(c, need * es))
+        return fail(c, k, "no memory for %zu elements", need);
+    tutti_instance_params_init(&p);
+    p.instance_key = ++c->key;
+    p.collective = k->coll;
+    p.dtype = k->dtype;
+    p.op = k->op;
+    p.count = k->count;
+    p.root = k->root;
+    p.pre_scale = k->pre_scale;
+    p.post_scale = k->post_scale;
+    p.permutation = k->perm;
+    p.algorithm = k->algorithm;
+    unsigned char *send = c->in, *recv;
+    if (ip) {
+        memset(c->in, FILL, span * es + GUARD);
+        tutti_pattern_fill(&pat, rank, c->in + in_off * es);
+        recv = c->in;
+    } else {
+        tutti_pattern_fill(&pat, rank, c->in);
+        memset(c->in + nin * es, FILL, GUARD);
+        memcpy(c->copy, c->in, nin * es + GUARD);
+        memset(c->out, FILL, nout * es + GUARD);
+        recv = gather_leaf && k->in_place ? NULL : c->out;
+    }
+    tutti_status_t st = tutti_execute(c->g, &p, send, recv, &req);
+    if (st == TUTTI_OK) {
+        st = tutti_request_wait(req);
+        tutti_request_info(req, &info);
+        tutti_request_free(req);
+    }
+    if (st != TUTTI_OK)
+        return fail(c, k, "%s: %s", tutti_status_name(st),
+                    tutti_last_error());
+    if (k->algorithm && strcmp(info.algorithm, k->algorithm) != 0)
+        return fail(c, k, "ran %s", info.algorithm);
+    if ((k->coll == TUTTI_COLL_ALLGATHER || k->coll == TUTTI_COLL_ALLTOALL ||
+         k->coll == TUTTI_COLL_REDUCE_SCATTER ||
+         (k->coll == TUTTI_COLL_GATHER && rank == k->root)) &&
+        info.recv_total != nout)
+        return fail(c, k, "recv_total %zu, want %zu", info.recv_total, nout);
+    const unsigned char *res = ip ? c->in + out_off * es : c->out;
+    size_t wrong = nout ? tutti_pattern_check(&pat, rank, res, &first) : 0;
+    if (wrong > 0)
+        return fail(c, k, "%zu wrong elements; first at %zu: got %g, want %g",
+                    wrong, first, tutti_pattern_get(res, k->dtype, first),
+                    tutti_pattern_expected(&pat, rank, first));
+    if (ip && !untouched(c->in + span * es, GUARD))
+        return fail(c, k, "wrote past the end of its buffer (%zu elements)",
+                    span);
+    if (!ip && !untouched(c->out + nout * es, GUARD))
+        return fail(c, k, "wrote past the output (%zu elements)", nout);
+    if (!ip && memcmp(c->in, c->copy, nin * es + GUARD) != 0)
+        return fail(c, k, "wrote into its input (%zu elements)", nin);
+    return 1;
+}
+
+/* ---- the matrix --------------------------------------------------------- */
+
+/* splitmix64 over the case's coordinates: the same on every member. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    uint64_t z = h ^ (v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* The scale variants of float reductions: none, then powers of two. */
+static const double scale_pre[] = {0, 0.5, 4, -2};
+static const double scale_post[] = {0, 4, 0.25, 0};
+#define NUM_SCALES 4
+
+typedef struct {
+    const tutti_check_env_t *env;
+    tutti_checker_t *c;
+    int n;
+    size_t counts[MAX_COUNTS];
+    int num_counts;
+    int *perms; /* 3 permutations of n: shift by one, reverse, identity */
+} matrix_t;
+
+/* Counts 0, 1, n-1, n+1, 4099, 1 Mi+3 without repeats. */
+static int count_list(int n, size_t *out)
+{
+    size_t all[MAX_COUNTS] = {0, 1, (size_t)n - 1, (size_t)n + 1, 4099,
+                              BIG_COUNT};
+    int k = 0;
+    for (int i = 0; i < MAX_COUNTS; i++) {
+        int dup = 0;
+        for (int j = 0; j < k; j++)
+            dup |= out[j] == all[i];
+        if (!dup)
+            out[k++] = all[i];
+    }
+    return k;
+}
+
+/*
+ * Whether case (d, o, s, k, ip, v) of implementation @p impl_ix on @p coll
+ * runs.  The cover diagonal: dtype d with op d % ops, count d % counts,
+ * placement alternating (shifted after the first round of counts), scale d
+ * % scales; every root (permutation) for counts up to n+1, one picked by
+ * hash above.  Off the diagonal the hash decides, by the count's cost.
+ */
+enum { COVER_ONLY, SAMPLED, FULL };
+
+static int keep(const matrix_t *m, int mode, int impl_ix, int coll, int d,
+                int o, int nops, int s, int nsc, int k, int ip, int v, int nv)
+{
+    uint64_t h = mix(mix(mix(mix(0x7475747469u, (uint64_t)impl_ix),
+                             (uint64_t)coll), (uint64_t)m->n),
+                     (uint64_t)(((d * 8 + o) * 8 + s) * 8 + k) * 2 + ip);
+    int small = m->counts[k] <= (size_t)m->n + 1;
+    if (mode == FULL)
+        return 1;
+    if (o == d % nops && k == d % m->num_counts &&
+        ip == (d + d / m->num_counts) % 2 && s == d % nsc)
+        return small || v == (int)(h % (uint64_t)nv);
+    h = mix(h, (uint64_t)v);
+    if (mode == COVER_ONLY)
+        return 0;
+    if (small)
+        return h % 1000 < RATE_SMALL;
+    if (m->counts[k] < BIG_COUNT)
+        return h % 1000 < RATE_MEDIUM;
+    return h % 1000 < RATE_BIG;
+}
+
+/* The cases of @p coll through @p algorithm (NULL: selection) that
+ * @p mode keeps. */
+static void run_collective(matrix_t *m, int mode, int impl_ix,
+                           tutti_collective_t coll, const char *algorithm)
+{
+    int nops = is_reduction(coll) ? TUTTI_OP_COUNT : 1;
+    int nv = is_rooted(coll) ? m->n : coll == TUTTI_COLL_PERMUTE ? 3 : 1;
+    for (int d = 0; d < TUTTI_DTYPE_COUNT; d++) {
+        int nsc = is_reduction(coll) && is_float((tutti_dtype_t)d)
+                      ? NUM_SCALES : 1;
+        for (int o = 0; o < nops; o++)
+            for (int s = 0; s < nsc; s++)
+                for (int k = 0; k < m->num_counts; k++)
+                    for (int ip = 0; ip < 2; ip++)
+                        for (int v = 0; v < nv; v++) {
+                            tutti_check_case_t kc = {
+                                coll, (tutti_dtype_t)d,
+                                (tutti_op_t)(is_reduction(coll) ? o : 0),
+                                m->counts[k], is_rooted(coll) ? v : 0, ip,
+                                scale_pre[s], scale_post[s],
+                                coll == TUTTI_COLL_PERMUTE
+                                    ? m->perms + v * m->n : NULL,
+                                algorithm};
+                            if (keep(m, mode, impl_ix, coll, d, o, nops, s,
+                                     nsc, k, ip, v, nv))
+                                tutti_check_case(m->c, &kc);
+                            else if (mode != COVER_ONLY)
+                                m->c->res.sampled_out++;
+                        }
+    }
+}
+
+/* ---- per-rank counts ---------------------------------------------------- */
+
+/* Scenario @p sc's counts: allgather and reduce_scatter n entries (per
+ * rank), alltoall n x n (sender-major).  0: uneven with zeros; 1: all
+ * zero; 2: only what goes to (or comes from) the last rank; 3: large and
+ * uneven. */
+static void scenario_counts(int sc, int n, tutti_collective_t coll,
+                            size_t *out)
+{
+    int rows = coll == TUTTI_COLL_ALLTOALL ? n : 1;
+    for (int s = 0; s < rows; s++)
+        for (int d = 0; d < n; d++) {
+            size_t v = 0;
+            if (sc == 0)
+                v = (size_t)(s * 3 + d * 5 + 2) % 7;
+            else if (sc == 2)
+                v = d == n - 1 ? 4099 : 0;
+            else if (sc == 3)
+                v = 1000 * (size_t)(d + 1) + (size_t)(7 * s + d);
+            out[s * n + d] = v;
+        }
+}
+
+static const tutti_dtype_t scenario_dtype[] = {TUTTI_INT32, TUTTI_FLOAT32,
+                                               TUTTI_FLOAT16, TUTTI_BFLOAT16};
+static const tutti_op_t scenario_op[] = {TUTTI_OP_SUM, TUTTI_OP_MAX,
+                                         TUTTI_OP_AVG, TUTTI_OP_PROD};
+
+/* What recv_counts[j] must say on @p rank. */
+static size_t want_recv_count(const tutti_pattern_t *p, int rank, int j)
+{
+    if (p->coll == TUTTI_COLL_ALLTOALL)
+        return p->counts[(size_t)j * (size_t)p->nranks + (size_t)rank];
+    return p->counts[j];
+}
+
+/* Checks the request's recv_total and recv_counts; 1 if right. */
+static int check_info(tutti_checker_t *c, const tutti_check_case_t *k,
+                      const tutti_pattern_t *p, int rank,
+                      const tutti_request_info_t *info, const char *when)
+{
+    size_t want = tutti_pattern_out_count(p, rank);
+    if (info->recv_total != want)
+        return fail(c, k, "%s: recv_total %zu, want %zu", when,
+                    info->recv_total, want);
+    if (info->recv_counts == NULL)
+        return fail(c, k, "%s: recv_counts NULL", when);
+    for (int j = 0; j < p->nranks; j++)
+        if (info->recv_counts[j] != want_recv_count(p, rank, j))
+            return fail(c, k, "%s: recv_counts[%d] %zu, want %zu", when, j,
+                        info->recv_counts[j], want_recv_count(p, rank, j));
+    return 1;
+}
+
+/* Executes and waits; the request's info goes to @p info_out. */
+static tutti_status_t exec_wait(tutti_checker_t *c,
+                                const tutti_instance_params_t *ip,
+                                const void *send, void *recv,
+                                tutti_request_info_t *info_out)
+{
+    tutti_request_t *r;
+    tutti_status_t st = tutti_execute(c->g, ip, send, recv, &r);
+    memset(info_out, 0, sizeof(*info_out));
+    if (st != TUTTI_OK)
+        return st;
+    st = tutti_request_wait(r);
+    tutti_request_info(r, info_out);
+    /* The info's recv_counts live as long as the request: keep a copy. */
+    static _Thread_local size_t counts[64];
+    if (info_out->recv_counts) {
+        int n = tutti_group_size(c->g) < 64 ? tutti_group_size(c->g) : 64;
+        memcpy(counts, info_out->recv_counts, (size_t)n * sizeof(size_t));
+        info_out->recv_counts = counts;
+    }
+    tutti_request_free(r);
+    return st;
+}
+
+/* The sizes-only query, then the last rank short by one element, then the
+ * real call; in place (allgather, reduce_scatter) when @p in_place. */
+static void per_rank_one(tutti_checker_t *c, tutti_collective_t coll,
+                         const char *algorithm, int sc, int in_place)
+{
+    int rank = tutti_group_rank(c->g), n = tutti_group_size(c->g);
+    size_t *mat = calloc((size_t)n * (size_t)n, sizeof(size_t)), first = 0;
+    tutti_pattern_t pat = {coll, scenario_dtype[sc], scenario_op[sc], n, 0,
+                           TUTTI_COUNT_PER_RANK, mat, NULL, 0, 0};
+    tutti_check_case_t k = {coll, pat.dtype, pat.op, TUTTI_COUNT_PER_RANK, 0,
+                            in_place, 0, 0, NULL, algorithm};
+    tutti_instance_params_t p;
+    tutti_request_info_t info;
+    tutti_status_t st;
+    int gathers = coll != TUTTI_COLL_REDUCE_SCATTER;
+
+    c->res.checks++;
+    if (mat == NULL) {
+        fail(c, &k, "no memory");
+        return;
+    }
+    scenario_counts(sc, n, coll, mat);
+    size_t es = tutti_dtype_size(pat.dtype);
+    size_t nin = tutti_pattern_in_count(&pat, rank);
+    size_t nout = tutti_pattern_out_count(&pat, rank);
+    size_t span = tutti_pattern_inplace_count(&pat, rank);
+    if (!reserve(c, (span > nin ? span : nin) * es)) {
+        fail(c, &k, "no memory");
+        goto out;
+    }
     tutti_instance_params_init(&p);
     p.instance_key = ++c->key;
     p.collective = coll;
-    p.dtype = dtype;
-    p.op = op;
-    p.count = count;
-    p.root = root;
-    tutti_pattern_t pat = {coll, dtype, op, n, root, count, NULL, NULL, 0, 0};
+    p.dtype = pat.dtype;
+    p.op = pat.op;
+    p.count = TUTTI_COUNT_PER_RANK;
+    p.algorithm = algorithm;
+    p.counts = coll == TUTTI_COLL_ALLTOALL ? mat + (size_t)rank * (size_t)n
+                                          : mat;
+    p.send_count = mat[rank];
     tutti_pattern_fill(&pat, rank, c->in);
-    memset(c->out, 0x5a, bytes + 64);
-    void *send = c->in, *recv = in_place ? c->in : c->out;
-    st = tutti_execute(c->g, &p, send, recv, &req);
-    if (st == TUTTI_OK) {
-        st = tutti_request_wait(req);
-        tutti_request_free(req);
+    memset(c->in + nin * es, FILL, GUARD);
+    memcpy(c->copy, c->in, nin * es + GUARD);
+    if (gathers) {
+        /* Everyone asks for the sizes only. */
+        st = exec_wait(c, &p, c->in, NULL, &info);
+        if (st != TUTTI_OK) {
+            fail(c, &k, "sizes-only query: %s: %s", tutti_status_name(st),
+                 tutti_last_error());
+            goto out;
+        }
+        if (!check_info(c, &k, &pat, rank, &info, "sizes-only query"))
+            goto out;
     }
-    c->res.checks++;
-    const char *what = tutti_collective_name(coll);
+    if (gathers && sc == 0 && !in_place) {
+        /* The last rank is one element short: nobody's data moves. */
+        int brief = rank == n - 1 && nout > 0;
+        char want[64];
+        p.recv_capacity = brief ? nout - 1 : nout;
+        memset(c->out, FILL, nout * es + GUARD);
+        st = exec_wait(c, &p, c->in, c->out, &info);
+        snprintf(want, sizeof(want), "rank %d", n - 1);
+        if (st != TUTTI_ERR_TOO_SMALL) {
+            fail(c, &k, "last rank short by one: %s, want ERR_TOO_SMALL: %s",
+                 tutti_status_name(st), tutti_last_error());
+            goto out;
+        }
+        if (strstr(tutti_last_error(), want) == NULL) {
+            fail(c, &k, "last rank short: detail does not name '%s': %s",
+                 want, tutti_last_error());
+            goto out;
+        }
+        if (!untouched(c->out, nout * es + GUARD)) {
+            fail(c, &k, "last rank short: data moved anyway");
+            goto out;
+        }
+        if (!check_info(c, &k, &pat, rank, &info, "last rank short"))
+            goto out;
+    }
+    /* The real call, with exactly the room needed. */
+    p.recv_capacity = nout;
+    unsigned char *res = c->out;
+    if (in_place) {
+        memset(c->in, FILL, span * es + GUARD);
+        tutti_pattern_fill(&pat, rank,
+                           c->in + tutti_pattern_in_offset(&pat, rank) * es);
+        st = exec_wait(c, &p, c->in, c->in, &info);
+        res = c->in + tutti_pattern_out_offset(&pat, rank) * es;
+    } else {
+        memset(c->out, FILL, nout * es + GUARD);
+        st = exec_wait(c, &p, c->in, c->out, &info);
+    }
     if (st != TUTTI_OK) {
-        fprintf(c->log, "rank %d: %s %s %s count %zu root %d %s: %s: %s\n",
-                rank, what, tutti_dtype_name(dtype), tutti_op_name(op), count,
-                root, in_place ? "in-place" : "out-of-place",
-                tutti_strerror(st), tutti_last_error());
-        c->res.failures++;
-        return;
+        fail(c, &k, "%s: %s", tutti_status_name(st), tutti_last_error());
+        goto out;
     }
-    size_t wrong = tutti_pattern_check(&pat, rank, recv, &first);
-    /* Nothing past the output may be written. */
-    int overrun = !in_place && (unsigned char)c->out[bytes] != 0x5a;
-    if (wrong == 0 && !overrun)
-        return;
-    fprintf(c->log, "rank %d: %s %s %s count %zu root %d %s: %zu wrong "
-            "elements (first at %zu: got %g, want %g)%s\n", rank, what,
-            tutti_dtype_name(dtype), tutti_op_name(op), count, root,
-            in_place ? "in-place" : "out-of-place", wrong, first,
-            wrong ? tutti_pattern_get(recv, dtype, first) : 0.0,
-            tutti_pattern_expected(&pat, rank, first),
-            overrun ? "; wrote past the output" : "");
-    c->res.failures++;
+    if (!check_info(c, &k, &pat, rank, &info, "after the call"))
+        goto out;
+    size_t wrong = nout ? tutti_pattern_check(&pat, rank, res, &first) : 0;
+    if (wrong > 0)
+        fail(c, &k, "counts scenario %d: %zu wrong elements; first at %zu: "
+             "got %g, want %g", sc, wrong, first,
+             tutti_pattern_get(res, pat.dtype, first),
+             tutti_pattern_expected(&pat, rank, first));
+    else if (in_place && !untouched(c->in + span * es, GUARD))
+        fail(c, &k, "counts scenario %d: wrote past its buffer", sc);
+    else if (!in_place && !untouched(c->out + nout * es, GUARD))
+        fail(c, &k, "counts scenario %d: wrote past the output", sc);
+    else if (!in_place && memcmp(c->in, c->copy, nin * es + GUARD) != 0)
+        fail(c, &k, "counts scenario %d: wrote into its input", sc);
+out:
+    free(mat);
 }
+
+void tutti_check_per_rank(tutti_checker_t *c, tutti_collective_t coll,
+                          const char *algorithm)
+{
+    for (int sc = 0; sc < 4; sc++)
+        for (int ip = 0; ip < (coll == TUTTI_COLL_ALLTOALL ? 1 : 2); ip++)
+            per_rank_one(c, coll, algorithm, sc, ip);
+}
+
+/* ---- driver ------------------------------------------------------------- */
 
 /* The device resolver's table: ranks in task-then-device order, every
  * member on this one host, a NUMA node for each (or -1: unknown). */
@@ -100,33 +552,109 @@ static int check_localities(tutti_group_t *g, FILE *log)
     return bad;
 }
 
-tutti_check_result_t tutti_check_matrix(tutti_group_t *g, FILE *log)
+static tutti_group_t *join(const tutti_check_env_t *env, uint64_t sub,
+                           tutti_check_result_t *res)
 {
-    checker_t c = {g, log, NULL, NULL, 0, {0, 0}};
-    c.res.checks = 1;
-    c.res.failures = check_localities(g, log);
-    size_t cap = (size_t)MAX_COUNT * 8 + 64;
-    c.in = malloc(cap);
-    c.out = malloc(cap);
-    if (c.in == NULL || c.out == NULL) {
-        fprintf(log, "cannot allocate test buffers\n");
-        c.res.failures = 1;
-        goto out;
+    tutti_group_params_t gp;
+    tutti_group_t *g = NULL;
+    tutti_group_params_init(&gp);
+    gp.group_key = env->group_key * 4096 + sub;
+    gp.group_size = env->group_size;
+    gp.device_index = env->device_index;
+    gp.timeout = env->timeout;
+    tutti_status_t st = tutti_group_join(env->ctx, &gp, &g);
+    if (st != TUTTI_OK) {
+        fprintf(env->log, "device %d: join group 0x%llx: %s: %s\n",
+                env->device_index, (unsigned long long)gp.group_key,
+                tutti_status_name(st), tutti_last_error());
+        res->failures++;
+        return NULL;
     }
-    for (int d = 0; d < TUTTI_DTYPE_COUNT; d++) {
-        for (int k = 0; k < tutti_check_num_counts; k++) {
-            size_t count = tutti_check_counts[k];
-            for (int op = 0; op <= TUTTI_OP_MAX; op++)
-                for (int ip = 0; ip < 2; ip++)
-                    one(&c, TUTTI_COLL_ALLREDUCE, (tutti_dtype_t)d,
-                        (tutti_op_t)op, count, 0, ip);
-            for (int root = 0; root < tutti_group_size(g); root++)
-                one(&c, TUTTI_COLL_BROADCAST, (tutti_dtype_t)d, TUTTI_OP_SUM,
-                    count, root, root % 2);
+    return g;
+}
+
+static int per_rank_coll(int coll)
+{
+    return coll == TUTTI_COLL_ALLGATHER || coll == TUTTI_COLL_REDUCE_SCATTER ||
+           coll == TUTTI_COLL_ALLTOALL;
+}
+
+/* Every case of one implementation (or, @p impl NULL, of selection) in a
+ * group of its own, so the instances' memory goes when it is left. */
+static void run_impl(matrix_t *m, tutti_check_result_t *res, int ix,
+                     const tutti_impl_info_t *impl, uint32_t colls)
+{
+    tutti_checker_t c;
+    tutti_group_t *g = join(m->env, 1 + (uint64_t)ix, res);
+    if (g == NULL)
+        return;
+    tutti_checker_init(&c, g, m->env->log, 0);
+    m->c = &c;
+    int mode = impl == NULL ? COVER_ONLY : m->env->full ? FULL : SAMPLED;
+    for (int coll = 0; coll < TUTTI_COLL_COUNT; coll++) {
+        if (!(colls & TUTTI_COLL_BIT(coll)))
+            continue;
+        run_collective(m, mode, ix, (tutti_collective_t)coll,
+                       impl ? impl->name : NULL);
+        if (per_rank_coll(coll) &&
+            (impl == NULL ||
+             (impl->per_rank_collectives & TUTTI_COLL_BIT(coll))))
+            tutti_check_per_rank(&c, (tutti_collective_t)coll,
+                                 impl ? impl->name : NULL);
+    }
+    tutti_checker_fini(&c);
+    res->checks += c.res.checks;
+    res->failures += c.res.failures;
+    res->sampled_out += c.res.sampled_out;
+    tutti_group_leave(g);
+}
+
+tutti_check_result_t tutti_check_matrix(const tutti_check_env_t *env)
+{
+    tutti_check_result_t res = {0, 0, 0, -1};
+    matrix_t m = {env, NULL, env->group_size, {0}, 0, NULL};
+    tutti_impl_info_t info;
+    uint32_t have = 0;
+    int n = env->group_size;
+
+    tutti_group_t *g = join(env, 0, &res);
+    if (g == NULL)
+        return res;
+    res.rank = tutti_group_rank(g);
+    res.checks = 1;
+    res.failures += check_localities(g, env->log);
+    tutti_group_leave(g);
+    m.num_counts = count_list(n, m.counts);
+    m.perms = malloc(3 * (size_t)n * sizeof(int));
+    if (m.perms == NULL) {
+        res.failures++;
+        return res;
+    }
+    for (int r = 0; r < n; r++) {
+        m.perms[r] = (r + 1) % n;
+        m.perms[n + r] = n - 1 - r;
+        m.perms[2 * n + r] = r;
+    }
+    size_t ix = 0;
+    for (; tutti_info_impl(env->ctx, ix, &info) == TUTTI_OK; ix++) {
+        if (!(info.device_types & TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)))
+            continue;
+        have |= info.collectives;
+        if (!env->selection_only)
+            run_impl(&m, &res, (int)ix + 1, &info, info.collectives);
+    }
+    /* A collective nobody implements fails here until one lands. */
+    for (int coll = 0; coll < TUTTI_COLL_COUNT; coll++) {
+        if (!(have & TUTTI_COLL_BIT(coll)) && !env->selection_only) {
+            fprintf(env->log, "rank %d: no implementation of %s in this "
+                    "build\n", res.rank,
+                    tutti_collective_name((tutti_collective_t)coll));
+            res.failures++;
         }
     }
-out:
-    free(c.in);
-    free(c.out);
-    return c.res;
+    uint32_t sel = env->selection_colls ? env->selection_colls
+                                        : TUTTI_COLL_BIT(TUTTI_COLL_COUNT) - 1;
+    run_impl(&m, &res, (int)ix + 1, NULL, sel);
+    free(m.perms);
+    return res;
 }

@@ -1,14 +1,16 @@
 /*
  * One task of the multi-process tests, started by tutti-run.
  *
- *   coll_worker [--devices D] [--disagree FIELD]
+ *   coll_worker [--devices D] [--disagree FIELD] [--selection-only COLLS]
  *
  * Joins a group of every task x D devices (one thread per device).  By
- * default each member runs the correctness matrix and prints
- * "coll_worker: rank R: C checks, F failures".  With --disagree, the member
- * of rank 1 (or task 1's devices, for join fields) asks for something else
- * (FIELD: collective, dtype, count, op, root, group_size, device_type) and
- * every member must fail with TUTTI_ERR_MISMATCH naming FIELD; it prints
+ * default each member runs the correctness matrix (check_common.h; all of
+ * it with TUTTI_CHECK_FULL=1) and prints "coll_worker: rank R: C checks,
+ * F failures, S sampled out".  --selection-only runs only the matrix's
+ * pass through selection, for the comma-separated collectives COLLS.
+ * With --disagree, the member of rank 1 (or task 1's devices, for join
+ * fields) asks for something else (FIELD: collective, dtype, count, op,
+ * root, group_size, device_type) and every member must fail with TUTTI_ERR_MISMATCH naming FIELD; it prints
  * "coll_worker: task T device D: refused: <detail>".
  *
  *   coll_worker --abort    task 0 aborts after 0.5 s while the others wait
@@ -39,6 +41,7 @@ typedef struct {
     tutti_context_t *ctx;
     int device, devices;
     const char *disagree;
+    uint32_t selection_only; /* collectives, or 0: the whole matrix */
     int ok;
 } member_t;
 
@@ -90,6 +93,7 @@ static void *member_main(void *arg)
     member_t *m = arg;
     tutti_group_params_t gp;
     tutti_group_t *g;
+    tutti_check_env_t env;
     int task = tutti_context_task(m->ctx);
     int join_field = m->disagree && (strcmp(m->disagree, "group_size") == 0 ||
                                      strcmp(m->disagree, "device_type") == 0);
@@ -103,6 +107,22 @@ static void *member_main(void *arg)
             gp.group_size++;
         else
             gp.device_type = TUTTI_DEVICE_CUDA;
+    }
+    if (m->disagree == NULL) {
+        tutti_check_env_init(&env, m->ctx);
+        env.group_key = 42;
+        env.group_size = gp.group_size;
+        env.device_index = m->device;
+        env.timeout = 120;
+        env.selection_only = m->selection_only != 0;
+        env.selection_colls = m->selection_only;
+        tutti_check_result_t res = tutti_check_matrix(&env);
+        pthread_mutex_lock(&out_lock);
+        printf("coll_worker: rank %d: %d checks, %d failures, %d sampled "
+               "out\n", res.rank, res.checks, res.failures, res.sampled_out);
+        pthread_mutex_unlock(&out_lock);
+        m->ok = res.failures == 0 && res.checks > 0;
+        return NULL;
     }
     tutti_status_t st = tutti_group_join(m->ctx, &gp, &g);
     if (join_field) {
@@ -125,16 +145,7 @@ static void *member_main(void *arg)
                 tutti_last_error());
         return NULL;
     }
-    if (m->disagree) {
-        m->ok = run_disagreement(m, g);
-    } else {
-        tutti_check_result_t res = tutti_check_matrix(g, stderr);
-        pthread_mutex_lock(&out_lock);
-        printf("coll_worker: rank %d: %d checks, %d failures\n",
-               tutti_group_rank(g), res.checks, res.failures);
-        pthread_mutex_unlock(&out_lock);
-        m->ok = res.failures == 0 && res.checks > 0;
-    }
+    m->ok = run_disagreement(m, g);
     tutti_group_leave(g);
     return NULL;
 }
@@ -257,6 +268,24 @@ static int victim_mode(tutti_context_t *ctx)
     return named ? 3 : 1;
 }
 
+/* "allreduce,broadcast" -> their TUTTI_COLL_BIT mask. */
+static int parse_colls(const char *list, uint32_t *mask_out)
+{
+    char buf[256], *save = NULL;
+    snprintf(buf, sizeof(buf), "%s", list);
+    *mask_out = 0;
+    for (char *t = strtok_r(buf, ",", &save); t;
+         t = strtok_r(NULL, ",", &save)) {
+        tutti_collective_t c;
+        if (tutti_collective_parse(t, &c) != TUTTI_OK) {
+            fprintf(stderr, "coll_worker: unknown collective '%s'\n", t);
+            return -1;
+        }
+        *mask_out |= TUTTI_COLL_BIT(c);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     tutti_context_t *ctx;
@@ -264,19 +293,24 @@ int main(int argc, char **argv)
     pthread_t t[16];
     int devices = 1, ok = 1;
     const char *disagree = NULL, *mode = NULL;
+    uint32_t selection = 0;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc)
             devices = atoi(argv[++i]);
         else if (strcmp(argv[i], "--disagree") == 0 && i + 1 < argc)
             disagree = argv[++i];
-        else if (strcmp(argv[i], "--abort") == 0 ||
+        else if (strcmp(argv[i], "--selection-only") == 0 && i + 1 < argc) {
+            if (parse_colls(argv[++i], &selection) != 0)
+                return 2;
+        } else if (strcmp(argv[i], "--abort") == 0 ||
                  strcmp(argv[i], "--victim") == 0 ||
                  strcmp(argv[i], "--join") == 0)
             mode = argv[i];
         else {
             fprintf(stderr, "usage: coll_worker [--devices D] "
-                    "[--disagree FIELD] [--abort] [--victim] [--join]\n");
+                    "[--disagree FIELD] [--selection-only COLLS] [--abort] "
+                    "[--victim] [--join]\n");
             return 2;
         }
     }
@@ -294,7 +328,7 @@ int main(int argc, char **argv)
         return strcmp(mode, "--abort") == 0 ? abort_mode(ctx)
                                              : victim_mode(ctx);
     for (int d = 0; d < devices; d++) {
-        m[d] = (member_t){ctx, d, devices, disagree, 0};
+        m[d] = (member_t){ctx, d, devices, disagree, selection, 0};
         pthread_create(&t[d], NULL, member_main, &m[d]);
     }
     for (int d = 0; d < devices; d++) {

@@ -272,8 +272,24 @@ static void test_shipped_config(void **state)
     assert_string_equal(f->cfg.transports.items[0], "shm");
     assert_int_equal(f->cfg.shm_slot_size, 64 * 1024);
     assert_int_equal(f->cfg.shm_slots, 16);
-    assert_int_equal(f->cfg.num_rules, 4);
+    assert_int_equal(f->cfg.num_rules, 11);
     r = f->cfg.rules;
+    /* Every collective has a rule for any size, so selection never fails
+     * for a call the build can run. */
+    for (int c = 0; c < TUTTI_COLL_COUNT; c++) {
+        int catch_all = 0;
+        for (size_t i = 0; i < f->cfg.num_rules; i++)
+            catch_all |= (r[i].collectives & TUTTI_COLL_BIT(c)) &&
+                         r[i].size_min == 0 && r[i].size_max == UINT64_MAX;
+        if (!catch_all)
+            fail_msg("no rule for %s of any size",
+                     tutti_collective_name((tutti_collective_t)c));
+    }
+    assert_string_equal(r[4].algorithm, "BruckAllgather");
+    assert_int_equal(r[4].size_max, 16384);
+    assert_string_equal(r[5].algorithm, "RingGather");
+    assert_string_equal(r[9].algorithm, "TreeReduce");
+    assert_string_equal(param(&r[9], "chunk")->value, "256K");
     assert_string_equal(r[0].algorithm, "RecursiveDoublingReduce");
     assert_int_equal(r[0].size_min, 0);
     assert_int_equal(r[0].size_max, 4096);

@@ -1,6 +1,6 @@
 /*
  * The local transport: several members of one group in one process, one
- * thread each, running the full correctness matrix; and the errors of
+ * thread each (1 to 5), running the correctness matrix (check_common.h); and the errors of
  * joining (a member that never comes, a member with another group size).
  */
 #include <pthread.h>
@@ -56,9 +56,22 @@ static void *member_main(void *arg)
 
     if (g == NULL)
         return NULL;
-    if (m->run_matrix)
-        m->res = tutti_check_matrix(g, stderr);
     tutti_group_leave(g);
+    return NULL;
+}
+
+/* Runs the matrix as member @p m (it joins groups of its own). */
+static void *matrix_member(void *arg)
+{
+    member_t *m = arg;
+    tutti_check_env_t env;
+    tutti_check_env_init(&env, m->ctx);
+    env.group_key = m->key;
+    env.group_size = m->size;
+    env.device_index = m->index;
+    env.timeout = m->timeout;
+    m->res = tutti_check_matrix(&env);
+    m->join_status = TUTTI_OK;
     return NULL;
 }
 
@@ -69,7 +82,11 @@ static void run_members(member_t *m, int n)
 {
     pthread_t t[8];
     for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&t[i], NULL, member_main, &m[i]), 0);
+        assert_int_equal(pthread_create(&t[i], NULL,
+                                        m[i].run_matrix ? matrix_member
+                                                        : member_main,
+                                        &m[i]),
+                         0);
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
 }
@@ -78,17 +95,24 @@ static void matrix_with(void **state, int n)
 {
     member_t m[8];
     for (int i = 0; i < n; i++)
-        m[i] = (member_t){*state, 100 + (uint64_t)n, n, i, 30, 0, "", {0, 0},
-                          1};
+        m[i] = (member_t){*state, 100 + (uint64_t)n, n, i, 30, 0, "",
+                          {0, 0, 0, 0}, 1};
     run_members(m, n);
+    print_message("matrix, 1 task x %d devices: %d cases per member ran, %d "
+                  "sampled out (TUTTI_CHECK_FULL=1 runs them)\n", n,
+                  m[0].res.checks, m[0].res.sampled_out);
     for (int i = 0; i < n; i++) {
-        assert_int_equal(m[i].join_status, TUTTI_OK);
-        assert_true(m[i].res.checks > 0);
-        assert_int_equal(m[i].res.failures, 0);
+        assert_int_equal(m[i].res.checks, m[0].res.checks);
+        assert_true(m[i].res.checks > 1);
+        if (m[i].res.failures != 0)
+            fail_msg("member %d: %d failures (see the log)", i,
+                     m[i].res.failures);
     }
 }
 
 static void test_matrix_1(void **state) { matrix_with(state, 1); }
+static void test_matrix_2(void **state) { matrix_with(state, 2); }
+static void test_matrix_5(void **state) { matrix_with(state, 5); }
 static void test_matrix_3(void **state) { matrix_with(state, 3); }
 static void test_matrix_4(void **state) { matrix_with(state, 4); }
 
@@ -96,7 +120,7 @@ static void test_member_never_joins(void **state)
 {
     member_t m[2];
     for (int i = 0; i < 2; i++)
-        m[i] = (member_t){*state, 200, 3, i, 0.5, 0, "", {0, 0}, 0};
+        m[i] = (member_t){*state, 200, 3, i, 0.5, 0, "", {0, 0, 0, 0}, 0};
     run_members(m, 2);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(m[i].join_status, TUTTI_ERR_TIMEOUT);
@@ -110,8 +134,8 @@ static void test_member_never_joins(void **state)
 
 static void test_group_size_mismatch(void **state)
 {
-    member_t first = {*state, 300, 2, 0, 2.0, 0, "", {0, 0}, 0};
-    member_t other = {*state, 300, 3, 1, 0.5, 0, "", {0, 0}, 0};
+    member_t first = {*state, 300, 2, 0, 2.0, 0, "", {0, 0, 0, 0}, 0};
+    member_t other = {*state, 300, 3, 1, 0.5, 0, "", {0, 0, 0, 0}, 0};
     struct timespec pause = {0, 300 * 1000 * 1000};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, member_main, &first), 0);
@@ -148,7 +172,7 @@ static void *idle_member(void *arg)
  * naming group, instance and step, and the group refuses further calls. */
 static void test_execution_timeout(void **state)
 {
-    member_t idle = {*state, 400, 2, 1, 0.5, 0, "", {0, 0}, 0};
+    member_t idle = {*state, 400, 2, 1, 0.5, 0, "", {0, 0, 0, 0}, 0};
     tutti_group_params_t gp;
     tutti_instance_params_t ip;
     tutti_request_t *r;
@@ -251,7 +275,7 @@ static void test_instances_in_opposite_orders(void **state)
     pthread_t t[2];
     for (int i = 0; i < 2; i++) {
         memset(&o[i], 0, sizeof(o[i]));
-        o[i].m = (member_t){*state, 500, 2, i, 5.0, 0, "", {0, 0}, 0};
+        o[i].m = (member_t){*state, 500, 2, i, 5.0, 0, "", {0, 0, 0, 0}, 0};
         assert_int_equal(pthread_create(&t[i], NULL, order_main, &o[i]), 0);
     }
     for (int i = 0; i < 2; i++)
@@ -307,8 +331,8 @@ static void test_flight_recorder_on_timeout(void **state)
     dup2(fd, 2);
     close(fd);
 
-    member_t quit = {ctx, 1000, 2, 1, 0.5, 0, "", {0, 0}, 0};
-    member_t me = {ctx, 1000, 2, 0, 0.5, 0, "", {0, 0}, 0};
+    member_t quit = {ctx, 1000, 2, 1, 0.5, 0, "", {0, 0, 0, 0}, 0};
+    member_t me = {ctx, 1000, 2, 0, 0.5, 0, "", {0, 0, 0, 0}, 0};
     atomic_store(&idle_stop, 0);
     assert_int_equal(pthread_create(&t, NULL, quitter, &quit), 0);
     tutti_group_t *g = join(&me);
@@ -435,8 +459,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matrix_1),
+        cmocka_unit_test(test_matrix_2),
         cmocka_unit_test(test_matrix_3),
         cmocka_unit_test(test_matrix_4),
+        cmocka_unit_test(test_matrix_5),
         cmocka_unit_test(test_member_never_joins),
         cmocka_unit_test(test_group_size_mismatch),
         cmocka_unit_test(test_execution_timeout),

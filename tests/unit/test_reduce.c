@@ -1,6 +1,7 @@
 /*
- * Unit tests for the reduction kernels (tutti__reduce) and the float16 and
- * bfloat16 conversions.
+ * Unit tests for the reduction kernels (tutti__reduce), the scaling and
+ * division of op avg and pre/post scales (tutti__scale, tutti__divide), and
+ * the float16 and bfloat16 conversions.
  *
  * Every dtype x op is compared with a plain scalar reference, for several
  * counts, with dst separate or aliasing a, b or both, at shifted (unaligned)
@@ -812,6 +813,183 @@ static void test_16bit_accuracy_vs_float64(void **state)
     check_accuracy(f, TUTTI_BFLOAT16, TUTTI_OP_PROD);
 }
 
+/* ---- scale and divide (op avg, pre_scale, post_scale) -------------------- */
+
+/* What tutti__scale must give for one element: float32, float16 and
+ * bfloat16 multiply in float32 (the factor rounded to float32 first) and
+ * round once to the type; float64 multiplies in float64. */
+static void ref_scale(tutti_dtype_t dtype, unsigned char *out,
+                      const unsigned char *in, double factor)
+{
+    if (dtype == TUTTI_FLOAT64) {
+        store_float(dtype, out, load_float(dtype, in) * factor);
+        return;
+    }
+    float x = (float)load_float(dtype, in), f = (float)factor;
+    store_float(dtype, out, (double)(x * f));
+}
+
+static void test_scale_matches_reference(void **state)
+{
+    static const double factors[] = {0.5, 4, -2, 3, 0.1, 1.0 / 3, 1e-3, 0};
+    static const tutti_dtype_t floats[] = {TUTTI_FLOAT16, TUTTI_BFLOAT16,
+                                           TUTTI_FLOAT32, TUTTI_FLOAT64};
+    fixture_t *f = *state;
+    char what[96];
+
+    for (size_t t = 0; t < 4; t++) {
+        tutti_dtype_t dt = floats[t];
+        size_t sz = dtype_info[dt].size;
+        f->dtype = dt;
+        for (size_t k = 0; k < sizeof(factors) / sizeof(factors[0]); k++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                for (int alias = 0; alias < 2; alias++) {
+                    unsigned char *src = f->buf[0] + sz; /* unaligned */
+                    unsigned char *dst = alias ? src : f->buf[2] + 3 * sz;
+                    int dst_buf = alias ? 0 : 2;
+                    snprintf(what, sizeof(what), "scale %s by %g count %zu%s",
+                             dtype_info[dt].name, factors[k], counts[c],
+                             alias ? " dst==src" : "");
+                    fill_buffers(f);
+                    for (int b = 0; b < 3; b++)
+                        memcpy(f->before[b], f->buf[b], BUF_BYTES);
+                    for (size_t i = 0; i < counts[c]; i++)
+                        ref_scale(dt, f->expect + i * sz, src + i * sz,
+                                  factors[k]);
+                    assert_int_equal(tutti__scale(dt, dst, src, counts[c],
+                                                  factors[k]),
+                                     0);
+                    for (size_t i = 0; i < counts[c]; i++)
+                        if (!elem_equal(dt, dst + i * sz, f->expect + i * sz))
+                            fail_msg("%s: element %zu is 0x%llx, expected "
+                                     "0x%llx", what, i,
+                                     (unsigned long long)load_bits(
+                                         dst + i * sz, sz),
+                                     (unsigned long long)load_bits(
+                                         f->expect + i * sz, sz));
+                    check_untouched(f, dst_buf,
+                                    (size_t)(dst - f->buf[dst_buf]),
+                                    counts[c] * sz, what);
+                }
+    }
+}
+
+/* Integers are never scaled: -1 and nothing written. */
+static void test_scale_refuses_integers(void **state)
+{
+    fixture_t *f = *state;
+    for (int d = 0; d < TUTTI_FLOAT16; d++) {
+        memset(f->buf[0], 7, BUF_BYTES);
+        memset(f->buf[2], 9, BUF_BYTES);
+        memcpy(f->before[2], f->buf[2], BUF_BYTES);
+        assert_int_equal(tutti__scale((tutti_dtype_t)d, f->buf[2], f->buf[0],
+                                      16, 2.0),
+                         -1);
+        assert_int_equal(tutti__scale((tutti_dtype_t)d, f->buf[0], f->buf[0],
+                                      16, 2.0),
+                         -1);
+        assert_memory_equal(f->buf[2], f->before[2], BUF_BYTES);
+    }
+    assert_int_equal(tutti__scale(TUTTI_DTYPE_COUNT, f->buf[2], f->buf[0], 16,
+                                  2.0),
+                     -1);
+    assert_memory_equal(f->buf[2], f->before[2], BUF_BYTES);
+}
+
+typedef struct {
+    tutti_dtype_t dtype;
+    int64_t value; /* unsigned types: the bits, as uint64_t */
+    int divisor;
+    int64_t expect;
+} divide_case_t;
+
+/* Integers divide truncating toward zero, in the type. */
+static const divide_case_t divide_cases[] = {
+    {TUTTI_INT8, -128, 2, -64},
+    {TUTTI_INT8, -127, 2, -63},
+    {TUTTI_INT8, -7, 2, -3},
+    {TUTTI_INT8, 127, 3, 42},
+    {TUTTI_INT8, -1, 5, 0},
+    {TUTTI_UINT8, 255, 2, 127},
+    {TUTTI_UINT8, 200, 3, 66},
+    {TUTTI_INT32, INT32_MIN, 2, INT32_MIN / 2},
+    {TUTTI_INT32, -10, 4, -2},
+    {TUTTI_INT32, INT32_MAX, 1, INT32_MAX},
+    {TUTTI_UINT32, (int64_t)UINT32_MAX, 5, (int64_t)(UINT32_MAX / 5)},
+    {TUTTI_INT64, INT64_MIN, 3, INT64_MIN / 3},
+    {TUTTI_INT64, -5, 3, -1},
+    {TUTTI_UINT64, -1 /* UINT64_MAX */, 7, (int64_t)(UINT64_MAX / 7)},
+};
+
+static void test_divide_integers(void **state)
+{
+    fixture_t *f = *state;
+    for (size_t c = 0; c < sizeof(divide_cases) / sizeof(divide_cases[0]);
+         c++) {
+        const divide_case_t *dc = &divide_cases[c];
+        size_t sz = dtype_info[dc->dtype].size;
+        /* 19 copies (vector body and tail) at an unaligned address, with a
+         * guard each side. */
+        unsigned char *p = f->buf[0] + 1;
+        memset(f->buf[0], 0xee, BUF_BYTES);
+        for (size_t i = 0; i < 19; i++)
+            store_bits(p + i * sz, sz, (uint64_t)dc->value);
+        memcpy(f->before[0], f->buf[0], BUF_BYTES);
+        assert_int_equal(tutti__divide(dc->dtype, p, 19, dc->divisor), 0);
+        for (size_t i = 0; i < 19; i++) {
+            uint64_t got = load_bits(p + i * sz, sz);
+            uint64_t want = (uint64_t)dc->expect;
+            if (sz < 8)
+                want &= (UINT64_C(1) << (sz * 8)) - 1;
+            if (got != want)
+                fail_msg("%s %lld / %d: element %zu is 0x%llx, expected "
+                         "0x%llx", dtype_info[dc->dtype].name,
+                         (long long)dc->value, dc->divisor, i,
+                         (unsigned long long)got, (unsigned long long)want);
+        }
+        assert_int_equal(f->buf[0][0], 0xee);
+        assert_memory_equal(p + 19 * sz, f->before[0] + 1 + 19 * sz,
+                            BUF_BYTES - 1 - 19 * sz);
+    }
+    /* A divisor below 1 is refused, nothing written. */
+    memcpy(f->before[0], f->buf[0], BUF_BYTES);
+    assert_int_equal(tutti__divide(TUTTI_INT32, f->buf[0], 4, 0), -1);
+    assert_int_equal(tutti__divide(TUTTI_INT32, f->buf[0], 4, -2), -1);
+    assert_memory_equal(f->buf[0], f->before[0], BUF_BYTES);
+}
+
+/* Floats: the same as scaling by 1/divisor, and close to the quotient. */
+static void test_divide_floats(void **state)
+{
+    static const tutti_dtype_t floats[] = {TUTTI_FLOAT16, TUTTI_BFLOAT16,
+                                           TUTTI_FLOAT32, TUTTI_FLOAT64};
+    fixture_t *f = *state;
+    for (size_t t = 0; t < 4; t++) {
+        tutti_dtype_t dt = floats[t];
+        size_t sz = dtype_info[dt].size;
+        double tol = dt == TUTTI_FLOAT16    ? 0x1p-10
+                     : dt == TUTTI_BFLOAT16 ? 0x1p-7
+                     : dt == TUTTI_FLOAT32  ? 0x1p-22
+                                            : 0x1p-51;
+        for (int div = 1; div <= 7; div++) {
+            for (size_t i = 0; i < MAX_COUNT; i++)
+                store_float(dt, f->buf[0] + i * sz,
+                            (double)((int)(i % 41) - 20) * 0.75);
+            tutti__scale(dt, f->buf[1], f->buf[0], MAX_COUNT, 1.0 / div);
+            memcpy(f->buf[2], f->buf[0], MAX_COUNT * sz);
+            assert_int_equal(tutti__divide(dt, f->buf[2], MAX_COUNT, div), 0);
+            assert_memory_equal(f->buf[2], f->buf[1], MAX_COUNT * sz);
+            for (size_t i = 0; i < MAX_COUNT; i++) {
+                double want = load_float(dt, f->buf[0] + i * sz) / div;
+                double got = load_float(dt, f->buf[2] + i * sz);
+                if (fabs(got - want) > tol * fabs(want))
+                    fail_msg("%s %g / %d: got %.17g", dtype_info[dt].name,
+                             load_float(dt, f->buf[0] + i * sz), div, got);
+            }
+        }
+    }
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static tutti_dtype_t all_dtypes[TUTTI_DTYPE_COUNT] = {
@@ -842,6 +1020,13 @@ int main(void)
         cmocka_unit_test(test_bf16_rounds_to_nearest_even),
         cmocka_unit_test_setup_teardown(test_16bit_accuracy_vs_float64, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_scale_matches_reference, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_scale_refuses_integers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_divide_integers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_divide_floats, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("reduce", tests, NULL, NULL);

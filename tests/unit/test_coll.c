@@ -1,0 +1,534 @@
+/*
+ * What each collective accepts and computes, in one process (groups of 1 to
+ * 5 threads): the argument errors a user can cause, each with its status
+ * and a detail naming the culprit; op avg on integer types (truncating
+ * toward zero) and floats; pre_scale and post_scale on the float types for
+ * allreduce, reduce and reduce_scatter through every implementation; and
+ * the accuracy of allreduce sums of random floats against float64.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <tutti/tutti.h>
+
+#include "../../tools/pattern.h"
+#include "../mp/check_common.h"
+#include "test_util.h"
+
+/* ---- groups of threads -------------------------------------------------- */
+
+typedef struct member member_t;
+typedef void (*body_fn_t)(member_t *m);
+
+struct member {
+    tutti_context_t *ctx;
+    uint64_t key;
+    int n, index;
+    tutti_group_t *g;
+    body_fn_t body;
+    const void *arg;
+    tutti_status_t join_status;
+    int failures;
+    char msg[512]; /* the first failure */
+};
+
+/* Records a failure of member @p m (no CMocka calls off the main thread). */
+static void member_fail(member_t *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void member_fail(member_t *m, const char *fmt, ...)
+{
+    va_list ap;
+    if (m->failures++ == 0) {
+        va_start(ap, fmt);
+        vsnprintf(m->msg, sizeof(m->msg), fmt, ap);
+        va_end(ap);
+    }
+}
+
+static void *member_main(void *arg)
+{
+    member_t *m = arg;
+    tutti_group_params_t gp;
+    tutti_group_params_init(&gp);
+    gp.group_key = m->key;
+    gp.group_size = m->n;
+    gp.device_index = m->index;
+    gp.timeout = 60;
+    m->join_status = tutti_group_join(m->ctx, &gp, &m->g);
+    if (m->join_status != TUTTI_OK)
+        return NULL;
+    m->body(m);
+    tutti_group_leave(m->g);
+    return NULL;
+}
+
+/* Runs @p body on every member of a fresh group of @p n threads. */
+static void run_group(tutti_context_t *ctx, int n, body_fn_t body,
+                      const void *arg)
+{
+    static uint64_t next_key = 1;
+    member_t m[8];
+    pthread_t t[8];
+    uint64_t key = next_key++;
+    for (int i = 0; i < n; i++) {
+        m[i] = (member_t){ctx, key, n, i, NULL, body, arg, 0, 0, ""};
+        assert_int_equal(pthread_create(&t[i], NULL, member_main, &m[i]), 0);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(m[i].join_status, TUTTI_OK);
+        if (m[i].failures)
+            fail_msg("group of %d, member %d: %d failures; first: %s", n, i,
+                     m[i].failures, m[i].msg);
+    }
+}
+
+/* The implementations of @p coll in this build, from the registry. */
+static int impls_of(tutti_context_t *ctx, tutti_collective_t coll,
+                    const char **names, int max)
+{
+    tutti_impl_info_t info;
+    int k = 0;
+    for (size_t i = 0; k < max && tutti_info_impl(ctx, i, &info) == TUTTI_OK;
+         i++)
+        if ((info.collectives & TUTTI_COLL_BIT(coll)) &&
+            (info.device_types & TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)))
+            names[k++] = info.name;
+    if (k == 0)
+        fail_msg("no implementation of %s in this build",
+                 tutti_collective_name(coll));
+    return k;
+}
+
+/* ---- argument errors ---------------------------------------------------- */
+
+static tutti_status_t exec_wait(tutti_group_t *g,
+                                const tutti_instance_params_t *p,
+                                const void *send, void *recv)
+{
+    tutti_request_t *r;
+    tutti_status_t st = tutti_execute(g, p, send, recv, &r);
+    if (st != TUTTI_OK)
+        return st;
+    st = tutti_request_wait(r);
+    tutti_request_free(r);
+    return st;
+}
+
+/* Asserts @p st is @p want and the last error names @p named. */
+#define expect_error(st, want, named)                                          \
+    do {                                                                       \
+        tutti_status_t st_ = (st);                                             \
+        if (st_ != (want) || strstr(tutti_last_error(), (named)) == NULL)      \
+            fail_msg("%s: got %s (%s), want %s naming '%s'", #st,             \
+                     tutti_status_name(st_), tutti_last_error(),              \
+                     tutti_status_name(want), (named));                        \
+    } while (0)
+
+static tutti_group_t *join_alone(tutti_context_t *ctx, uint64_t key)
+{
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_group_params_init(&gp);
+    gp.group_key = key;
+    gp.group_size = 1;
+    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    return g;
+}
+
+static void params(tutti_instance_params_t *p, uint64_t key,
+                   tutti_collective_t coll, tutti_dtype_t dtype, size_t count)
+{
+    tutti_instance_params_init(p);
+    p->instance_key = key;
+    p->collective = coll;
+    p->dtype = dtype;
+    p->count = count;
+}
+
+static void test_argument_errors(void **state)
+{
+    tutti_group_t *g = join_alone(*state, 9001);
+    tutti_instance_params_t p;
+    float buf[16] = {0}, out[16];
+    size_t counts[1] = {4};
+    const int perm_out[1] = {1};
+
+    params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
+    expect_error(exec_wait(g, &p, NULL, out), TUTTI_ERR_INVALID_ARG,
+                 "NULL sendbuf for 4 elements");
+    expect_error(exec_wait(g, &p, buf, NULL), TUTTI_ERR_INVALID_ARG,
+                 "NULL recvbuf for 4 elements");
+    /* A count of 0 needs no buffers. */
+    p.count = 0;
+    assert_int_equal(exec_wait(g, &p, NULL, NULL), TUTTI_OK);
+
+    params(&p, 2, TUTTI_COLL_BROADCAST, TUTTI_FLOAT32, 4);
+    p.root = 1;
+    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_INVALID_ARG,
+                 "broadcast root 1 outside the group's ranks 0..0");
+    params(&p, 3, TUTTI_COLL_REDUCE, TUTTI_FLOAT32, 4);
+    p.root = -1;
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "reduce root -1 outside");
+    params(&p, 4, TUTTI_COLL_GATHER, TUTTI_FLOAT32, 4);
+    p.root = 7;
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "gather root 7 outside");
+
+    params(&p, 5, TUTTI_COLL_PERMUTE, TUTTI_FLOAT32, 4);
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "permute needs a permutation of 1 entries");
+    p.permutation = perm_out;
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "permutation[0] = 1: expected each of 0..0 once");
+
+    params(&p, 6, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, TUTTI_COUNT_PER_RANK);
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "allreduce has no per-rank counts");
+    params(&p, 7, TUTTI_COLL_BROADCAST, TUTTI_FLOAT32, TUTTI_COUNT_PER_RANK);
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "broadcast has no per-rank counts");
+    params(&p, 8, TUTTI_COLL_REDUCE_SCATTER, TUTTI_FLOAT32,
+           TUTTI_COUNT_PER_RANK);
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "reduce_scatter with per-rank counts needs counts");
+
+    params(&p, 9, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, 4);
+    p.pre_scale = 2;
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "scaling applies to floating types, not int32");
+    params(&p, 10, TUTTI_COLL_REDUCE_SCATTER, TUTTI_UINT8, 4);
+    p.post_scale = 0.5;
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "not uint8");
+
+    params(&p, 11, TUTTI_COLL_ALLTOALL, TUTTI_FLOAT32, TUTTI_COUNT_PER_RANK);
+    p.counts = counts;
+    p.recv_capacity = 4;
+    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_INVALID_ARG,
+                 "alltoall with per-rank counts cannot run in place");
+
+    params(&p, 12, TUTTI_COLL_ALLREDUCE, (tutti_dtype_t)TUTTI_DTYPE_COUNT, 4);
+    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
+                 "expected values of tutti_collective_t");
+    tutti_group_leave(g);
+}
+
+/* A later execution of an instance must repeat its pre_scale. */
+static void test_later_execution_other_scale(void **state)
+{
+    tutti_group_t *g = join_alone(*state, 9002);
+    tutti_instance_params_t p;
+    float buf[4] = {1, 2, 3, 4};
+
+    params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
+    p.pre_scale = 2;
+    assert_int_equal(exec_wait(g, &p, buf, buf), TUTTI_OK);
+    assert_true(buf[3] == 8.0f);
+    p.pre_scale = 4;
+    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
+                 "first executed with pre_scale 2, post_scale 0 and now with "
+                 "4, 0");
+    p.pre_scale = 2;
+    p.post_scale = 0.5;
+    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
+                 "post_scale 0 and now with 2, 0.5");
+    tutti_group_leave(g);
+}
+
+/* Both members run permute [1, 0]; then member 0 asks for [0, 1]. */
+static void other_permutation(member_t *m)
+{
+    static const int swap[2] = {1, 0}, same[2] = {0, 1};
+    tutti_instance_params_t p;
+    int32_t in[3] = {m->index, m->index, m->index}, out[3] = {-1, -1, -1};
+
+    params(&p, 1, TUTTI_COLL_PERMUTE, TUTTI_INT32, 3);
+    p.permutation = swap;
+    tutti_status_t st = exec_wait(m->g, &p, in, out);
+    if (st != TUTTI_OK || out[2] != 1 - m->index)
+        member_fail(m, "permute [1,0]: %s, got %d: %s", tutti_status_name(st),
+                    out[2], tutti_last_error());
+    if (m->index != 0)
+        return;
+    p.permutation = same;
+    st = exec_wait(m->g, &p, in, out);
+    if (st != TUTTI_ERR_MISMATCH ||
+        strstr(tutti_last_error(), "first executed with another permutation") ==
+            NULL)
+        member_fail(m, "later permutation [0,1]: %s: %s",
+                    tutti_status_name(st), tutti_last_error());
+}
+
+static void test_later_execution_other_permutation(void **state)
+{
+    run_group(*state, 2, other_permutation, NULL);
+}
+
+/* ---- avg ----------------------------------------------------------------- */
+
+/* Inputs of rank r (of 3) at 4 elements, and the truncated means: the sums
+ * -127, 4, 15, -1 divide to -42, 1, 5, 0 (floor would give -43 and -1). */
+static const double avg_signed[3][4] = {
+    {-42, 1, 5, -1}, {-42, 1, 5, 0}, {-43, 2, 5, 0}};
+static const double avg_signed_want[4] = {-42, 1, 5, 0};
+static const double avg_unsigned[3][4] = {
+    {250, 1, 5, 0}, {0, 1, 5, 0}, {1, 2, 5, 1}};
+static const double avg_unsigned_want[4] = {83, 1, 5, 0};
+/* Floats: sums 7, 9, -5, 0.75 over 3. */
+static const double avg_float[3][4] = {
+    {1, 3, -1, 0.25}, {2, 3, -2, 0.25}, {4, 3, -2, 0.25}};
+
+static void avg_body(member_t *m)
+{
+    const tutti_collective_t colls[3] = {
+        TUTTI_COLL_ALLREDUCE, TUTTI_COLL_REDUCE, TUTTI_COLL_REDUCE_SCATTER};
+    const char *const *impls = m->arg;
+    uint64_t key = 0;
+    for (int c = 0; c < 3; c++) {
+        for (int d = 0; d < TUTTI_DTYPE_COUNT; d++) {
+            tutti_dtype_t dt = (tutti_dtype_t)d;
+            int fl = d >= TUTTI_FLOAT16, uns = d == TUTTI_UINT8 ||
+                                                d == TUTTI_UINT32 ||
+                                                d == TUTTI_UINT64;
+            const double(*in)[4] = fl ? avg_float : uns ? avg_unsigned
+                                                        : avg_signed;
+            unsigned char send[3 * 4 * 8], recv[4 * 8 + 8];
+            tutti_instance_params_t p;
+            /* reduce_scatter: 4 elements per block, every block alike. */
+            size_t blocks = colls[c] == TUTTI_COLL_REDUCE_SCATTER ? 3 : 1;
+            for (size_t b = 0; b < blocks; b++)
+                for (int i = 0; i < 4; i++)
+                    tutti_pattern_set(send, dt, b * 4 + (size_t)i,
+                                      in[m->index][i]);
+            memset(recv, 0x5a, sizeof(recv));
+            params(&p, ++key, colls[c], dt, 4);
+            p.op = TUTTI_OP_AVG;
+            p.root = 1;
+            p.algorithm = impls[c];
+            tutti_status_t st = exec_wait(m->g, &p, send, recv);
+            if (st != TUTTI_OK) {
+                member_fail(m, "%s avg %s: %s: %s", impls[c],
+                            tutti_dtype_name(dt), tutti_status_name(st),
+                            tutti_last_error());
+                continue;
+            }
+            if (colls[c] == TUTTI_COLL_REDUCE && m->index != 1)
+                continue;
+            for (int i = 0; i < 4; i++) {
+                double got = tutti_pattern_get(recv, dt, (size_t)i);
+                double want = fl ? (in[0][i] + in[1][i] + in[2][i]) / 3
+                                 : uns ? avg_unsigned_want[i]
+                                       : avg_signed_want[i];
+                /* Floats multiply by 1/3 once, in float32 for the narrow
+                 * types: within 2 units of their last place. */
+                double tol = d == TUTTI_FLOAT64   ? 0x1p-51
+                             : d == TUTTI_FLOAT32 ? 0x1p-22
+                             : d == TUTTI_FLOAT16 ? 0x1p-10
+                             : d == TUTTI_BFLOAT16 ? 0x1p-7 : 0;
+                if (fabs(got - want) > tol * fabs(want))
+                    member_fail(m, "%s avg %s element %d: got %.17g, want "
+                                "%.17g", impls[c], tutti_dtype_name(dt), i,
+                                got, want);
+            }
+        }
+    }
+}
+
+static void test_avg_truncates_integers(void **state)
+{
+    const char *impls[3];
+    impls_of(*state, TUTTI_COLL_ALLREDUCE, &impls[0], 1);
+    impls_of(*state, TUTTI_COLL_REDUCE, &impls[1], 1);
+    impls_of(*state, TUTTI_COLL_REDUCE_SCATTER, &impls[2], 1);
+    run_group(*state, 3, avg_body, impls);
+}
+
+/* ---- scaling ------------------------------------------------------------- */
+
+typedef struct {
+    const char *impl;
+    tutti_collective_t coll;
+} scale_arg_t;
+
+/* pre_scale and post_scale, powers of two: exact in every float type. */
+static void scale_body(member_t *m)
+{
+    static const double pre[] = {0.5, 4, -2, 0, 2, 0.25};
+    static const double post[] = {4, 0.25, 0, 0.5, 2, 1};
+    static const size_t counts[] = {1, 7, 1027};
+    const scale_arg_t *a = m->arg;
+    tutti_checker_t c;
+    tutti_checker_init(&c, m->g, stderr, 0);
+    for (int d = TUTTI_FLOAT16; d <= TUTTI_FLOAT64; d++)
+        for (int op = 0; op < TUTTI_OP_COUNT; op++)
+            for (size_t s = 0; s < sizeof(pre) / sizeof(pre[0]); s++)
+                for (size_t k = 0; k < 3; k++) {
+                    tutti_check_case_t kc = {
+                        a->coll, (tutti_dtype_t)d, (tutti_op_t)op, counts[k],
+                        (int)(s + k) % m->n, (int)(s + k + (size_t)op) % 2,
+                        pre[s], post[s], NULL, a->impl};
+                    tutti_check_case(&c, &kc);
+                }
+    tutti_checker_fini(&c);
+    if (c.res.checks != 4 * TUTTI_OP_COUNT * 6 * 3)
+        member_fail(m, "%s: %d scaled cases ran", a->impl, c.res.checks);
+    if (c.res.failures)
+        member_fail(m, "%s: %d of %d scaled cases wrong (see the log)",
+                    a->impl, c.res.failures, c.res.checks);
+}
+
+static void test_scales_on_float_types(void **state)
+{
+    const tutti_collective_t colls[3] = {
+        TUTTI_COLL_ALLREDUCE, TUTTI_COLL_REDUCE, TUTTI_COLL_REDUCE_SCATTER};
+    for (int c = 0; c < 3; c++) {
+        const char *names[16];
+        int k = impls_of(*state, colls[c], names, 16);
+        for (int i = 0; i < k; i++)
+            for (int n = 1; n <= 4; n++) {
+                scale_arg_t a = {names[i], colls[c]};
+                run_group(*state, n, scale_body, &a);
+            }
+    }
+}
+
+/* ---- accuracy of float sums ---------------------------------------------- */
+
+/*
+ * Allreduce sums of random floats against a float64 reference.  Bound: the
+ * n inputs are added in some order by n - 1 additions, each rounded once
+ * to the type (float16 and bfloat16 are added in float32 and rounded to
+ * the type after every addition: one rounding per step).  With u the
+ * unit roundoff (2^-11 float16, 2^-8 bfloat16, 2^-24 float32, 2^-53
+ * float64), every partial sum's error is at most u times its magnitude,
+ * which is at most S = sum |x_i|, so |result - exact| <= (n-1) u S
+ * (first order; we use gamma = (n-1)u / (1 - (n-1)u)).  The reference is
+ * itself a float64 sum, off by at most (n-1) 2^-53 S, added to the bound.
+ * Inputs lie in [-2^4, 2^4] with at least 2^-4 magnitude or zero, so
+ * nothing overflows or falls into the subnormals (where the relative
+ * bound would not hold).
+ */
+#define ACC_COUNT 4099
+
+typedef struct {
+    const char *impl;
+    tutti_dtype_t dtype;
+    double worst; /* largest error / bound seen, by member 0 */
+} acc_arg_t;
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* Input element @p i of rank @p r, rounded to @p dtype. */
+static double acc_input(tutti_dtype_t dtype, int r, size_t i)
+{
+    unsigned char tmp[8];
+    uint64_t s = (uint64_t)r * 1000003u + i, z = splitmix(&s);
+    double v = ((double)(z >> 11) / 9007199254740992.0) * 2 - 1; /* [-1,1) */
+    v *= pow(2, (double)((int)((z >> 3) % 9) - 4) + 1);
+    if (fabs(v) < 0x1p-4)
+        v = 0;
+    tutti_pattern_set(tmp, dtype, 0, v);
+    return tutti_pattern_get(tmp, dtype, 0);
+}
+
+static double unit_roundoff(tutti_dtype_t d)
+{
+    return d == TUTTI_FLOAT16    ? 0x1p-11
+           : d == TUTTI_BFLOAT16 ? 0x1p-8
+           : d == TUTTI_FLOAT32  ? 0x1p-24
+                                 : 0x1p-53;
+}
+
+static void accuracy_body(member_t *m)
+{
+    acc_arg_t *a = (acc_arg_t *)m->arg;
+    size_t es = tutti_dtype_size(a->dtype);
+    unsigned char *in = malloc(ACC_COUNT * es), *out = malloc(ACC_COUNT * es);
+    tutti_instance_params_t p;
+    double u = unit_roundoff(a->dtype), worst = 0;
+    double nu = (m->n - 1) * u, gamma = nu / (1 - nu);
+
+    for (size_t i = 0; in && i < ACC_COUNT; i++)
+        tutti_pattern_set(in, a->dtype, i, acc_input(a->dtype, m->index, i));
+    params(&p, 1, TUTTI_COLL_ALLREDUCE, a->dtype, ACC_COUNT);
+    p.algorithm = a->impl;
+    tutti_status_t st = in && out ? exec_wait(m->g, &p, in, out)
+                                  : TUTTI_ERR_NO_MEMORY;
+    if (st != TUTTI_OK) {
+        member_fail(m, "%s: %s", tutti_status_name(st), tutti_last_error());
+        goto out;
+    }
+    for (size_t i = 0; i < ACC_COUNT; i++) {
+        double exact = 0, abs_sum = 0;
+        for (int r = 0; r < m->n; r++) {
+            double x = acc_input(a->dtype, r, i);
+            exact += x;
+            abs_sum += fabs(x);
+        }
+        double bound = (gamma + (m->n - 1) * 0x1p-53) * abs_sum;
+        double err = fabs(tutti_pattern_get(out, a->dtype, i) - exact);
+        if (err > bound) {
+            member_fail(m, "%s %s n=%d element %zu: got %.17g, float64 sum "
+                        "%.17g, error %.3g above the bound %.3g", a->impl,
+                        tutti_dtype_name(a->dtype), m->n, i,
+                        tutti_pattern_get(out, a->dtype, i), exact, err,
+                        bound);
+            break;
+        }
+        if (bound > 0 && err / bound > worst)
+            worst = err / bound;
+    }
+    if (m->index == 0)
+        a->worst = worst;
+out:
+    free(in);
+    free(out);
+}
+
+static void test_float_sum_accuracy(void **state)
+{
+    const tutti_dtype_t dts[4] = {TUTTI_FLOAT32, TUTTI_FLOAT64, TUTTI_FLOAT16,
+                                  TUTTI_BFLOAT16};
+    const char *names[16];
+    int k = impls_of(*state, TUTTI_COLL_ALLREDUCE, names, 16);
+    for (int i = 0; i < k; i++)
+        for (int d = 0; d < 4; d++)
+            for (int n = 2; n <= 5; n++) {
+                acc_arg_t a = {names[i], dts[d], 0};
+                run_group(*state, n, accuracy_body, &a);
+                print_message("%s %s n=%d: worst error %.2f of the bound\n",
+                              names[i], tutti_dtype_name(dts[d]), n, a.worst);
+            }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_argument_errors),
+        cmocka_unit_test(test_later_execution_other_scale),
+        cmocka_unit_test(test_later_execution_other_permutation),
+        cmocka_unit_test(test_avg_truncates_integers),
+        cmocka_unit_test(test_scales_on_float_types),
+        cmocka_unit_test(test_float_sum_accuracy),
+    };
+    return cmocka_run_group_tests_name("coll", tests, test_single_task_setup,
+                                       test_context_teardown);
+}

@@ -1,0 +1,265 @@
+/*
+ * tutti-perf over every collective, through the real launcher: each sweep
+ * has the rows it should, every row #wrong 0, sizes that follow nccl-tests'
+ * convention for the collective and busbw = algbw x its bus factor.  A
+ * collective no loaded implementation runs fails its test, naming it, with
+ * tutti-perf's own error.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
+#define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
+
+/* -b 8 -e 64K -f 8: 8, 64, 512, 4K, 32K bytes. */
+#define MIN_BYTES 8
+#define MAX_BYTES 65536
+#define STEP 8
+#define ROWS 5
+
+/* One sweep: the collective on @c nprocs processes, with @c extra options;
+ * what its rows must say. */
+typedef struct {
+    const char *coll;
+    int nprocs;
+    const char *extra;   /* more tutti-perf options, or "" */
+    const char *dtype;   /* the type column */
+    size_t esize;
+    const char *redop;   /* the redop column */
+    int root;            /* the root column */
+    int blocks;          /* size = n x count x esize */
+    int ring;            /* bus factor: 1, or ring x (n-1)/n */
+} perf_case_t;
+
+/* Runs @p cmd with stderr joined to stdout, keeps what fits in @p out
+ * (reading to the end, so it never dies of a closed pipe); returns its
+ * exit status. */
+static int run(const char *cmd, char *out, size_t len)
+{
+    char full[1024], line[4096];
+    size_t n = 0;
+    snprintf(full, sizeof(full), "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    while (fgets(line, sizeof(line), p) != NULL) {
+        size_t l = strlen(line);
+        if (n + l < len) {
+            memcpy(out + n, line, l);
+            n += l;
+        }
+    }
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Prints @p out line by line (cmocka cuts each message at 1K). */
+static void show(const char *what, const char *out)
+{
+    const char *l = out;
+    print_message("%s\n", what);
+    while (*l != '\0') {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        print_message("  %.*s\n", len, l);
+        l += len + (e != NULL);
+    }
+}
+
+static double factor_of(const perf_case_t *c)
+{
+    int n = c->nprocs;
+    return c->ring == 0 ? 1.0 : (double)c->ring * (n - 1) / n;
+}
+
+/* Checks one table row against the case; @p want_bytes is the size the
+ * sweep asked for at this row. */
+static void check_row(const perf_case_t *c, const char *l, size_t want_bytes)
+{
+    long long size, count, wrong;
+    char type[16], op[16], impl[64], coll[32];
+    int root;
+    double t, algbw, busbw;
+    size_t blocks = c->blocks ? (size_t)c->nprocs : 1;
+    size_t want_count = want_bytes / c->esize / blocks;
+
+    if (sscanf(l, "%lld %lld %15s %15s %d %lf %lf %lf %lld %63s %31s", &size,
+               &count, type, op, &root, &t, &algbw, &busbw, &wrong, impl,
+               coll) != 11)
+        fail_msg("%s on %d: not a table row: '%s'", c->coll, c->nprocs, l);
+    if (wrong != 0)
+        fail_msg("%s on %d: %lld wrong elements at %lld bytes: '%s'",
+                 c->coll, c->nprocs, wrong, size, l);
+    assert_string_equal(coll, c->coll);
+    assert_string_equal(type, c->dtype);
+    assert_string_equal(op, c->redop);
+    assert_int_equal(root, c->root);
+    assert_string_not_equal(impl, "-");
+    /* nccl-tests' size convention, rounded down per rank. */
+    assert_int_equal(count, (long long)want_count);
+    assert_int_equal(size, (long long)(want_count * c->esize * blocks));
+    /* Both columns print 3 decimals: within half a unit of each. */
+    double f = factor_of(c), d = busbw - algbw * f;
+    if (d > 0.0005 * (1.0 + f) + 1e-9 || -d > 0.0005 * (1.0 + f) + 1e-9)
+        fail_msg("%s on %d: busbw %.3f is not algbw %.3f x %.4f: '%s'",
+                 c->coll, c->nprocs, busbw, algbw, f, l);
+}
+
+static void run_case(void **state)
+{
+    const perf_case_t *c = *state;
+    char cmd[512], out[16384], first[64] = "";
+    size_t want = MIN_BYTES;
+    int rows = 0;
+
+    snprintf(cmd, sizeof(cmd), "%s --timeout 120 -n %d %s -c %s -b %d -e %d "
+             "-f %d -n 2 -w 1 %s", RUN, c->nprocs, PERF, c->coll, MIN_BYTES,
+             MAX_BYTES, STEP, c->extra);
+    int rc = run(cmd, out, sizeof(out));
+    if (rc != 0) {
+        /* cmocka cuts long failure messages: the output goes first, in
+         * full, and the failure says what it means. */
+        show(cmd, out);
+        fail_msg("%s on %d: tutti-perf exited %d (no implementation of %s "
+                 "ran? its error is above)", c->coll, c->nprocs, rc, c->coll);
+    }
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        if (l[0] == '#') {
+            if (first[0] == '\0')
+                snprintf(first, sizeof(first), "%s", l);
+            continue;
+        }
+        if (rows == ROWS)
+            fail_msg("%s on %d: more than %d rows; '%s'", c->coll, c->nprocs,
+                     ROWS, l);
+        check_row(c, l, want);
+        want *= STEP;
+        rows++;
+    }
+    assert_int_equal(rows, ROWS);
+}
+
+/* A collective no rule selects: tutti-perf says why (the selection's own
+ * detail) and exits non-zero. */
+static void test_unselectable_collective_fails(void **state)
+{
+    char dir[] = "/tmp/tutti-perftool-XXXXXX", cfg[64], cmd[512];
+    char out[8192];
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg), "%s/bcast-only.yaml", dir);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fputs("selection:\n"
+          "  - { collective: broadcast, algorithm: HierarchicalTreeBroadcast "
+          "}\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s %s --timeout 60 -n 2 %s -c "
+             "allreduce -b 8 -e 8 -n 1 -w 1", cfg, RUN, PERF);
+    int rc = run(cmd, out, sizeof(out));
+    unlink(cfg);
+    rmdir(dir);
+    assert_int_not_equal(rc, 0);
+    if (strstr(out, "tutti-perf: rank 0: allreduce of 8 bytes: ") == NULL ||
+        strstr(out, "no selection rule matches allreduce") == NULL) {
+        show(cmd, out);
+        fail_msg("tutti-perf gave no clear error (output above)");
+    }
+}
+
+/* -a naming an implementation no module provides: the same. */
+static void test_unknown_implementation_fails(void **state)
+{
+    static const char cmd[] = RUN " --timeout 60 -n 2 " PERF " -a NoSuchImpl "
+                              "-b 8 -e 8 -n 1 -w 1";
+    char out[8192];
+    (void)state;
+    int rc = run(cmd, out, sizeof(out));
+    assert_int_not_equal(rc, 0);
+    if (strstr(out, "implementation 'NoSuchImpl' is not provided") == NULL) {
+        show(cmd, out);
+        fail_msg("tutti-perf gave no clear error (output above)");
+    }
+}
+
+/* --help names every collective with its size convention and bus factor;
+ * a name it does not know is refused with exit status 2. */
+static void test_help_and_bad_collective(void **state)
+{
+    static const char *const lines[] = {
+        "allreduce           count x type: each rank's buffer     2(n-1)/n",
+        "broadcast           count x type: the buffer             1",
+        "reduce              count x type: each rank's input      1",
+        "allgather       n x count x type: the output             (n-1)/n",
+        "gather          n x count x type: the root's output      (n-1)/n",
+        "reduce_scatter  n x count x type: the input              (n-1)/n",
+        "alltoall        n x count x type: each send buffer       (n-1)/n",
+        "permute             count x type: sent to rank+1 mod n   1"};
+    char out[8192];
+    (void)state;
+    assert_int_equal(run(PERF " --help", out, sizeof(out)), 0);
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        if (strstr(out, lines[i]) == NULL)
+            fail_msg("--help lacks '%s'", lines[i]);
+    assert_int_equal(run(PERF " -c barrier", out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "-c 'barrier': invalid value"));
+}
+
+/* The collectives: name, redop column, rooted, n blocks, ring factor. */
+static const struct {
+    const char *name;
+    int reduction, rooted, blocks, ring;
+} colls[] = {
+    {"allreduce", 1, 0, 0, 2},      {"broadcast", 0, 1, 0, 0},
+    {"reduce", 1, 1, 0, 0},         {"allgather", 0, 0, 1, 1},
+    {"gather", 0, 1, 1, 1},         {"reduce_scatter", 1, 0, 1, 1},
+    {"alltoall", 0, 0, 1, 1},       {"permute", 0, 0, 0, 0},
+};
+#define NCOLLS (sizeof(colls) / sizeof(colls[0]))
+
+/* Per collective: the plain sweep on 2 and on 4 processes (float32, sum,
+ * root 0), and in place on 3 with root 2, int32 and max. */
+#define VARIANTS 3
+static perf_case_t cases[NCOLLS * VARIANTS];
+static char names[NCOLLS * VARIANTS][64];
+
+int main(void)
+{
+    struct CMUnitTest tests[NCOLLS * VARIANTS + 3];
+    size_t k = 0;
+
+    for (size_t i = 0; i < NCOLLS; i++) {
+        for (int v = 0; v < VARIANTS; v++, k++) {
+            perf_case_t *c = &cases[k];
+            int inplace = v == 2;
+            c->coll = colls[i].name;
+            c->nprocs = inplace ? 3 : 2 + 2 * v;
+            c->extra = inplace ? "-i -r 2 -d int32 -o max" : "";
+            c->dtype = inplace ? "int32" : "float32";
+            c->esize = 4;
+            c->redop = !colls[i].reduction ? "none" : inplace ? "max" : "sum";
+            c->root = !colls[i].rooted ? -1 : inplace ? 2 : 0;
+            c->blocks = colls[i].blocks;
+            c->ring = colls[i].ring;
+            snprintf(names[k], sizeof(names[k]), "%s on %d%s", c->coll,
+                     c->nprocs, inplace ? ", in place" : "");
+            tests[k] = (struct CMUnitTest){names[k], run_case, NULL, NULL, c};
+        }
+    }
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(
+        test_unselectable_collective_fails);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(
+        test_unknown_implementation_fails);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(
+        test_help_and_bad_collective);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
