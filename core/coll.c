@@ -11,24 +11,6 @@
 #include "log.h"
 #include "reduce.h"
 
-static int is_reduction(tutti_collective_t c)
-{
-    return c == TUTTI_COLL_ALLREDUCE || c == TUTTI_COLL_REDUCE ||
-           c == TUTTI_COLL_REDUCE_SCATTER;
-}
-
-static int is_rooted(tutti_collective_t c)
-{
-    return c == TUTTI_COLL_BROADCAST || c == TUTTI_COLL_REDUCE ||
-           c == TUTTI_COLL_GATHER;
-}
-
-static int is_float(tutti_dtype_t d)
-{
-    return d == TUTTI_FLOAT16 || d == TUTTI_BFLOAT16 || d == TUTTI_FLOAT32 ||
-           d == TUTTI_FLOAT64;
-}
-
 /* A scale factor of 0 or 1 means none. */
 static int scales(double f)
 {
@@ -103,7 +85,7 @@ tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
                             "expected values of tutti_collective_t, "
                             "tutti_dtype_t, tutti_op_t", key, (int)c,
                             (int)p->dtype, (int)p->op);
-    if (is_rooted(c) && (p->root < 0 || p->root >= group_size))
+    if (tutti_collective_rooted(c) && (p->root < 0 || p->root >= group_size))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
                             "instance 0x%llx: %s root %d outside the group's "
                             "ranks 0..%d", key, tutti_collective_name(c),
@@ -119,8 +101,8 @@ tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
                             "count %zu too large", key, p->count);
     }
-    if (is_reduction(c) && (scales(p->pre_scale) || scales(p->post_scale)) &&
-        !is_float(p->dtype))
+    if (tutti_collective_reduces(c) && (scales(p->pre_scale) || scales(p->post_scale)) &&
+        !tutti_dtype_is_float(p->dtype))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
                             "pre_scale %g, post_scale %g: scaling applies to "
                             "floating types, not %s", key, p->pre_scale,
@@ -250,7 +232,7 @@ size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,
 
 int tutti__coll_scaled(const tutti_instance_params_t *p)
 {
-    return is_reduction(p->collective) &&
+    return tutti_collective_reduces(p->collective) &&
            (p->op == TUTTI_OP_AVG || scales(p->pre_scale) ||
             scales(p->post_scale));
 }
@@ -263,7 +245,7 @@ tutti_status_t tutti__coll_prescale(const tutti_instance_params_t *p,
     size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
     void *dst;
 
-    if (!is_reduction(p->collective) || !scales(p->pre_scale))
+    if (!tutti_collective_reduces(p->collective) || !scales(p->pre_scale))
         return TUTTI_OK;
     if (io_elems(p, rank, group_size, &in, &out) != TUTTI_OK || in == 0)
         return TUTTI_OK;
@@ -297,7 +279,7 @@ void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
     size_t esize = tutti_dtype_size(p->dtype), out = p->count, off = 0;
     double f = scales(p->post_scale) ? p->post_scale : 1.0;
 
-    if (!is_reduction(p->collective) || x->recvbuf == NULL)
+    if (!tutti_collective_reduces(p->collective) || x->recvbuf == NULL)
         return;
     if (p->collective == TUTTI_COLL_REDUCE && rank != p->root)
         return;
@@ -312,7 +294,7 @@ void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
             off = 0; /* out of place: the result starts recvbuf */
     }
     char *buf = (char *)x->recvbuf + off * esize;
-    if (p->op == TUTTI_OP_AVG && !is_float(p->dtype)) {
+    if (p->op == TUTTI_OP_AVG && !tutti_dtype_is_float(p->dtype)) {
         tutti__divide(p->dtype, buf, out, group_size);
         return;
     }

@@ -88,12 +88,6 @@ static size_t a2a_recv_off(const tutti_pattern_t *p, int d, int s)
     return off;
 }
 
-static int is_reduction(tutti_collective_t c)
-{
-    return c == TUTTI_COLL_ALLREDUCE || c == TUTTI_COLL_REDUCE ||
-           c == TUTTI_COLL_REDUCE_SCATTER;
-}
-
 /*
  * What rank @p r contributes at element @p j of the reduced vector.  Sums:
  * 1..5 (totals <= 5 x nranks); min and max 1..11; products 1 or 2 (one rank
@@ -201,7 +195,7 @@ size_t tutti_pattern_inplace_count(const tutti_pattern_t *p, int rank)
 /* Input element @p i of rank @p rank. */
 static double input_at(const tutti_pattern_t *p, int rank, size_t i)
 {
-    if (is_reduction(p->coll))
+    if (tutti_collective_reduces(p->coll))
         return reduce_input(p, rank, i);
     if (p->coll == TUTTI_COLL_ALLTOALL) {
         int d = 0;

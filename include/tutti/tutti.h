@@ -188,8 +188,9 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  * key resolves it (checks, selects and sets up the implementation); later
  * executions reuse that and must pass the same parameters.  @p sendbuf and
  * @p recvbuf stay owned by the caller and must stay valid until the request
- * completes.  They may be equal: the call is then in place, as each
- * collective says.  With n members and c = count:
+ * completes, and are aligned to the dtype's element size.  They may be
+ * equal: the call is then in place, as each collective says.  With n
+ * members and c = count:
  *   allreduce:      c elements in sendbuf, c out in recvbuf.  In place: the
  *                   buffer holds the input and gets the result.
  *   broadcast:      c elements; the root reads sendbuf, every rank writes

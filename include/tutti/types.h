@@ -92,6 +92,27 @@ typedef struct {
     int32_t numa_node;
 } tutti_locality_t;
 
+/** 1 if @p coll reduces (allreduce, reduce, reduce_scatter). */
+static inline int tutti_collective_reduces(tutti_collective_t coll)
+{
+    return coll == TUTTI_COLL_ALLREDUCE || coll == TUTTI_COLL_REDUCE ||
+           coll == TUTTI_COLL_REDUCE_SCATTER;
+}
+
+/** 1 if @p coll has a root (broadcast, reduce, gather). */
+static inline int tutti_collective_rooted(tutti_collective_t coll)
+{
+    return coll == TUTTI_COLL_BROADCAST || coll == TUTTI_COLL_REDUCE ||
+           coll == TUTTI_COLL_GATHER;
+}
+
+/** 1 for the floating types (float16, bfloat16, float32, float64). */
+static inline int tutti_dtype_is_float(tutti_dtype_t dtype)
+{
+    return dtype == TUTTI_FLOAT16 || dtype == TUTTI_BFLOAT16 ||
+           dtype == TUTTI_FLOAT32 || dtype == TUTTI_FLOAT64;
+}
+
 /** Size in bytes of one element of @p dtype; 0 for an invalid value. */
 size_t tutti_dtype_size(tutti_dtype_t dtype);
 /** Names as used in YAML and logs ("float32", "sum", "allreduce", "cpu").

@@ -72,37 +72,19 @@ static int reserve(tutti_checker_t *c, size_t bytes)
     return 1;
 }
 
-static int is_reduction(tutti_collective_t c)
-{
-    return c == TUTTI_COLL_ALLREDUCE || c == TUTTI_COLL_REDUCE ||
-           c == TUTTI_COLL_REDUCE_SCATTER;
-}
-
-static int is_rooted(tutti_collective_t c)
-{
-    return c == TUTTI_COLL_BROADCAST || c == TUTTI_COLL_REDUCE ||
-           c == TUTTI_COLL_GATHER;
-}
-
-static int is_float(tutti_dtype_t d)
-{
-    return d == TUTTI_FLOAT16 || d == TUTTI_BFLOAT16 || d == TUTTI_FLOAT32 ||
-           d == TUTTI_FLOAT64;
-}
-
 static void describe(const tutti_check_case_t *k, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s %s %s", k->algorithm ? k->algorithm
                                                         : "(selection)",
                      tutti_collective_name(k->coll),
                      tutti_dtype_name(k->dtype));
-    if (is_reduction(k->coll))
+    if (tutti_collective_reduces(k->coll))
         n += snprintf(buf + n, len - (size_t)n, " %s", tutti_op_name(k->op));
     if (k->pre_scale != 0 || k->post_scale != 0)
         n += snprintf(buf + n, len - (size_t)n, " pre %g post %g",
                       k->pre_scale, k->post_scale);
     n += snprintf(buf + n, len - (size_t)n, " count %zu", k->count);
-    if (is_rooted(k->coll))
+    if (tutti_collective_rooted(k->coll))
         n += snprintf(buf + n, len - (size_t)n, " root %d", k->root);
     if (k->perm != NULL)
         n += snprintf(buf + n, len - (size_t)n, " perm[0]=%d", k->perm[0]);
@@ -292,10 +274,10 @@ static int keep(const matrix_t *m, int mode, int impl_ix, int coll, int d,
 static void run_collective(matrix_t *m, int mode, int impl_ix,
                            tutti_collective_t coll, const char *algorithm)
 {
-    int nops = is_reduction(coll) ? TUTTI_OP_COUNT : 1;
-    int nv = is_rooted(coll) ? m->n : coll == TUTTI_COLL_PERMUTE ? 3 : 1;
+    int nops = tutti_collective_reduces(coll) ? TUTTI_OP_COUNT : 1;
+    int nv = tutti_collective_rooted(coll) ? m->n : coll == TUTTI_COLL_PERMUTE ? 3 : 1;
     for (int d = 0; d < TUTTI_DTYPE_COUNT; d++) {
-        int nsc = is_reduction(coll) && is_float((tutti_dtype_t)d)
+        int nsc = tutti_collective_reduces(coll) && tutti_dtype_is_float((tutti_dtype_t)d)
                       ? NUM_SCALES : 1;
         for (int o = 0; o < nops; o++)
             for (int s = 0; s < nsc; s++)
@@ -304,8 +286,8 @@ static void run_collective(matrix_t *m, int mode, int impl_ix,
                         for (int v = 0; v < nv; v++) {
                             tutti_check_case_t kc = {
                                 coll, (tutti_dtype_t)d,
-                                (tutti_op_t)(is_reduction(coll) ? o : 0),
-                                m->counts[k], is_rooted(coll) ? v : 0, ip,
+                                (tutti_op_t)(tutti_collective_reduces(coll) ? o : 0),
+                                m->counts[k], tutti_collective_rooted(coll) ? v : 0, ip,
                                 scale_pre[s], scale_post[s],
                                 coll == TUTTI_COLL_PERMUTE
                                     ? m->perms + v * m->n : NULL,
