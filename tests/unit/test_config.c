@@ -286,7 +286,8 @@ static void test_shipped_config(void **state)
                      tutti_collective_name((tutti_collective_t)c));
     }
     assert_string_equal(r[4].algorithm, "BruckAllgather");
-    assert_int_equal(r[4].size_max, 16384);
+    assert_int_equal(r[4].size_max, 4096);
+    assert_int_equal(r[4].group_min, 6);
     assert_string_equal(r[5].algorithm, "RingGather");
     assert_string_equal(r[9].algorithm, "TreeReduce");
     assert_string_equal(param(&r[9], "chunk")->value, "256K");
