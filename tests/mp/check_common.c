@@ -12,9 +12,9 @@
 #define BIG_COUNT ((size_t)(1u << 20) + 3)
 #define MAX_COUNTS 6
 /* Per mille of the cases off the cover diagonal that run by default. */
-#define RATE_SMALL 400
-#define RATE_MEDIUM 80
-#define RATE_BIG 5
+#define RATE_SMALL 700
+#define RATE_MEDIUM 200
+#define RATE_BIG 15
 
 int tutti_check_full_from_env(void)
 {
