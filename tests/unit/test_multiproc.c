@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
 #define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
@@ -34,26 +36,6 @@ static int test_file_has_anywhere(const char *path, const char *text)
     if (f)
         fclose(f);
     return found;
-}
-
-/* Runs @p cmd, keeps the lines of its stdout that fit in @p out (reading
- * to the end, so it never dies of a closed pipe); returns its status. */
-static int run(const char *cmd, char *out, size_t len)
-{
-    FILE *p = popen(cmd, "r");
-    char line[4096];
-    size_t n = 0;
-    assert_non_null(p);
-    while (fgets(line, sizeof(line), p) != NULL) {
-        size_t l = strlen(line);
-        if (n + l < len) {
-            memcpy(out + n, line, l);
-            n += l;
-        }
-    }
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static int shm_names_with(const char *prefix)
@@ -111,7 +93,7 @@ static void matrix_on(int nprocs, int devices)
     snprintf(cmd, sizeof(cmd), "%s --timeout 600 --job-id %s -n %d %s "
              "--devices %d", RUN, job, nprocs, WORKER, devices);
     clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 0, out, sizeof(out));
     clock_gettime(CLOCK_MONOTONIC, &b);
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
@@ -139,7 +121,7 @@ static void disagree_on(const char *field, const char *named)
     char cmd[512], out[8192], first[512] = "";
     snprintf(cmd, sizeof(cmd), "%s --timeout 60 -n 3 %s --disagree %s", RUN,
              WORKER, field);
-    int rc = run(cmd, out, sizeof(out)), lines = 0;
+    int rc = test_run(cmd, 0, out, sizeof(out)), lines = 0;
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
@@ -171,7 +153,7 @@ static void test_perf_table(void **state)
     (void)state;
     snprintf(cmd, sizeof(cmd), "%s -n 3 %s -b 4 -e 3M -f 7 -n 2 -w 1 -d int64",
              RUN, PERF);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 0, out, sizeof(out));
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
     int rows = 0;
@@ -203,8 +185,8 @@ static void test_failing_rank_stops_job(void **state)
     struct timespec a, b;
     (void)state;
     clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = run(RUN " -n 3 sh -c 'if [ $TUTTI_RANK = 1 ]; then exit 3; fi; "
-                 "sleep 60' 2>&1", out, sizeof(out));
+    int rc = test_run(RUN " -n 3 sh -c 'if [ $TUTTI_RANK = 1 ]; then exit 3; fi; "
+                 "sleep 60' 2>&1", 0, out, sizeof(out));
     clock_gettime(CLOCK_MONOTONIC, &b);
     assert_int_equal(rc, 3);
     assert_non_null(strstr(out, "rank 1"));
@@ -215,8 +197,8 @@ static void test_launcher_env(void **state)
 {
     char out[4096];
     (void)state;
-    int rc = run(RUN " --job-id envtest -n 2 sh -c 'echo \"r=$TUTTI_RANK "
-                 "s=$TUTTI_SIZE j=$TUTTI_JOB_ID\"' | sort", out, sizeof(out));
+    int rc = test_run(RUN " --job-id envtest -n 2 sh -c 'echo \"r=$TUTTI_RANK "
+                 "s=$TUTTI_SIZE j=$TUTTI_JOB_ID\"' | sort", 0, out, sizeof(out));
     assert_int_equal(rc, 0);
     assert_string_equal(out, "r=0 s=2 j=envtest\nr=1 s=2 j=envtest\n");
 }
@@ -229,7 +211,7 @@ static void test_abort_reaches_every_task(void **state)
     (void)state;
     snprintf(cmd, sizeof(cmd), "%s --timeout 60 -n 3 %s --abort", RUN,
              WORKER);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 0, out, sizeof(out));
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
     for (int t = 0; t < 3; t++) {
@@ -252,7 +234,7 @@ static void test_killed_task_is_named(void **state)
     snprintf(job, sizeof(job), "victim-%ld", (long)getpid());
     snprintf(cmd, sizeof(cmd), "%s --grace 10 --timeout 60 --job-id %s -n 3 "
              "%s --victim", RUN, job, WORKER);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 0, out, sizeof(out));
     assert_int_equal(rc, 128 + 9); /* the first failure: task 1's SIGKILL */
     for (int t = 0; t < 3; t += 2) {
         char want[160];
@@ -278,8 +260,8 @@ static void test_info_resolve(void **state)
 {
     char out[8192];
     (void)state;
-    int rc = run(INFO " --explain allreduce --size 4K --group-size 3 "
-                 "--resolve 2>/dev/null", out, sizeof(out));
+    int rc = test_run(INFO " --explain allreduce --size 4K --group-size 3 "
+                 "--resolve 2>/dev/null", 0, out, sizeof(out));
     if (rc != 0)
         fail_msg("tutti-info --resolve exited %d:\n%s", rc, out);
     assert_non_null(strstr(out, "=> RecursiveDoublingReduce"));
@@ -301,7 +283,7 @@ static void test_mixed_group_uses_local_channels(void **state)
     snprintf(log, sizeof(log), "/tmp/tutti-mixed-%ld.log", (long)getpid());
     snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=debug %s --timeout 600 -n 2 "
              "%s --devices 2 2>%s", RUN, WORKER, log);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 0, out, sizeof(out));
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
     for (int r = 0; r < 4; r++) {
@@ -338,7 +320,7 @@ static void test_plan_comes_from_the_resolver(void **state)
     snprintf(cmd, sizeof(cmd), "%s --timeout 120 -n 3 sh -c 'if [ "
              "$TUTTI_RANK = 1 ]; then export TUTTI_CONFIG=%s; fi; exec %s "
              "--selection-only allreduce,broadcast'", RUN, cfg, WORKER);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 0, out, sizeof(out));
     unlink(cfg);
     rmdir(dir);
     if (rc != 0)
@@ -359,7 +341,7 @@ static void join_with_modules(const char *dir_a, const char *dir_b, char *out,
              "$TUTTI_RANK = 1 ]; then export TUTTI_MODULE_PATH=%s; else export "
              "TUTTI_MODULE_PATH=%s; fi; exec %s --join' 2>/dev/null", RUN,
              dir_b, dir_a, WORKER);
-    int rc = run(cmd, out, len);
+    int rc = test_run(cmd, 0, out, len);
     if (rc != 0)
         fail_msg("%s exited %d:\n%s", cmd, rc, out);
 }
@@ -414,8 +396,8 @@ static void test_second_execution_skips_resolution(void **state)
 {
     char out[1024];
     (void)state;
-    int rc = run(RUN " --timeout 60 -n 2 " TUTTI_TEST_BUILDDIR
-                 "/bench/tutti-resolve-cost 20", out, sizeof(out));
+    int rc = test_run(RUN " --timeout 60 -n 2 " TUTTI_TEST_BUILDDIR
+                 "/bench/tutti-resolve-cost 20", 0, out, sizeof(out));
     if (rc != 0)
         fail_msg("tutti-resolve-cost exited %d:\n%s", rc, out);
     if (strstr(out, "control frames sent by this task: 1.00 per first "

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test_util.h"
+
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
 
@@ -39,28 +41,6 @@ typedef struct {
     int blocks;          /* size = n x count x esize */
     int ring;            /* bus factor: 1, or ring x (n-1)/n */
 } perf_case_t;
-
-/* Runs @p cmd with stderr joined to stdout, keeps what fits in @p out
- * (reading to the end, so it never dies of a closed pipe); returns its
- * exit status. */
-static int run(const char *cmd, char *out, size_t len)
-{
-    char full[1024], line[4096];
-    size_t n = 0;
-    snprintf(full, sizeof(full), "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    while (fgets(line, sizeof(line), p) != NULL) {
-        size_t l = strlen(line);
-        if (n + l < len) {
-            memcpy(out + n, line, l);
-            n += l;
-        }
-    }
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* Prints @p out line by line (cmocka cuts each message at 1K). */
 static void show(const char *what, const char *out)
@@ -124,7 +104,7 @@ static void run_case(void **state)
     snprintf(cmd, sizeof(cmd), "%s --timeout 120 -n %d %s -c %s -b %d -e %d "
              "-f %d -n 2 -w 1 %s", RUN, c->nprocs, PERF, c->coll, MIN_BYTES,
              MAX_BYTES, STEP, c->extra);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 1, out, sizeof(out));
     if (rc != 0) {
         /* cmocka cuts long failure messages: the output goes first, in
          * full, and the failure says what it means. */
@@ -165,7 +145,7 @@ static void test_unselectable_collective_fails(void **state)
     fclose(f);
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s %s --timeout 60 -n 2 %s -c "
              "allreduce -b 8 -e 8 -n 1 -w 1", cfg, RUN, PERF);
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 1, out, sizeof(out));
     unlink(cfg);
     rmdir(dir);
     assert_int_not_equal(rc, 0);
@@ -183,7 +163,7 @@ static void test_unknown_implementation_fails(void **state)
                               "-b 8 -e 8 -n 1 -w 1";
     char out[8192];
     (void)state;
-    int rc = run(cmd, out, sizeof(out));
+    int rc = test_run(cmd, 1, out, sizeof(out));
     assert_int_not_equal(rc, 0);
     if (strstr(out, "implementation 'NoSuchImpl' is not provided") == NULL) {
         show(cmd, out);
@@ -206,11 +186,11 @@ static void test_help_and_bad_collective(void **state)
         "permute             count x type: sent to rank+1 mod n   1"};
     char out[8192];
     (void)state;
-    assert_int_equal(run(PERF " --help", out, sizeof(out)), 0);
+    assert_int_equal(test_run(PERF " --help", 1, out, sizeof(out)), 0);
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
         if (strstr(out, lines[i]) == NULL)
             fail_msg("--help lacks '%s'", lines[i]);
-    assert_int_equal(run(PERF " -c barrier", out, sizeof(out)), 2);
+    assert_int_equal(test_run(PERF " -c barrier", 1, out, sizeof(out)), 2);
     assert_non_null(strstr(out, "-c 'barrier': invalid value"));
 }
 

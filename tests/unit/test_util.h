@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <tutti/tutti.h>
 
@@ -19,6 +20,32 @@ static inline int test_file_has(const char *path, const char *text)
         fclose(f);
     buf[n] = '\0';
     return strstr(buf, text) != NULL;
+}
+
+/* Runs @p cmd (with stderr joined to stdout if @p join_stderr), keeps what
+ * fits of its output in @p out (reading to the end, so it never dies of a
+ * closed pipe); returns its exit status, 128 + signal, or -1 if it could
+ * not be started. */
+static inline int test_run(const char *cmd, int join_stderr, char *out,
+                           size_t len)
+{
+    char full[1024], line[4096];
+    size_t n = 0;
+    snprintf(full, sizeof(full), "%s%s", cmd, join_stderr ? " 2>&1" : "");
+    out[0] = '\0';
+    FILE *p = popen(full, "r");
+    if (p == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), p) != NULL) {
+        size_t l = strlen(line);
+        if (n + l < len) {
+            memcpy(out + n, line, l);
+            n += l;
+        }
+    }
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* CMocka group fixture: a context of one task with logging off. */
