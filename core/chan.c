@@ -377,6 +377,8 @@ int tutti__chan_progress(tutti__chan_ep_t *ep)
         if (i == ep->rank)
             continue;
         tutti__chan_peer_t *p = &ep->peers[i];
+        if (p->in == NULL)
+            continue; /* served by another transport */
         if (p->sendq != NULL)
             moved += push_sends(ep, p);
         moved += drain(ep, p, i);
@@ -397,4 +399,64 @@ tutti_status_t tutti__chan_tp_recv(tutti_tp_ep_t *ep, tutti_tp_op_t *op)
 int tutti__chan_tp_progress(tutti_tp_ep_t *ep)
 {
     return tutti__chan_progress((tutti__chan_ep_t *)ep);
+}
+
+/* ---- the channels as transport modules see them (tutti_tp_core_ops_t) -- */
+
+struct tutti_chan_ep {
+    tutti__chan_ep_t chan;
+};
+
+tutti_status_t tutti__chan_api_create(int rank, int size, uint32_t slots,
+                                      size_t slot_size, const char *tp_name,
+                                      tutti_chan_ep_t **ep_out)
+{
+    tutti_chan_ep_t *ep = malloc(sizeof(*ep));
+    if (ep == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    tutti_status_t st = tutti__chan_ep_init(&ep->chan, rank, size, slots,
+                                            slot_size, tp_name);
+    if (st != TUTTI_OK) {
+        free(ep);
+        return st;
+    }
+    *ep_out = ep;
+    return TUTTI_OK;
+}
+
+void tutti__chan_api_destroy(tutti_chan_ep_t *ep)
+{
+    if (ep == NULL)
+        return;
+    tutti__chan_ep_fini(&ep->chan);
+    free(ep);
+}
+
+void tutti__chan_api_attach(tutti_chan_ep_t *ep, int peer, void *out,
+                            void *in)
+{
+    if (peer < 0 || peer >= ep->chan.size || peer == ep->chan.rank)
+        return;
+    ep->chan.peers[peer].out = out;
+    ep->chan.peers[peer].in = in;
+}
+
+tutti_status_t tutti__chan_api_send(tutti_chan_ep_t *ep, tutti_tp_op_t *op)
+{
+    return tutti__chan_send(&ep->chan, op);
+}
+
+tutti_status_t tutti__chan_api_recv(tutti_chan_ep_t *ep, tutti_tp_op_t *op)
+{
+    return tutti__chan_recv(&ep->chan, op);
+}
+
+int tutti__chan_api_progress(tutti_chan_ep_t *ep)
+{
+    return tutti__chan_progress(&ep->chan);
+}
+
+void tutti__chan_api_init(void *chan)
+{
+    tutti__chan_init(chan);
 }

@@ -100,4 +100,17 @@ tutti_status_t tutti__chan_tp_send(tutti_tp_ep_t *ep, tutti_tp_op_t *op);
 tutti_status_t tutti__chan_tp_recv(tutti_tp_ep_t *ep, tutti_tp_op_t *op);
 int tutti__chan_tp_progress(tutti_tp_ep_t *ep);
 
+/* The same channels behind the opaque tutti_chan_ep_t of transport.h, for
+ * transport modules (through tutti_tp_core_ops_t). */
+tutti_status_t tutti__chan_api_create(int rank, int size, uint32_t slots,
+                                      size_t slot_size, const char *tp_name,
+                                      tutti_chan_ep_t **ep_out);
+void tutti__chan_api_destroy(tutti_chan_ep_t *ep);
+void tutti__chan_api_attach(tutti_chan_ep_t *ep, int peer, void *out,
+                            void *in);
+tutti_status_t tutti__chan_api_send(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
+tutti_status_t tutti__chan_api_recv(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
+int tutti__chan_api_progress(tutti_chan_ep_t *ep);
+void tutti__chan_api_init(void *chan);
+
 #endif

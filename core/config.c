@@ -1004,3 +1004,19 @@ void tutti__config_print(const tutti__config_t *cfg, FILE *out)
     for (size_t i = 0; i < cfg->num_rules; i++)
         print_rule(out, i, &cfg->rules[i]);
 }
+
+const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
+                                   char *buf, size_t len)
+{
+    if (cfg == NULL || key == NULL || len == 0)
+        return NULL;
+    if (strcmp(key, "shm.slots") == 0)
+        snprintf(buf, len, "%" PRIu64, cfg->shm_slots);
+    else if (strcmp(key, "shm.slot_size") == 0)
+        snprintf(buf, len, "%" PRIu64, cfg->shm_slot_size);
+    else if (strcmp(key, "timeout") == 0)
+        snprintf(buf, len, "%g", cfg->timeout);
+    else
+        return NULL;
+    return buf;
+}

@@ -107,6 +107,11 @@ const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
                                                 const tutti_select_query_t *q,
                                                 const char *algorithm);
 
+/** A setting by its dotted key ("shm.slots", "timeout") as text in
+ *  @p buf, for transport modules; NULL for a key not known here. */
+const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
+                                   char *buf, size_t len);
+
 /** "64K" -> 65536 (K, M, G, T binary suffixes, optional B, case-insensitive);
  *  TUTTI_ERR_INVALID_ARG for anything else. */
 tutti_status_t tutti__parse_size(const char *s, uint64_t *out);

@@ -309,6 +309,10 @@ tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
     info_out->reason = m->reason;
     info_out->abi_major = m->abi_major;
     info_out->abi_minor = m->abi_minor;
+    info_out->kind = m->kind == TUTTI_MODULE_KIND_ALG  ? "algorithm"
+                     : m->kind == TUTTI_MODULE_KIND_TP ? "transport"
+                                                       : "";
+    info_out->transport = m->tp != NULL ? m->tp->ops->name : NULL;
     return TUTTI_OK;
 }
 

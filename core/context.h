@@ -125,9 +125,17 @@ int tutti__running_from_build_tree(void);
 const char *tutti__default_module_path(void);
 const char *tutti__default_config_path(void);
 
-/* Built-in transports. */
+/* Built-in transports: local, and the per-peer dispatch over local and
+ * the transport modules (tp_mux.c), with the services modules get. */
 extern const tutti_tp_ops_t tutti__tp_local_ops;
-extern const tutti_tp_ops_t tutti__tp_shm_ops;
+extern const tutti_tp_ops_t tutti__tp_mux_ops;
+extern const tutti_tp_core_ops_t tutti__tp_core_ops;
+/* Connects every peer of @p g through its transport: @p ops_out is the
+ * per-peer dispatch, or the one transport when one serves every peer. */
+tutti_status_t tutti__tp_mux_connect(const tutti_context_t *ctx,
+                                     const tutti_tp_group_t *g,
+                                     const tutti_tp_ops_t **ops_out,
+                                     tutti_tp_ep_t **ep_out);
 
 /* The core's services for modules. */
 extern const tutti_core_ops_t tutti__core_ops;

@@ -159,7 +159,7 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
         return st;
     c->ctx = ctx;
     c->handle = handle;
-    c->tp = &tutti__tp_shm_ops;
+    c->tp = &tutti__tp_mux_ops;
     c->task_ids = malloc((size_t)n * sizeof(int));
     c->out_seq = calloc((size_t)n, sizeof(uint32_t));
     c->in = calloc((size_t)n, sizeof(recv_slot_t));
@@ -172,8 +172,10 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
     if (n > 1) {
         tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, CTRL_GROUP_KEY,
                                ctx->task, n, c->task_ids, ctx->task,
-                               ctx->cfg.timeout, &ctx->cfg, 8, 4096};
-        if ((st = c->tp->connect(&tg, &c->ep)) != TUTTI_OK)
+                               ctx->cfg.timeout, &ctx->cfg, 8, 4096,
+                               &tutti__tp_core_ops, NULL, NULL};
+        if ((st = tutti__tp_mux_connect(ctx, &tg, &c->tp, &c->ep)) !=
+            TUTTI_OK)
             goto err_free;
         for (int t = 0; t < n; t++) {
             if (t != ctx->task && (st = post_recv(c, t)) != TUTTI_OK)

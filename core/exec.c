@@ -204,28 +204,28 @@ static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
     return TUTTI_OK;
 }
 
-/* The transport for this group's shape: local inside one task, else the
- * first configured process transport that this build has (members of one
- * task then also meet through it; per-peer choice comes with transport
- * modules). */
-static tutti_status_t pick_transport(tutti_group_t *g)
+/* Inside one task the local transport connects everyone directly; across
+ * tasks each peer gets its transport (tp_mux.c). */
+static tutti_status_t connect_group(tutti_group_t *g)
 {
-    const tutti__strlist_t *names = &g->ctx->cfg.transports;
+    tutti_context_t *ctx = g->ctx;
+    int *hosts = malloc((size_t)g->size * sizeof(int));
+    if (hosts == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int r = 0; r < g->size; r++)
+        hosts[r] = g->localities[r].host;
+    tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, g->key, g->rank, g->size,
+                           g->rank_task, ctx->task, g->timeout, &ctx->cfg, 0,
+                           0, &tutti__tp_core_ops, NULL, hosts};
+    tutti_status_t st;
     if (g->num_tasks == 1) {
         g->tp = &tutti__tp_local_ops;
-        return TUTTI_OK;
+        st = g->tp->connect(&tg, &g->ep);
+    } else {
+        st = tutti__tp_mux_connect(ctx, &tg, &g->tp, &g->ep);
     }
-    for (size_t i = 0; i < names->count; i++) {
-        if (strcmp(names->items[i], tutti__tp_shm_ops.name) == 0) {
-            g->tp = &tutti__tp_shm_ops;
-            return TUTTI_OK;
-        }
-    }
-    return tutti__error(TUTTI_ERR_CONFIG, "group", "transports (%s): none of "
-                        "the %zu listed can reach other processes; expected "
-                        "a list containing shm",
-                        tutti__source_name(g->ctx->cfg.transports_src),
-                        names->count);
+    free(hosts);
+    return st;
 }
 
 static tutti_status_t check_group_params(const tutti_context_t *ctx,
@@ -300,15 +300,8 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
         goto err_free;
     }
     tutti__log_set_thread_member(g->rank, g->device_name);
-    if (g->size > 1) {
-        if ((st = pick_transport(g)) != TUTTI_OK)
-            goto err_free;
-        tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, g->key, g->rank,
-                               g->size, g->rank_task, ctx->task, g->timeout,
-                               &ctx->cfg, 0, 0};
-        if ((st = g->tp->connect(&tg, &g->ep)) != TUTTI_OK)
-            goto err_free;
-    }
+    if (g->size > 1 && (st = connect_group(g)) != TUTTI_OK)
+        goto err_free;
     g->health_seen = -1; /* look at the context's health on first use */
     tutti__resolver_add_group(ctx, g);
     tutti__log(TUTTI_LOG_DEBUG, "group", "joined group 0x%llx as rank %d of "

@@ -1,5 +1,6 @@
 /* Module loader and implementation registry. */
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -83,10 +84,68 @@ static const tutti__module_t *find_module(const tutti__registry_t *reg,
 {
     for (size_t i = 0; i < reg->num_modules; i++) {
         const tutti__module_t *m = &reg->modules[i];
-        if (m->desc != NULL && strcmp(m->name, name) == 0)
+        if ((m->desc != NULL || m->tp != NULL) && strcmp(m->name, name) == 0)
             return m;
     }
     return NULL;
+}
+
+const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
+                                              const char *name)
+{
+    for (size_t i = 0; name != NULL && i < reg->num_modules; i++) {
+        const tutti__module_t *m = &reg->modules[i];
+        if (m->tp != NULL && strcmp(m->tp->ops->name, name) == 0)
+            return m->tp->ops;
+    }
+    return NULL;
+}
+
+/* Checks a transport module's descriptor; writes why it is refused. */
+static int tp_desc_ok(const tutti__registry_t *reg,
+                      const tutti_tp_module_desc_t *d, char *why, size_t len)
+{
+    const tutti_tp_ops_t *ops = d->ops;
+    if (d->abi_major != TUTTI_TP_ABI_MAJOR) {
+        snprintf(why, len, "transport ABI %u.%u, core transport ABI %u.%u: "
+                 "major versions differ", d->abi_major, d->abi_minor,
+                 TUTTI_TP_ABI_MAJOR, TUTTI_TP_ABI_MINOR);
+        return 0;
+    }
+    if (d->abi_minor > TUTTI_TP_ABI_MINOR) {
+        snprintf(why, len, "transport ABI %u.%u is newer than the core's "
+                 "%u.%u", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
+                 TUTTI_TP_ABI_MINOR);
+        return 0;
+    }
+    if (d->size < sizeof(tutti_tp_module_desc_t) || !name_ok(d->name) ||
+        d->version == NULL) {
+        snprintf(why, len, "malformed transport descriptor: size %u (core "
+                 "reads %zu), name or version missing", d->size,
+                 sizeof(tutti_tp_module_desc_t));
+        return 0;
+    }
+    if (ops == NULL || ops->size < offsetof(tutti_tp_ops_t, peer_alive) ||
+        !name_ok(ops->name) || ops->connect == NULL || ops->send == NULL ||
+        ops->recv == NULL || ops->progress == NULL ||
+        ops->disconnect == NULL) {
+        snprintf(why, len, "malformed transport table: it needs a name and "
+                 "connect, send, recv, progress and disconnect");
+        return 0;
+    }
+    const tutti__module_t *other = find_module(reg, d->name);
+    if (other != NULL) {
+        snprintf(why, len, "module name '%s' already registered by %s",
+                 d->name, other->path);
+        return 0;
+    }
+    if (strcmp(ops->name, "local") == 0 ||
+        tutti__registry_find_tp(reg, ops->name) != NULL) {
+        snprintf(why, len, "transport '%s' already provided%s", ops->name,
+                 strcmp(ops->name, "local") == 0 ? " by the core" : "");
+        return 0;
+    }
+    return 1;
 }
 
 /* Checks one implementation entry; writes why it is malformed. */
@@ -267,6 +326,28 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
     }
     m->abi_major = d->abi_major;
     m->abi_minor = d->abi_minor;
+    m->kind = d->kind;
+    if (d->kind == TUTTI_MODULE_KIND_TP) {
+        /* The first six fields are common: the rest is a transport's. */
+        const tutti_tp_module_desc_t *td = (const void *)d;
+        if (d->abi_major == TUTTI_TP_ABI_MAJOR && name_ok(d->name)) {
+            m->name = strdup(d->name);
+            m->version = d->version ? strdup(d->version) : NULL;
+        }
+        if (!tp_desc_ok(reg, td, why, sizeof(why)))
+            goto refuse;
+        if (load_only->count > 0 && !listed(load_only, d->name)) {
+            snprintf(why, sizeof(why), "not listed in modules.load");
+            goto refuse;
+        }
+        m->tp = td;
+        const lt_dlinfo *tinfo = lt_dlgetinfo(m->handle);
+        m->file_hash = file_hash(tinfo ? tinfo->filename : NULL);
+        tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded transport module "
+                   "'%s' %s (transport %s) from %s", d->name, d->version,
+                   td->ops->name, path);
+        return TUTTI_OK;
+    }
     if (d->abi_major == TUTTI_MODULE_ABI_MAJOR && name_ok(d->name)) {
         m->name = strdup(d->name);
         m->version = d->version ? strdup(d->version) : NULL;

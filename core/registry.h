@@ -10,6 +10,7 @@
 #include <ltdl.h>
 
 #include <tutti/module.h>
+#include <tutti/transport.h>
 
 #include "config.h"
 
@@ -20,7 +21,9 @@ typedef struct {
     unsigned abi_major, abi_minor;
     char *reason;      /* NULL: loaded */
     lt_dlhandle handle;
-    const tutti_module_desc_t *desc;
+    const tutti_module_desc_t *desc;      /* algorithm module, or NULL */
+    const tutti_tp_module_desc_t *tp;     /* transport module, or NULL */
+    uint32_t kind;       /* TUTTI_MODULE_KIND_*, 0 if unreadable */
     uint64_t file_hash;  /* of the shared object's bytes (FNV-1a) */
 } tutti__module_t;
 
@@ -50,6 +53,9 @@ tutti_status_t tutti__registry_load(tutti__registry_t *reg,
                                     const tutti__strlist_t *load_only);
 const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
                                                 const char *name);
+/** The loaded transport module whose transport is named @p name. */
+const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
+                                              const char *name);
 void tutti__registry_free(tutti__registry_t *reg);
 
 #endif

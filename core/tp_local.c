@@ -205,20 +205,24 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
     tutti_status_t st;
     local_ep_t *ep = calloc(1, sizeof(*ep));
 
+    /* Every peer (a group inside this process), or those the per-peer
+     * choice gave us: the members of this process. */
+    int expected = 1;
+    for (int r = 0; r < g->group_size; r++)
+        expected += r != g->rank && (g->serve == NULL || g->serve[r]);
     if (ep == NULL)
         return TUTTI_ERR_NO_MEMORY;
     st = tutti__chan_ep_init(&ep->chan, g->rank, g->group_size, slots,
                              slot_size, "local");
     if (st == TUTTI_OK)
-        st = tutti__local_mesh_join(g, g->group_size, slots, slot_size,
-                                    &ep->mesh);
+        st = tutti__local_mesh_join(g, expected, slots, slot_size, &ep->mesh);
     if (st != TUTTI_OK) {
         tutti__chan_ep_fini(&ep->chan);
         free(ep);
         return st;
     }
     for (int r = 0; r < g->group_size; r++) {
-        if (r == g->rank)
+        if (r == g->rank || (g->serve != NULL && !g->serve[r]))
             continue;
         ep->chan.peers[r].out = mesh_chan(ep->mesh, g->rank, r);
         ep->chan.peers[r].in = mesh_chan(ep->mesh, r, g->rank);
@@ -230,5 +234,5 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
 const tutti_tp_ops_t tutti__tp_local_ops = {
     sizeof(tutti_tp_ops_t), "local", local_connect, tutti__chan_tp_send,
     tutti__chan_tp_recv, tutti__chan_tp_progress, local_disconnect,
-    NULL,
+    NULL, NULL,
 };

@@ -81,7 +81,8 @@ static void print_modules(const tutti_context_t *ctx)
     printf("modules:\n");
     for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++) {
         if (m.reason == NULL)
-            printf("  loaded   %-8s %-8s %s\n", m.name, m.version, m.path);
+            printf("  loaded   %-8s %-8s %-9s %s\n", m.name, m.version,
+                   m.kind, m.path);
         else
             printf("  refused  %s: %s\n", m.path, m.reason);
     }
@@ -97,9 +98,15 @@ static void print_modules(const tutti_context_t *ctx)
                        TUTTI_COLL_COUNT, coll_name);
         printf("\n    %s\n", im.description ? im.description : "");
     }
-    printf("transports (built in):\n"
-           "  local    members in one process\n"
-           "  shm      processes on one host (shared-memory channels)\n");
+    printf("transports:\n"
+           "  local    built in: members in one process\n");
+    for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++) {
+        if (m.transport != NULL)
+            printf("  %-8s module %s %s (transport ABI %u.%u)\n",
+                   m.transport, m.name, m.version, m.abi_major, m.abi_minor);
+        else if (m.reason != NULL && strcmp(m.kind, "transport") == 0)
+            printf("  refused  %s: %s\n", m.path, m.reason);
+    }
 }
 
 typedef struct {

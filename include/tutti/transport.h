@@ -1,16 +1,30 @@
 /*
- * The peer-access transport interface.
+ * The peer-access transport interface, and what a transport module
+ * includes.
  *
- * A transport connects one group member (an endpoint) to the other members
- * and moves messages between them: post a buffer to a peer under a key,
- * receive from a peer under a key.  Keys are integers.  Messages from one
- * peer to another under distinct keys may be received in any order the
- * receiver posts them; the transport matches by key.  Everything is
- * non-blocking: operations complete as progress() is called.
+ * A transport connects one group member (an endpoint) to some of the other
+ * members and moves messages between them: post a buffer to a peer under a
+ * key, receive from a peer under a key.  Messages from one peer to another
+ * under distinct keys may be received in any order the receiver posts
+ * them; the transport matches by key.  Everything is non-blocking:
+ * operations complete as progress() is called.
  *
- * Built-in transports: "local" (members in one process) and "shm"
- * (processes on one host).  The ops table starts with its size so fields can
- * be added at the end within an ABI major version.
+ * Which transport serves which peer is the core's choice, per peer pair:
+ * members of one process always meet through the built-in "local"
+ * transport; for the others the core takes the first transport of the
+ * configured list (`transports: [shm, tcp]`, TUTTI_TRANSPORTS) whose
+ * reachable() accepts the peer, and hands each transport the set of peers
+ * it serves.  The core itself runs the local transport and dispatches the
+ * operations; "shm" and "tcp" are modules loaded from disk like algorithm
+ * modules, and a third-party transport is dropped in the same way.
+ *
+ * A transport module exports one symbol, TUTTI_MODULE_SYMBOL, written by
+ * TUTTI_TP_MODULE_DEFINE(): its header has the same first fields as an
+ * algorithm module's, with kind TUTTI_MODULE_KIND_TP and the transport ABI
+ * version below.  It calls the core only through the tutti_tp_core_ops_t
+ * table it is handed (group->core), so it needs no link to libtutti.  The
+ * ops tables start with their size so fields can be added at the end
+ * within an ABI major version.
  */
 #ifndef TUTTI_TRANSPORT_H
 #define TUTTI_TRANSPORT_H
@@ -24,7 +38,7 @@
 extern "C" {
 #endif
 
-#define TUTTI_TP_ABI_MAJOR 1
+#define TUTTI_TP_ABI_MAJOR 2
 #define TUTTI_TP_ABI_MINOR 0
 
 /** Key of one message on the wire. */
@@ -60,6 +74,46 @@ typedef struct tutti_tp_op {
     tutti_tp_reduce_t reduce;
 } tutti_tp_op_t;
 
+/** The core's message channels (opaque): rings of fixed-size slots in
+ *  memory both ends can reach, carrying messages as fragments, matched by
+ *  key on receipt, reduced on receipt when asked.  A transport whose peers
+ *  share memory with it needs only to place the rings. */
+typedef struct tutti_chan_ep tutti_chan_ep_t;
+
+/** Services the core offers transports. */
+typedef struct {
+    size_t size; /**< sizeof(tutti_tp_core_ops_t) as the core was built */
+    /** Record an error's detail (shown by tutti_last_error()) and log it. */
+    tutti_status_t (*error)(tutti_status_t status, const char *subsys,
+                            const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+    /** Log a line at level 0 error .. 4 trace. */
+    void (*log)(int level, const char *subsys, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+    /** Monotonic seconds. */
+    double (*now)(void);
+    /** A configuration value by its dotted key ("shm.slots"), as the core
+     *  resolved it (file, environment, defaults), in text; NULL for a key
+     *  the core does not know. */
+    const char *(*config_get)(const void *config, const char *key,
+                              char *buf, size_t len);
+    /** Bytes one channel of @p slots x @p slot_size takes, and its set-up
+     *  by the memory's creator before anyone uses it. */
+    size_t (*chan_bytes)(uint32_t slots, size_t slot_size);
+    void (*chan_init)(void *chan);
+    /** An endpoint of @p size ranks' channels for rank @p rank. */
+    tutti_status_t (*chan_ep_create)(int rank, int size, uint32_t slots,
+                                     size_t slot_size, const char *tp_name,
+                                     tutti_chan_ep_t **ep_out);
+    void (*chan_ep_destroy)(tutti_chan_ep_t *ep);
+    /** Messages to @p peer go through @p out, from it through @p in. */
+    void (*chan_attach)(tutti_chan_ep_t *ep, int peer, void *out, void *in);
+    tutti_status_t (*chan_send)(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
+    tutti_status_t (*chan_recv)(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
+    /** Advances every attached peer; returns fragments moved. */
+    int (*chan_progress)(tutti_chan_ep_t *ep);
+} tutti_tp_core_ops_t;
+
 /** What a transport learns of the group it connects. */
 typedef struct {
     size_t size;               /**< sizeof(tutti_tp_group_t) */
@@ -70,9 +124,15 @@ typedef struct {
     const int *rank_task;      /**< task of each rank */
     int task;                  /**< this process's task */
     double timeout;            /**< seconds to wait for peers to connect */
-    const void *config;        /**< read with the core's config accessors */
+    const void *config;        /**< read with core->config_get */
     uint32_t slots;            /**< slots per channel, or 0: from config */
     size_t slot_size;          /**< bytes per slot, or 0: from config */
+    /* ABI 2.0: */
+    const tutti_tp_core_ops_t *core;
+    const unsigned char *serve; /**< group_size flags: the peers this
+                                     transport connects (never this rank) */
+    const int *rank_host;      /**< host number of each rank (equal: same
+                                    host), or NULL: all on this host */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;
@@ -80,7 +140,8 @@ typedef struct tutti_tp_ep tutti_tp_ep_t;
 typedef struct {
     size_t size;
     const char *name;
-    /** Connect this member to every peer of the group it can reach. */
+    /** Connect this member to the peers group->serve names; wait (up to
+     *  group->timeout) until they are connected too. */
     tutti_status_t (*connect)(const tutti_tp_group_t *group,
                               tutti_tp_ep_t **ep_out);
     /** Queue @p op (filled by the caller: key, peer, buffer, len). */
@@ -93,7 +154,47 @@ typedef struct {
     /** Optional.  1 if @p peer's process still runs, 0 if it is gone, -1
      *  if this transport cannot tell. */
     int (*peer_alive)(tutti_tp_ep_t *ep, int peer);
+    /** Optional.  1 if this transport can reach rank @p peer of @p group
+     *  (e.g. shm: same host), 0 if not; absent: every peer. */
+    int (*reachable)(const tutti_tp_group_t *group, int peer);
 } tutti_tp_ops_t;
+
+/** A transport module's descriptor: the first six fields as in
+ *  tutti_module_desc_t. */
+typedef struct {
+    uint32_t abi_major;       /**< TUTTI_TP_ABI_MAJOR */
+    uint32_t abi_minor;
+    uint32_t size;            /**< sizeof(tutti_tp_module_desc_t) */
+    uint32_t kind;            /**< TUTTI_MODULE_KIND_TP */
+    const char *name;         /**< module name */
+    const char *version;
+    const tutti_tp_ops_t *ops; /**< ops->name is the transport's name, as
+                                    listed in `transports:` */
+} tutti_tp_module_desc_t;
+
+#ifndef TUTTI_MODULE_SYMBOL
+#define TUTTI_MODULE_SYMBOL tutti_module_descriptor
+#define TUTTI_MODULE_SYMBOL_NAME "tutti_module_descriptor"
+#define TUTTI_MODULE_KIND_ALG 1
+#define TUTTI_MODULE_KIND_TP 2
+#endif
+
+#if defined(__GNUC__)
+#define TUTTI_TP_EXPORT_ __attribute__((visibility("default")))
+#else
+#define TUTTI_TP_EXPORT_
+#endif
+
+/** Define a transport module's descriptor. */
+#define TUTTI_TP_MODULE_DEFINE(mod_name, mod_version, ops_table)               \
+    TUTTI_TP_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {      \
+        TUTTI_TP_ABI_MAJOR,                                                    \
+        TUTTI_TP_ABI_MINOR,                                                    \
+        (uint32_t)sizeof(tutti_tp_module_desc_t),                              \
+        TUTTI_MODULE_KIND_TP,                                                  \
+        (mod_name),                                                            \
+        (mod_version),                                                         \
+        &(ops_table)}
 
 #ifdef __cplusplus
 }

@@ -324,7 +324,12 @@ typedef struct {
     const char *version;
     const char *path;        /**< file it was loaded from, or refused */
     const char *reason;      /**< NULL when loaded; why it was refused */
-    unsigned abi_major, abi_minor;
+    unsigned abi_major, abi_minor; /**< the module ABI, or for a transport
+                                        module the transport ABI */
+    const char *kind;        /**< "algorithm", "transport", or "" when the
+                                  descriptor could not be read */
+    const char *transport;   /**< a loaded transport module's transport
+                                  name (as in `transports:`), else NULL */
 } tutti_module_info_t;
 
 typedef struct {

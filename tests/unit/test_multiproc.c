@@ -289,8 +289,8 @@ static void test_mixed_group_uses_local_channels(void **state)
     for (int r = 0; r < 4; r++) {
         char want[128];
         /* The matrix's first group: key 42 * 4096. */
-        snprintf(want, sizeof(want), "group 0x2a000 rank %d: local channels "
-                 "to 1 peer(s) in this process, shared memory to 2", r);
+        snprintf(want, sizeof(want), "group 0x2a000 rank %d: local to 1 "
+                 "peer(s), shm to 2 peer(s)", r);
         if (!test_file_has_anywhere(log, want))
             fail_msg("missing '%s' in %s", want, log);
     }

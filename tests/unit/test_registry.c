@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include <tutti/module.h>
+#include <tutti/transport.h>
 #include <tutti/tutti.h>
 
 #include "test_util.h"
@@ -75,6 +76,9 @@ static void test_good_module_loads(void **state)
 
 #define TUTTI_STR2_(x) #x
 #define TUTTI_STR_(x) TUTTI_STR2_(x)
+#define TUTTI_TP_ABI_MAJOR_NEXT 3 /* mod_badtp: TUTTI_TP_ABI_MAJOR + 1 */
+_Static_assert(TUTTI_TP_ABI_MAJOR_NEXT == TUTTI_TP_ABI_MAJOR + 1,
+               "mod_badtp's ABI");
 
 static void assert_refused(tutti_context_t *ctx, const char *stem,
                            const char *reason_part)
@@ -91,6 +95,23 @@ static void test_wrong_abi_refused(void **state)
     assert_refused(*state, "mod_badabi",
                    "module ABI 2.0, core ABI 1." TUTTI_STR_(TUTTI_MODULE_ABI_MINOR)
                    ": major versions differ");
+}
+
+static void test_wrong_transport_abi_refused(void **state)
+{
+    tutti_module_info_t m = module_by_stem(*state, "mod_badtp");
+    assert_string_equal(m.kind, "transport");
+    assert_null(m.transport);
+    assert_refused(*state, "mod_badtp",
+                   "transport ABI " TUTTI_STR_(TUTTI_TP_ABI_MAJOR_NEXT)
+                   ".0, core transport ABI " TUTTI_STR_(TUTTI_TP_ABI_MAJOR)
+                   "." TUTTI_STR_(TUTTI_TP_ABI_MINOR)
+                   ": major versions differ");
+    /* The shm transport beside it is loaded and listed as a transport. */
+    m = module_by_stem(*state, "tp_shm");
+    assert_null(m.reason);
+    assert_string_equal(m.kind, "transport");
+    assert_string_equal(m.transport, "shm");
 }
 
 static void test_no_descriptor_refused(void **state)
@@ -325,6 +346,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_module_loads),
         cmocka_unit_test(test_wrong_abi_refused),
+        cmocka_unit_test(test_wrong_transport_abi_refused),
         cmocka_unit_test(test_no_descriptor_refused),
         cmocka_unit_test(test_malformed_table_refused),
         cmocka_unit_test(test_duplicate_name_refused),

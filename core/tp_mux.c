@@ -1,0 +1,263 @@
+/*
+ * Per-peer transport choice: the endpoint a group (or the control plane)
+ * talks through when its members span processes.
+ *
+ * Peers in this process go through the built-in local transport; every
+ * other peer through the first transport of the configured list
+ * (`transports:`, TUTTI_TRANSPORTS) that is loaded and whose reachable()
+ * accepts it.  Each chosen transport connects the set of peers it serves;
+ * operations are dispatched by peer, and progress visits every transport.
+ * A group entirely inside one process skips this and uses the local
+ * transport directly.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chan.h"
+#include "config.h"
+#include "context.h"
+#include "log.h"
+#include "registry.h"
+
+#define MUX_MAX 8 /* transports one endpoint may use */
+
+typedef struct {
+    const tutti_tp_ops_t *ops;
+    tutti_tp_ep_t *ep;
+    unsigned char *serve;
+} mux_child_t;
+
+typedef struct {
+    mux_child_t child[MUX_MAX];
+    int nchild;
+    int size;
+    unsigned char *via;   /* per rank: index of its child */
+} mux_ep_t;
+
+/* ---- the core's services for transport modules ---------------------------- */
+
+static tutti_status_t core_error(tutti_status_t st, const char *subsys,
+                                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = tutti__verror(st, subsys, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void core_log(int level, const char *subsys, const char *fmt, ...)
+{
+    va_list ap;
+    if (level > tutti__log_level)
+        return;
+    va_start(ap, fmt);
+    tutti__log_vwrite(level, subsys, fmt, ap);
+    va_end(ap);
+}
+
+static const char *core_config_get(const void *config, const char *key,
+                                   char *buf, size_t len)
+{
+    return tutti__config_get_text(config, key, buf, len);
+}
+
+const tutti_tp_core_ops_t tutti__tp_core_ops = {
+    sizeof(tutti_tp_core_ops_t), core_error, core_log, tutti__now,
+    core_config_get, tutti__chan_bytes, tutti__chan_api_init,
+    tutti__chan_api_create, tutti__chan_api_destroy, tutti__chan_api_attach,
+    tutti__chan_api_send, tutti__chan_api_recv, tutti__chan_api_progress,
+};
+
+/* ---- choosing ----------------------------------------------------------------- */
+
+/* The transport named @p name: built in, or from a loaded module. */
+static const tutti_tp_ops_t *find_transport(const tutti_context_t *ctx,
+                                            const char *name)
+{
+    if (strcmp(name, tutti__tp_local_ops.name) == 0)
+        return NULL; /* local serves this process only */
+    return tutti__registry_find_tp(&ctx->reg, name);
+}
+
+static void mux_disconnect(tutti_tp_ep_t *tep)
+{
+    mux_ep_t *m = (mux_ep_t *)tep;
+    if (m == NULL)
+        return;
+    for (int i = 0; i < m->nchild; i++) {
+        if (m->child[i].ep != NULL)
+            m->child[i].ops->disconnect(m->child[i].ep);
+        free(m->child[i].serve);
+    }
+    free(m->via);
+    free(m);
+}
+
+/* The child for transport @p ops, added if new; -1 when full. */
+static int child_of(mux_ep_t *m, const tutti_tp_ops_t *ops)
+{
+    for (int i = 0; i < m->nchild; i++) {
+        if (m->child[i].ops == ops)
+            return i;
+    }
+    if (m->nchild == MUX_MAX)
+        return -1;
+    m->child[m->nchild].ops = ops;
+    m->child[m->nchild].serve = calloc((size_t)m->size, 1);
+    if (m->child[m->nchild].serve == NULL)
+        return -1;
+    return m->nchild++;
+}
+
+/* Assigns every peer a transport; the error names the first peer none can
+ * reach. */
+static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
+                             const tutti_tp_group_t *g)
+{
+    const tutti__strlist_t *names = &ctx->cfg.transports;
+    /* local first, so every member lists its transports in one order */
+    for (int r = 0; r < g->group_size; r++) {
+        if (r != g->rank && g->rank_task[r] == g->task) {
+            if (child_of(m, &tutti__tp_local_ops) < 0)
+                return TUTTI_ERR_NO_MEMORY;
+            break;
+        }
+    }
+    for (int r = 0; r < g->group_size; r++) {
+        const tutti_tp_ops_t *use = NULL;
+        if (r == g->rank)
+            continue;
+        if (g->rank_task[r] == g->task) {
+            use = &tutti__tp_local_ops;
+        } else {
+            for (size_t i = 0; i < names->count && use == NULL; i++) {
+                const tutti_tp_ops_t *t = find_transport(ctx, names->items[i]);
+                if (t != NULL && (t->reachable == NULL || t->reachable(g, r)))
+                    use = t;
+            }
+        }
+        if (use == NULL)
+            return tutti__error(TUTTI_ERR_CONFIG, "transport", "group 0x%llx "
+                                "rank %d: no transport of the list (%s, from "
+                                "%s) can reach rank %d (task %d); loaded "
+                                "transports are listed by tutti-info",
+                                (unsigned long long)g->group_key, g->rank,
+                                names->count ? names->items[0] : "empty",
+                                tutti__source_name(ctx->cfg.transports_src),
+                                r, g->rank_task[r]);
+        int c = child_of(m, use);
+        if (c < 0)
+            return TUTTI_ERR_NO_MEMORY;
+        m->child[c].serve[r] = 1;
+        m->via[r] = (unsigned char)c;
+    }
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__tp_mux_connect(const tutti_context_t *ctx,
+                                     const tutti_tp_group_t *g,
+                                     const tutti_tp_ops_t **ops_out,
+                                     tutti_tp_ep_t **ep_out)
+{
+    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
+    mux_ep_t *m = calloc(1, sizeof(*m));
+    char line[512];
+    size_t n = 0;
+
+    if (m == NULL)
+        return st;
+    m->size = g->group_size;
+    if ((m->via = calloc((size_t)g->group_size, 1)) == NULL)
+        goto err;
+    if ((st = assign(ctx, m, g)) != TUTTI_OK)
+        goto err;
+    line[0] = '\0';
+    for (int i = 0; i < m->nchild; i++) {
+        tutti_tp_group_t cg = *g;
+        int peers = 0;
+        cg.serve = m->child[i].serve;
+        cg.core = &tutti__tp_core_ops;
+        for (int r = 0; r < g->group_size; r++)
+            peers += m->child[i].serve[r];
+        if ((st = m->child[i].ops->connect(&cg, &m->child[i].ep)) != TUTTI_OK)
+            goto err;
+        if (n < sizeof(line))
+            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s to %d "
+                                  "peer(s)", i ? ", " : "",
+                                  m->child[i].ops->name, peers);
+    }
+    tutti__log(TUTTI_LOG_DEBUG, "transport", "group 0x%llx rank %d: %s",
+               (unsigned long long)g->group_key, g->rank, line);
+    if (m->nchild == 1) {
+        /* One transport serves every peer: no dispatch on the data path. */
+        *ops_out = m->child[0].ops;
+        *ep_out = m->child[0].ep;
+        free(m->child[0].serve);
+        free(m->via);
+        free(m);
+        return TUTTI_OK;
+    }
+    *ops_out = &tutti__tp_mux_ops;
+    *ep_out = (tutti_tp_ep_t *)m;
+    return TUTTI_OK;
+
+err:
+    mux_disconnect((tutti_tp_ep_t *)m);
+    return st;
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static tutti_status_t mux_send(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
+{
+    mux_ep_t *m = (mux_ep_t *)tep;
+    mux_child_t *c = &m->child[m->via[op->peer]];
+    return c->ops->send(c->ep, op);
+}
+
+static tutti_status_t mux_recv(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
+{
+    mux_ep_t *m = (mux_ep_t *)tep;
+    mux_child_t *c = &m->child[m->via[op->peer]];
+    return c->ops->recv(c->ep, op);
+}
+
+static int mux_progress(tutti_tp_ep_t *tep)
+{
+    mux_ep_t *m = (mux_ep_t *)tep;
+    int moved = 0;
+    for (int i = 0; i < m->nchild; i++) {
+        int n = m->child[i].ops->progress(m->child[i].ep);
+        if (n < 0)
+            return n;
+        moved += n;
+    }
+    return moved;
+}
+
+static int mux_peer_alive(tutti_tp_ep_t *tep, int peer)
+{
+    mux_ep_t *m = (mux_ep_t *)tep;
+    if (peer < 0 || peer >= m->size)
+        return -1;
+    mux_child_t *c = &m->child[m->via[peer]];
+    if (c->ops == &tutti__tp_local_ops)
+        return 1; /* this process */
+    return c->ops->peer_alive ? c->ops->peer_alive(c->ep, peer) : -1;
+}
+
+static tutti_status_t mux_connect_unused(const tutti_tp_group_t *g,
+                                         tutti_tp_ep_t **ep_out)
+{
+    (void)g;
+    (void)ep_out;
+    return TUTTI_ERR_INTERNAL; /* tutti__tp_mux_connect() connects */
+}
+
+const tutti_tp_ops_t tutti__tp_mux_ops = {
+    sizeof(tutti_tp_ops_t), "mux", mux_connect_unused, mux_send, mux_recv,
+    mux_progress, mux_disconnect, mux_peer_alive, NULL,
+};
