@@ -16,7 +16,7 @@ top=$(pwd)
 build_dir=${TUTTI_BUILD_DIR:-build}
 
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
-          libyaml-dev libcmocka-dev)
+          libyaml-dev libcmocka-dev openmpi-bin)
 
 deps() {
     local missing=()

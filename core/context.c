@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "context.h"
 #include "log.h"
 #include "resolve.h"
@@ -71,64 +72,28 @@ static void strlist_free(tutti__strlist_t *list)
     list->count = 0;
 }
 
-/* Reads a non-negative integer environment variable; -1 if unset. */
-static tutti_status_t env_int(const char *name, long max, int *value_out)
-{
-    const char *s = getenv(name);
-    char *end;
-    if (s == NULL || *s == '\0') {
-        *value_out = -1;
-        return TUTTI_OK;
-    }
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 0 || v > max)
-        return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
-                            "%s='%s': expected an integer 0..%ld", name, s, max);
-    *value_out = (int)v;
-    return TUTTI_OK;
-}
-
+/* Task, count and job id from the API, tutti-run or a launcher
+ * (bootstrap.c). */
 static tutti_status_t learn_job(tutti_context_t *ctx,
                                 const tutti_context_params_t *p)
 {
-    int task = p->task, ntasks = p->num_tasks;
-    tutti_status_t st;
-    const char *job;
-
-    if (task < 0 && (st = env_int("TUTTI_RANK", 1 << 20, &task)) != TUTTI_OK)
+    tutti__bootstrap_t b;
+    char local[64] = "local rank not known";
+    tutti_status_t st = tutti__bootstrap(p, &b);
+    if (st != TUTTI_OK)
         return st;
-    if (ntasks < 0 &&
-        (st = env_int("TUTTI_SIZE", 1 << 20, &ntasks)) != TUTTI_OK)
-        return st;
-    if (task < 0 && ntasks < 0) {
-        task = 0;
-        ntasks = 1;
-    }
-    if (task < 0 || ntasks < 1 || task >= ntasks)
-        return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
-                            "task %d of %d tasks: expected 0 <= task < tasks "
-                            "(TUTTI_RANK and TUTTI_SIZE go together)",
-                            task, ntasks);
-    job = p->job_id ? p->job_id : getenv("TUTTI_JOB_ID");
-    if (job == NULL || *job == '\0') {
-        if (ntasks > 1)
-            return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
-                                "%d tasks but no job id: set TUTTI_JOB_ID "
-                                "(tutti-run does)", ntasks);
-        snprintf(ctx->job_id, sizeof(ctx->job_id), "p%ld", (long)getpid());
-    } else {
-        size_t n = strlen(job);
-        if (n >= 41 || strspn(job, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-                                   "OPQRSTUVWXYZ0123456789_-") != n)
-            return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
-                                "job id '%s': expected up to 40 characters "
-                                "of [A-Za-z0-9_-]", job);
-        snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", job);
-    }
-    ctx->task = task;
-    ctx->num_tasks = ntasks;
-    tutti__log_set_task(task);
+    if (b.local_task >= 0 && b.local_num_tasks >= 0)
+        snprintf(local, sizeof(local), "local rank %d of %d", b.local_task,
+                 b.local_num_tasks);
+    else if (b.local_task >= 0)
+        snprintf(local, sizeof(local), "local rank %d", b.local_task);
+    snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", b.job_id);
+    ctx->task = b.task;
+    ctx->num_tasks = b.num_tasks;
+    tutti__log_set_task(b.task);
+    tutti__log(TUTTI_LOG_INFO, "bootstrap", "task %d of %d from %s (%s), "
+               "job %s (%s), %s", b.task, b.num_tasks, b.source, b.vars,
+               b.job_id, b.job_source, local);
     return TUTTI_OK;
 }
 
