@@ -65,8 +65,9 @@ void tutti_context_params_init(tutti_context_params_t *params);
 
 /**
  * Create a context: read the configuration, load modules, learn this
- * process's task index and count (TUTTI_RANK/TUTTI_SIZE as set by tutti-run;
- * a single task when unset).  @p params may be NULL.
+ * process's task index and count (from @p params, else TUTTI_RANK/TUTTI_SIZE
+ * as tutti-run sets them, else Open MPI's, Hydra's or Slurm's variables; a
+ * single task when none is set).  @p params may be NULL.
  */
 tutti_status_t tutti_context_create(const tutti_context_params_t *params,
                                     tutti_context_t **ctx_out);
