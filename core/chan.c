@@ -1,17 +1,28 @@
-/* Message channels: slot rings with fragment streaming. */
+/* Message channels: slot rings with fragment streaming, and single-copy
+ * descriptors between processes (chan.h). */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "chan.h"
 #include "log.h"
 
 #define FRAG_HDR_BYTES TUTTI_CACHELINE
 
+#define FRAG_SC 1u /* a single-copy descriptor: no data in the slot */
+
 typedef struct {
     tutti_wire_key_t key;
     uint64_t msg_len;
     uint64_t frag_off;
     uint32_t frag_len;
+    uint32_t flags;    /* FRAG_SC or 0 */
+    uint64_t sc_addr;  /* FRAG_SC: the message's address in the sender */
+    int32_t sc_pid;    /* FRAG_SC: the sender's pid */
     uint32_t reserved;
 } frag_hdr_t;
 
@@ -31,6 +42,8 @@ void tutti__chan_init(tutti__chan_t *ch)
 {
     atomic_store_explicit(&ch->head, 0, memory_order_relaxed);
     atomic_store_explicit(&ch->tail, 0, memory_order_relaxed);
+    atomic_store_explicit(&ch->sc_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&ch->sc_accept, 0, memory_order_relaxed);
 }
 
 static frag_hdr_t *slot_at(const tutti__chan_ep_t *ep, tutti__chan_t *ch,
@@ -58,6 +71,7 @@ tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
     ep->slots = slots;
     ep->slot_size = slot_size;
     ep->tp_name = tp_name;
+    ep->pid = (int)getpid();
     return TUTTI_OK;
 }
 
@@ -74,6 +88,8 @@ void tutti__chan_ep_fini(tutti__chan_ep_t *ep)
     }
     free(ep->peers);
     ep->peers = NULL;
+    free(ep->bounce);
+    ep->bounce = NULL;
 }
 
 static void enqueue(tutti_tp_op_t **head, tutti_tp_op_t **tail,
@@ -200,6 +216,55 @@ tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
     return TUTTI_OK;
 }
 
+/* True if @p op goes to @p p as a single-copy descriptor. */
+static int goes_single_copy(tutti__chan_peer_t *p, const tutti_tp_op_t *op)
+{
+    if (op->len < TUTTI_CHAN_SC_MIN || op->done != 0)
+        return 0;
+    if (!p->out_sc_ok)
+        p->out_sc_ok = atomic_load_explicit(&p->out->sc_accept,
+                                            memory_order_acquire) != 0;
+    return p->out_sc_ok;
+}
+
+/* Writes the descriptor of @p op into slot @p h; the op waits on the
+ * peer's reading (scq) from now on. */
+static void post_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                            tutti_tp_op_t *op, frag_hdr_t *h)
+{
+    h->key = op->key;
+    h->msg_len = op->len;
+    h->frag_off = 0;
+    h->frag_len = 0;
+    h->flags = FRAG_SC;
+    h->sc_addr = (uint64_t)(uintptr_t)op->sbuf;
+    h->sc_pid = ep->pid;
+    p->sendq = op->next;
+    if (p->sendq == NULL)
+        p->sendq_tail = NULL;
+    enqueue(&p->scq, &p->scq_tail, op);
+    ep->stats.sc_out++;
+}
+
+/* Completes the sends whose descriptors the peer finished reading. */
+static int reap_single_copy(tutti__chan_peer_t *p)
+{
+    int done = 0;
+    uint64_t finished =
+        atomic_load_explicit(&p->out->sc_done, memory_order_acquire);
+    while (p->sc_acked < finished && p->scq != NULL) {
+        tutti_tp_op_t *op = p->scq;
+        p->scq = op->next;
+        if (p->scq == NULL)
+            p->scq_tail = NULL;
+        p->sc_acked++;
+        op->done = op->len;
+        op->status = TUTTI_OK;
+        done++;
+    }
+    return done;
+}
+
 /* Writes as many fragments of queued sends as there are free slots. */
 static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
 {
@@ -212,6 +277,14 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
                 break;
         }
         tutti_tp_op_t *op = p->sendq;
+        if (goes_single_copy(p, op)) {
+            post_descriptor(ep, p, op, slot_at(ep, p->out, p->out_head));
+            p->out_head++;
+            atomic_store_explicit(&p->out->head, p->out_head,
+                                  memory_order_release);
+            moved++;
+            continue;
+        }
         size_t frag = op->len - op->done;
         if (frag > ep->slot_size)
             frag = ep->slot_size;
@@ -220,6 +293,7 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
         h->msg_len = op->len;
         h->frag_off = op->done;
         h->frag_len = (uint32_t)frag;
+        h->flags = 0;
         if (frag > 0)
             memcpy(slot_data(h), (const char *)op->sbuf + op->done, frag);
         op->done += frag;
@@ -304,10 +378,120 @@ static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     return 1;
 }
 
-/* Moves fragment @p h to where its message goes: dropped, buffered, or into
- * the receive being filled. */
-static void consume(tutti__chan_peer_t *p, const frag_hdr_t *h)
+/* Reads @p len bytes at offset @p off of the message descriptor @p h names
+ * into @p dst.  Returns 0, or the errno of the failure. */
+static int sc_read(const tutti__chan_peer_t *p, const frag_hdr_t *h,
+                   uint64_t off, char *dst, size_t len)
 {
+    while (len > 0) {
+        struct iovec local = {dst, len};
+        struct iovec remote = {(void *)(uintptr_t)(h->sc_addr + off), len};
+        ssize_t n = process_vm_readv(p->sc_pid, &local, 1, &remote, 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EFAULT;
+        dst += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads the message descriptor @p h names into receive @p op: straight into
+ * its buffer, or bounce block by bounce block, each reduced into it. */
+static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
+                      const frag_hdr_t *h, tutti_tp_op_t *op)
+{
+    if (op->reduce.fn == NULL)
+        return sc_read(p, h, 0, op->rbuf, op->len);
+    for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
+        size_t n = op->len - off < TUTTI_CHAN_SC_BOUNCE
+                       ? (size_t)(op->len - off) : TUTTI_CHAN_SC_BOUNCE;
+        int err = sc_read(p, h, off, ep->bounce, n);
+        if (err != 0)
+            return err;
+        deliver(op, off, ep->bounce, n);
+    }
+    return 0;
+}
+
+/* A single-copy read from @p peer failed (@p err: errno, or -1: the
+ * descriptor names another process).  Its channel is taken no further:
+ * what waits on it stays in progress and fails the way a silent peer's
+ * transfers do, when the group learns why (the peer's task is gone, an
+ * abort) or times out; the likely cause, a sender that failed, exited or
+ * freed its buffer first, is then named there.  The read's own cause is
+ * logged here. */
+static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
+                      const frag_hdr_t *h, int err)
+{
+    char why[128];
+    if (err > 0)
+        snprintf(why, sizeof(why), "process_vm_readv: %s", strerror(err));
+    else
+        snprintf(why, sizeof(why), "its descriptor names pid %d",
+                 (int)h->sc_pid);
+    p->sc_frozen = 1;
+    tutti__log(TUTTI_LOG_WARN, ep->tp_name,
+               "rank %d: cannot read a %llu-byte message from rank %d (pid "
+               "%d, instance 0x%llx step %u tag %u) by single copy: %s; "
+               "nothing more is taken from rank %d", ep->rank,
+               (unsigned long long)h->msg_len, peer, p->sc_pid,
+               (unsigned long long)h->key.instance, h->key.step, h->key.tag,
+               why, peer);
+}
+
+/* Takes descriptor @p h: reads its message into the receive matched to it
+ * or into the record it is buffered in (or drops it, on a size mismatch),
+ * then tells the sender it may complete.  Returns 0 if the read failed
+ * (sc_freeze). */
+static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                              const frag_hdr_t *h, int peer)
+{
+    int err = h->sc_pid != p->sc_pid ? -1 : 0;
+    if (p->discarding) {
+        p->discarding = 0;
+        p->discard_left = 0;
+    } else if (p->filling != NULL) {
+        tutti__chan_unexp_t *u = p->filling;
+        if (err == 0)
+            err = sc_read(p, h, 0, u->data, u->msg_len);
+        if (err != 0) {
+            sc_freeze(ep, p, peer, h, err);
+            return 0;
+        }
+        u->got = u->msg_len;
+        p->filling = NULL;
+        ep->stats.sc_in++;
+    } else {
+        tutti_tp_op_t *op = p->cur_recv;
+        if (err == 0)
+            err = sc_read_op(ep, p, h, op);
+        if (err != 0) {
+            sc_freeze(ep, p, peer, h, err);
+            return 0;
+        }
+        op->done = op->len;
+        p->cur_recv = NULL;
+        op->status = TUTTI_OK;
+        ep->stats.sc_in++;
+    }
+    p->in_sc_done++;
+    atomic_store_explicit(&p->in->sc_done, p->in_sc_done,
+                          memory_order_release);
+    return 1;
+}
+
+/* Moves fragment @p h to where its message goes: dropped, buffered, or into
+ * the receive being filled.  Returns 0 if it could not (it stays). */
+static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                   const frag_hdr_t *h, int peer)
+{
+    if (h->flags & FRAG_SC)
+        return consume_descriptor(ep, p, h, peer);
+    if (h->frag_off == 0 && h->msg_len >= TUTTI_CHAN_SC_MIN)
+        ep->stats.ring_large_in++;
     if (p->discarding) {
         p->discard_left -= h->frag_len;
         p->discarding = p->discard_left > 0;
@@ -327,6 +511,7 @@ static void consume(tutti__chan_peer_t *p, const frag_hdr_t *h)
             op->status = TUTTI_OK;
         }
     }
+    return 1;
 }
 
 /* True if a receive from this peer is posted for another instance.  (A
@@ -347,6 +532,8 @@ static int waits_elsewhere(const tutti__chan_peer_t *p,
 static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
 {
     int moved = 0;
+    if (p->sc_frozen)
+        return 0;
     uint64_t head = atomic_load_explicit(&p->in->head, memory_order_acquire);
     while (p->in_tail < head) {
         frag_hdr_t *h = slot_at(ep, p->in, p->in_tail);
@@ -362,7 +549,8 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
         if (between && !begin_message(ep, p, h, peer) &&
             (!waits_elsewhere(p, &h->key) || !unexp_begin(ep, p, h, peer)))
             break;
-        consume(p, h);
+        if (!consume(ep, p, h, peer))
+            break;
         p->in_tail++;
         atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);
         moved++;
@@ -382,8 +570,30 @@ int tutti__chan_progress(tutti__chan_ep_t *ep)
         if (p->sendq != NULL)
             moved += push_sends(ep, p);
         moved += drain(ep, p, i);
+        if (p->scq != NULL)
+            moved += reap_single_copy(p);
     }
     return moved;
+}
+
+tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
+                                              int peer_pid)
+{
+    if (peer < 0 || peer >= ep->size || peer == ep->rank ||
+        ep->peers[peer].in == NULL || peer_pid <= 0)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
+                            "rank %d: single copy from rank %d (pid %d): not "
+                            "an attached peer of a group of %d", ep->rank,
+                            peer, peer_pid, ep->size);
+    if (ep->bounce == NULL &&
+        (ep->bounce = malloc(TUTTI_CHAN_SC_BOUNCE)) == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
+                            "rank %d: no memory for a %d-byte bounce block",
+                            ep->rank, TUTTI_CHAN_SC_BOUNCE);
+    ep->peers[peer].sc_pid = peer_pid;
+    atomic_store_explicit(&ep->peers[peer].in->sc_accept, 1,
+                          memory_order_release);
+    return TUTTI_OK;
 }
 
 tutti_status_t tutti__chan_tp_send(tutti_tp_ep_t *ep, tutti_tp_op_t *op)
@@ -428,6 +638,13 @@ void tutti__chan_api_destroy(tutti_chan_ep_t *ep)
 {
     if (ep == NULL)
         return;
+    const tutti__chan_stats_t *s = &ep->chan.stats;
+    tutti__log(TUTTI_LOG_DEBUG, ep->chan.tp_name,
+               "rank %d: received %llu message(s) by single copy and %llu of "
+               "%d+ bytes through the slots; sent %llu by single copy",
+               ep->chan.rank, (unsigned long long)s->sc_in,
+               (unsigned long long)s->ring_large_in, TUTTI_CHAN_SC_MIN,
+               (unsigned long long)s->sc_out);
     tutti__chan_ep_fini(&ep->chan);
     free(ep);
 }
@@ -459,4 +676,10 @@ int tutti__chan_api_progress(tutti_chan_ep_t *ep)
 void tutti__chan_api_init(void *chan)
 {
     tutti__chan_init(chan);
+}
+
+tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
+                                                  int peer, int peer_pid)
+{
+    return tutti__chan_enable_single_copy(&ep->chan, peer, peer_pid);
 }

@@ -17,6 +17,32 @@
  * behind it, so the receiver takes the message off the ring into an
  * unexpected record (the only allocation on the data path) and the messages
  * behind it flow again.  A receive looks in its peer's records first.
+ *
+ * Single copy (shm between processes, Linux): once the receiver of a
+ * channel has shown it can read the sender's memory (process_vm_readv; the
+ * transport probes at connect and calls tutti__chan_enable_single_copy()),
+ * it sets the channel's sc_accept.  From then on the sender posts a message
+ * of TUTTI_CHAN_SC_MIN bytes or more as one descriptor fragment (its pid,
+ * the buffer's address, the length; no data in the slot), and the receiver,
+ * on matching it, reads the bytes straight from the sender's buffer into the
+ * posted buffer (reduce-on-receive: through a bounce block of
+ * TUTTI_CHAN_SC_BOUNCE bytes, then reduced into the destination).  The
+ * sender's operation completes only when the receiver has finished
+ * reading: the receiver counts finished descriptors in the channel's
+ * sc_done, and since descriptors are read in ring order the sender
+ * completes its waiting sends oldest first while its count of them is
+ * behind sc_done.  A descriptor taken off the ring for an unexpected record
+ * is read into the record at once, so the sender's buffer is never read
+ * after its send completed.  A read that fails (the sender exited, or
+ * failed and freed its buffer) is logged with its errno text and freezes
+ * that peer's channel: the transfers waiting on it stay in progress and
+ * fail as a silent peer's do, when the group learns the cause (the task is
+ * gone, an abort) or times out.  (The sender's buffer of a request that
+ * failed may still be read by a peer that has not failed yet: the group is
+ * failed on the sender's side and cannot be trusted with more.)
+ * Channels whose receiver never sets sc_accept (the local transport, shm
+ * with single copy off or not permitted) carry every message through the
+ * slots as before.
  */
 #ifndef TUTTI_CORE_CHAN_H
 #define TUTTI_CORE_CHAN_H
@@ -29,11 +55,25 @@
 
 #define TUTTI_CACHELINE 64
 
+/* Messages of this many bytes or more go by single copy where the channel
+ * accepts it: below it, the two copies through a cache-resident slot cost
+ * less than the system call and the page walk of a cross-process read. */
+#define TUTTI_CHAN_SC_MIN (64 * 1024)
+/* Bytes read per process_vm_readv into the bounce block of a
+ * reduce-on-receive (then reduced into the destination while hot in
+ * cache); a multiple of every element size. */
+#define TUTTI_CHAN_SC_BOUNCE (128 * 1024)
+
+/* One channel's header; its slots follow.  The third cache line is written
+ * only by the receiver and read by the sender (single copy, above). */
 typedef struct {
     _Atomic uint64_t head; /* fragments written (producer) */
     char pad0[TUTTI_CACHELINE - sizeof(uint64_t)];
     _Atomic uint64_t tail; /* fragments consumed (consumer) */
     char pad1[TUTTI_CACHELINE - sizeof(uint64_t)];
+    _Atomic uint64_t sc_done;   /* descriptors the receiver finished */
+    _Atomic uint32_t sc_accept; /* 1: the receiver reads descriptors */
+    char pad2[TUTTI_CACHELINE - sizeof(uint64_t) - sizeof(uint32_t)];
 } tutti__chan_t;
 
 /* Bytes one channel of @p slots slots of @p slot_size bytes takes. */
@@ -64,7 +104,23 @@ typedef struct {
     tutti__chan_unexp_t *unexp, *unexp_tail; /* buffered, oldest first */
     tutti__chan_unexp_t *filling; /* record the ring is copied into */
     int nomem_logged;            /* buffering failed; said so once */
+    /* single copy, as receiver of in: */
+    int sc_pid;                  /* peer's pid, 0: we do not read it */
+    uint64_t in_sc_done;         /* descriptors we finished */
+    int sc_frozen;               /* a read failed: nothing more taken */
+    /* as sender on out: */
+    int out_sc_ok;               /* peer set out->sc_accept */
+    uint64_t sc_acked;           /* finished descriptors we completed */
+    tutti_tp_op_t *scq, *scq_tail; /* sends the peer is reading, in order */
 } tutti__chan_peer_t;
+
+/* What an endpoint moved, for its debug line at teardown. */
+typedef struct {
+    uint64_t sc_in;              /* messages received by single copy */
+    uint64_t sc_out;             /* messages sent as descriptors */
+    uint64_t ring_large_in;      /* of TUTTI_CHAN_SC_MIN+ bytes through
+                                    the slots */
+} tutti__chan_stats_t;
 
 typedef struct {
     int rank, size;
@@ -72,6 +128,10 @@ typedef struct {
     size_t slot_size;
     tutti__chan_peer_t *peers;   /* size entries; own entry unused */
     const char *tp_name;         /* for messages */
+    int pid;                     /* this process, for descriptors */
+    char *bounce;                /* TUTTI_CHAN_SC_BOUNCE bytes, allocated
+                                    when single copy is first enabled */
+    tutti__chan_stats_t stats;
 } tutti__chan_ep_t;
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
@@ -82,6 +142,11 @@ tutti_status_t tutti__chan_send(tutti__chan_ep_t *ep, tutti_tp_op_t *op);
 tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op);
 /* Advances every peer; returns how many fragments moved. */
 int tutti__chan_progress(tutti__chan_ep_t *ep);
+/* This member can read @p peer's memory (process @p peer_pid) with
+ * process_vm_readv: let the peer send large messages as descriptors.  Call
+ * after the peer's channels are attached. */
+tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
+                                              int peer_pid);
 
 /* In-process channel meshes (tp_local.c): a size x size matrix of
  * channels shared by the members of one process; @p expected of them join
@@ -112,5 +177,7 @@ tutti_status_t tutti__chan_api_send(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
 tutti_status_t tutti__chan_api_recv(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
 int tutti__chan_api_progress(tutti_chan_ep_t *ep);
 void tutti__chan_api_init(void *chan);
+tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
+                                                  int peer, int peer_pid);
 
 #endif

@@ -269,6 +269,9 @@ void tutti__config_init(tutti__config_t *cfg)
     cfg->timeout = 300.0;
     cfg->shm_slot_size = UINT64_C(64) << 10;
     cfg->shm_slots = 16;
+    cfg->shm_single_copy = TUTTI_SHM_SINGLE_COPY_AUTO;
+    cfg->tcp_family = TUTTI_TCP_FAMILY_ANY;
+    cfg->tcp_connections = 2;
     (void)tutti__cfg_strlist_push(&cfg->transports, "shm");
 }
 
@@ -452,6 +455,102 @@ bool tutti__cfg_seconds_value(const char *s, double *out)
         return false;
     *out = v;
     return true;
+}
+
+bool tutti__cfg_single_copy_value(const char *s, tutti__single_copy_t *out)
+{
+    if (strcmp(s, "auto") == 0)
+        *out = TUTTI_SHM_SINGLE_COPY_AUTO;
+    else if (strcmp(s, "off") == 0)
+        *out = TUTTI_SHM_SINGLE_COPY_OFF;
+    else
+        return false;
+    return true;
+}
+
+const char *tutti__cfg_single_copy_name(tutti__single_copy_t v)
+{
+    return v == TUTTI_SHM_SINGLE_COPY_OFF ? "off" : "auto";
+}
+
+/* Linux's rules for interface names: below IFNAMSIZ, not "." or "..", no
+ * '/', ':' or white space.  The empty name means any interface. */
+bool tutti__cfg_ifname_value(const char *s, char out[TUTTI__TCP_IFNAME_MAX])
+{
+    size_t n = strlen(s);
+
+    if (n >= TUTTI__TCP_IFNAME_MAX || strcmp(s, ".") == 0 ||
+        strcmp(s, "..") == 0)
+        return false;
+    for (const char *c = s; *c != '\0'; c++) {
+        if (!isgraph((unsigned char)*c) || *c == '/' || *c == ':')
+            return false;
+    }
+    memcpy(out, s, n + 1);
+    return true;
+}
+
+bool tutti__cfg_family_value(const char *s, tutti__tcp_family_t *out)
+{
+    if (strcmp(s, "any") == 0)
+        *out = TUTTI_TCP_FAMILY_ANY;
+    else if (strcmp(s, "ipv4") == 0)
+        *out = TUTTI_TCP_FAMILY_IPV4;
+    else if (strcmp(s, "ipv6") == 0)
+        *out = TUTTI_TCP_FAMILY_IPV6;
+    else
+        return false;
+    return true;
+}
+
+const char *tutti__cfg_family_name(tutti__tcp_family_t v)
+{
+    switch (v) {
+    case TUTTI_TCP_FAMILY_IPV4:
+        return "ipv4";
+    case TUTTI_TCP_FAMILY_IPV6:
+        return "ipv6";
+    default:
+        return "any";
+    }
+}
+
+/* "0": any free port; "LO-HI" (or one port "N") from 1 to 65535. */
+bool tutti__cfg_ports_value(const char *s, uint16_t *lo, uint16_t *hi)
+{
+    uint64_t a, b;
+
+    if (strcmp(s, "0") == 0) {
+        *lo = *hi = 0;
+        return true;
+    }
+    if (tutti__cfg_range_value(s, false, 65535, &a, &b) != TUTTI__CFG_RANGE_OK ||
+        a == 0 || strchr(s, '-') == s || s[strlen(s) - 1] == '-')
+        return false;
+    *lo = (uint16_t)a;
+    *hi = (uint16_t)b;
+    return true;
+}
+
+bool tutti__cfg_connections_value(const char *s, uint32_t *out)
+{
+    uint64_t v;
+
+    if (!tutti__cfg_uint_value(s, UINT32_MAX, &v) || v < 1 ||
+        v > TUTTI__TCP_CONNECTIONS_MAX)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* "0" or "LO-HI". */
+static void format_ports(const tutti__config_t *cfg, char *buf, size_t len)
+{
+    if (cfg->tcp_port_lo == 0)
+        snprintf(buf, len, "0");
+    else
+        snprintf(buf, len, "%u-%u", (unsigned)cfg->tcp_port_lo,
+                 (unsigned)cfg->tcp_port_hi);
 }
 
 /* "64K" where exact, else the number of bytes. */
@@ -648,6 +747,56 @@ static tutti_status_t env_transports(tutti__config_t *cfg, const char *var,
     return TUTTI_OK;
 }
 
+static tutti_status_t env_single_copy(tutti__config_t *cfg, const char *var,
+                                      const char *value)
+{
+    if (!tutti__cfg_single_copy_value(value, &cfg->shm_single_copy))
+        return env_error(var, value, "not a single-copy mode",
+                         TUTTI__CFG_SINGLE_COPY_EXPECTED);
+    cfg->shm_single_copy_src = TUTTI_SRC_ENV;
+    return TUTTI_OK;
+}
+
+static tutti_status_t env_tcp_ifname(tutti__config_t *cfg, const char *var,
+                                     const char *value)
+{
+    if (!tutti__cfg_ifname_value(value, cfg->tcp_interface))
+        return env_error(var, value, "not an interface name",
+                         TUTTI__CFG_IFNAME_EXPECTED);
+    cfg->tcp_interface_src = TUTTI_SRC_ENV;
+    return TUTTI_OK;
+}
+
+static tutti_status_t env_tcp_family(tutti__config_t *cfg, const char *var,
+                                     const char *value)
+{
+    if (!tutti__cfg_family_value(value, &cfg->tcp_family))
+        return env_error(var, value, "not an address family",
+                         TUTTI__CFG_FAMILY_EXPECTED);
+    cfg->tcp_family_src = TUTTI_SRC_ENV;
+    return TUTTI_OK;
+}
+
+static tutti_status_t env_tcp_ports(tutti__config_t *cfg, const char *var,
+                                    const char *value)
+{
+    if (!tutti__cfg_ports_value(value, &cfg->tcp_port_lo, &cfg->tcp_port_hi))
+        return env_error(var, value, "not a port range",
+                         TUTTI__CFG_PORTS_EXPECTED);
+    cfg->tcp_ports_src = TUTTI_SRC_ENV;
+    return TUTTI_OK;
+}
+
+static tutti_status_t env_tcp_connections(tutti__config_t *cfg,
+                                          const char *var, const char *value)
+{
+    if (!tutti__cfg_connections_value(value, &cfg->tcp_connections))
+        return env_error(var, value, "not a number of connections",
+                         TUTTI__CFG_CONNECTIONS_EXPECTED);
+    cfg->tcp_connections_src = TUTTI_SRC_ENV;
+    return TUTTI_OK;
+}
+
 #define ALGO_EXPECTED                                                          \
     "comma-separated collective:implementation pairs, e.g. "                   \
     "allreduce:RingReduce,broadcast:HierarchicalTreeBroadcast"
@@ -724,6 +873,11 @@ static const struct {
     {"TUTTI_TIMEOUT", env_timeout},
     {"TUTTI_MODULE_PATH", env_module_path},
     {"TUTTI_TRANSPORTS", env_transports},
+    {"TUTTI_SHM_SINGLE_COPY", env_single_copy},
+    {"TUTTI_TCP_IFNAME", env_tcp_ifname},
+    {"TUTTI_TCP_FAMILY", env_tcp_family},
+    {"TUTTI_TCP_PORTS", env_tcp_ports},
+    {"TUTTI_TCP_CONNECTIONS", env_tcp_connections},
     {ALGO_ENV, env_algo},
 };
 
@@ -999,6 +1153,20 @@ void tutti__config_print(const tutti__config_t *cfg, FILE *out)
             tutti__source_name(cfg->shm_slot_size_src));
     fprintf(out, "shm.slots = %" PRIu64 " (%s)\n", cfg->shm_slots,
             tutti__source_name(cfg->shm_slots_src));
+    fprintf(out, "shm.single_copy = %s (%s)\n",
+            tutti__cfg_single_copy_name(cfg->shm_single_copy),
+            tutti__source_name(cfg->shm_single_copy_src));
+    fprintf(out, "tcp.interface = \"%s\"%s (%s)\n", cfg->tcp_interface,
+            cfg->tcp_interface[0] == '\0' ? " (any)" : "",
+            tutti__source_name(cfg->tcp_interface_src));
+    fprintf(out, "tcp.family = %s (%s)\n",
+            tutti__cfg_family_name(cfg->tcp_family),
+            tutti__source_name(cfg->tcp_family_src));
+    format_ports(cfg, size, sizeof(size));
+    fprintf(out, "tcp.ports = %s (%s)\n", size,
+            tutti__source_name(cfg->tcp_ports_src));
+    fprintf(out, "tcp.connections = %" PRIu32 " (%s)\n", cfg->tcp_connections,
+            tutti__source_name(cfg->tcp_connections_src));
     fprintf(out, "selection: %zu rule%s, first match wins\n", cfg->num_rules,
             cfg->num_rules == 1 ? "" : "s");
     for (size_t i = 0; i < cfg->num_rules; i++)
@@ -1016,6 +1184,17 @@ const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
         snprintf(buf, len, "%" PRIu64, cfg->shm_slot_size);
     else if (strcmp(key, "timeout") == 0)
         snprintf(buf, len, "%g", cfg->timeout);
+    else if (strcmp(key, "shm.single_copy") == 0)
+        snprintf(buf, len, "%s",
+                 tutti__cfg_single_copy_name(cfg->shm_single_copy));
+    else if (strcmp(key, "tcp.interface") == 0)
+        snprintf(buf, len, "%s", cfg->tcp_interface);
+    else if (strcmp(key, "tcp.family") == 0)
+        snprintf(buf, len, "%s", tutti__cfg_family_name(cfg->tcp_family));
+    else if (strcmp(key, "tcp.ports") == 0)
+        format_ports(cfg, buf, len);
+    else if (strcmp(key, "tcp.connections") == 0)
+        snprintf(buf, len, "%" PRIu32, cfg->tcp_connections);
     else
         return NULL;
     return buf;

@@ -50,6 +50,23 @@ typedef struct {
     char *skip_reason;
 } tutti__rule_t;
 
+/* shm.single_copy: whether the shm transport may move large messages with
+ * one copy (cross-memory attach) where the kernel allows it. */
+typedef enum {
+    TUTTI_SHM_SINGLE_COPY_AUTO = 0,
+    TUTTI_SHM_SINGLE_COPY_OFF
+} tutti__single_copy_t;
+
+/* tcp.family: which address families the tcp transport listens on. */
+typedef enum {
+    TUTTI_TCP_FAMILY_ANY = 0,
+    TUTTI_TCP_FAMILY_IPV4,
+    TUTTI_TCP_FAMILY_IPV6
+} tutti__tcp_family_t;
+
+#define TUTTI__TCP_IFNAME_MAX 16      /* IFNAMSIZ, NUL included */
+#define TUTTI__TCP_CONNECTIONS_MAX 16
+
 typedef struct {
     char *path;                   /* file read, or NULL */
     char *log_level;              tutti__source_t log_level_src;
@@ -59,12 +76,21 @@ typedef struct {
     tutti__strlist_t transports;  tutti__source_t transports_src;
     uint64_t shm_slot_size;       tutti__source_t shm_slot_size_src;
     uint64_t shm_slots;           tutti__source_t shm_slots_src;
+    tutti__single_copy_t shm_single_copy; tutti__source_t shm_single_copy_src;
+    char tcp_interface[TUTTI__TCP_IFNAME_MAX]; /* "": any */
+                                  tutti__source_t tcp_interface_src;
+    tutti__tcp_family_t tcp_family; tutti__source_t tcp_family_src;
+    uint16_t tcp_port_lo, tcp_port_hi; /* 0, 0: any free port */
+                                  tutti__source_t tcp_ports_src;
+    uint32_t tcp_connections;     tutti__source_t tcp_connections_src;
     tutti__rule_t *rules;         /* in match order */
     size_t num_rules;
 } tutti__config_t;
 
 /** Set every field to its built-in default (log_level "warn", timeout 300,
- *  transports [shm], shm slot_size 64K, slots 16, no rules). */
+ *  transports [shm], shm slot_size 64K, slots 16, single_copy auto, tcp
+ *  interface "" (any), family any, ports "0" (any), connections 2, no
+ *  rules). */
 void tutti__config_init(tutti__config_t *cfg);
 void tutti__config_free(tutti__config_t *cfg);
 
@@ -78,7 +104,9 @@ void tutti__config_free(tutti__config_t *cfg);
 tutti_status_t tutti__config_load_file(tutti__config_t *cfg, const char *path);
 
 /** Apply TUTTI_LOG_LEVEL, TUTTI_TIMEOUT, TUTTI_MODULE_PATH (colon list,
- *  searched before the file's), TUTTI_TRANSPORTS (comma list) and
+ *  searched before the file's), TUTTI_TRANSPORTS (comma list),
+ *  TUTTI_SHM_SINGLE_COPY, TUTTI_TCP_IFNAME, TUTTI_TCP_FAMILY,
+ *  TUTTI_TCP_PORTS, TUTTI_TCP_CONNECTIONS and
  *  TUTTI_ALGO ("allreduce:RingReduce,broadcast:X", rules put before the
  *  file's).  A malformed value fails naming the variable. */
 tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);
@@ -107,8 +135,11 @@ const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
                                                 const tutti_select_query_t *q,
                                                 const char *algorithm);
 
-/** A setting by its dotted key ("shm.slots", "timeout") as text in
- *  @p buf, for transport modules; NULL for a key not known here. */
+/** A setting by its dotted key ("shm.slots", "timeout", "tcp.ports") as
+ *  text in @p buf, for transport modules; NULL for a key not known here.
+ *  Values read back in the form the file takes: shm.single_copy "auto" or
+ *  "off", tcp.interface the name or "" (any), tcp.family "any", "ipv4" or
+ *  "ipv6", tcp.ports "0" or "LO-HI", tcp.connections a number. */
 const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
                                    char *buf, size_t len);
 

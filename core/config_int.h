@@ -21,6 +21,16 @@
 #define TUTTI__CFG_RANGE_ORDER_EXPECTED                                        \
     "the lower bound not above the upper, e.g. 1K-16K"
 
+#define TUTTI__CFG_SINGLE_COPY_EXPECTED "auto or off"
+#define TUTTI__CFG_IFNAME_EXPECTED                                             \
+    "a network interface name of 1 to 15 characters without '/', ':' or "    \
+    "spaces, e.g. eth0, or \"\" for any"
+#define TUTTI__CFG_FAMILY_EXPECTED "one of any, ipv4, ipv6"
+#define TUTTI__CFG_PORTS_EXPECTED                                              \
+    "0 (any free port) or a range LO-HI of ports from 1 to 65535, e.g. "      \
+    "29500-29599"
+#define TUTTI__CFG_CONNECTIONS_EXPECTED "a whole number from 1 to 16"
+
 /* ---- small helpers ------------------------------------------------------ */
 
 /** Record and return TUTTI_ERR_NO_MEMORY for the configuration. */
@@ -114,6 +124,19 @@ int tutti__cfg_range_value(const char *s, bool sizes, uint64_t max,
 
 /** A finite number of seconds above 0. */
 bool tutti__cfg_seconds_value(const char *s, double *out);
+
+/* Values of shm.single_copy and the tcp section; each leaves its output
+ * alone and returns false on anything its TUTTI__CFG_*_EXPECTED does not
+ * describe. */
+bool tutti__cfg_single_copy_value(const char *s, tutti__single_copy_t *out);
+bool tutti__cfg_ifname_value(const char *s, char out[TUTTI__TCP_IFNAME_MAX]);
+bool tutti__cfg_family_value(const char *s, tutti__tcp_family_t *out);
+bool tutti__cfg_ports_value(const char *s, uint16_t *lo, uint16_t *hi);
+bool tutti__cfg_connections_value(const char *s, uint32_t *out);
+
+/** Names of the values above, for printing. */
+const char *tutti__cfg_single_copy_name(tutti__single_copy_t v);
+const char *tutti__cfg_family_name(tutti__tcp_family_t v);
 
 /* ---- names of collectives, device types, data types --------------------- */
 

@@ -550,13 +550,104 @@ static tutti_status_t key_slots(const parse_t *p, yaml_node_t *v, void *target)
     return TUTTI_OK;
 }
 
+static tutti_status_t key_single_copy(const parse_t *p, yaml_node_t *v,
+                                      void *target)
+{
+    tutti__config_t *cfg = target;
+    const char *s = NULL;
+    tutti_status_t st =
+        get_scalar(p, v, TUTTI__CFG_SINGLE_COPY_EXPECTED, &s);
+
+    if (st != TUTTI_OK)
+        return st;
+    if (!tutti__cfg_single_copy_value(s, &cfg->shm_single_copy))
+        return value_error(p, v, "single_copy",
+                           TUTTI__CFG_SINGLE_COPY_EXPECTED);
+    cfg->shm_single_copy_src = TUTTI_SRC_FILE;
+    return TUTTI_OK;
+}
+
+/* No value, like "", means any interface. */
+static tutti_status_t key_tcp_interface(const parse_t *p, yaml_node_t *v,
+                                        void *target)
+{
+    tutti__config_t *cfg = target;
+    const char *s = "";
+    tutti_status_t st = TUTTI_OK;
+
+    if (!is_null(v))
+        st = get_scalar(p, v, TUTTI__CFG_IFNAME_EXPECTED, &s);
+    if (st != TUTTI_OK)
+        return st;
+    if (!tutti__cfg_ifname_value(s, cfg->tcp_interface))
+        return value_error(p, v, "interface", TUTTI__CFG_IFNAME_EXPECTED);
+    cfg->tcp_interface_src = TUTTI_SRC_FILE;
+    return TUTTI_OK;
+}
+
+static tutti_status_t key_tcp_family(const parse_t *p, yaml_node_t *v,
+                                     void *target)
+{
+    tutti__config_t *cfg = target;
+    const char *s = NULL;
+    tutti_status_t st = get_scalar(p, v, TUTTI__CFG_FAMILY_EXPECTED, &s);
+
+    if (st != TUTTI_OK)
+        return st;
+    if (!tutti__cfg_family_value(s, &cfg->tcp_family))
+        return value_error(p, v, "family", TUTTI__CFG_FAMILY_EXPECTED);
+    cfg->tcp_family_src = TUTTI_SRC_FILE;
+    return TUTTI_OK;
+}
+
+static tutti_status_t key_tcp_ports(const parse_t *p, yaml_node_t *v,
+                                    void *target)
+{
+    tutti__config_t *cfg = target;
+    const char *s = NULL;
+    tutti_status_t st = get_scalar(p, v, TUTTI__CFG_PORTS_EXPECTED, &s);
+
+    if (st != TUTTI_OK)
+        return st;
+    if (!tutti__cfg_ports_value(s, &cfg->tcp_port_lo, &cfg->tcp_port_hi))
+        return value_error(p, v, "ports", TUTTI__CFG_PORTS_EXPECTED);
+    cfg->tcp_ports_src = TUTTI_SRC_FILE;
+    return TUTTI_OK;
+}
+
+static tutti_status_t key_tcp_connections(const parse_t *p, yaml_node_t *v,
+                                          void *target)
+{
+    tutti__config_t *cfg = target;
+    const char *s = NULL;
+    tutti_status_t st =
+        get_scalar(p, v, TUTTI__CFG_CONNECTIONS_EXPECTED, &s);
+
+    if (st != TUTTI_OK)
+        return st;
+    if (!tutti__cfg_connections_value(s, &cfg->tcp_connections))
+        return value_error(p, v, "connections",
+                           TUTTI__CFG_CONNECTIONS_EXPECTED);
+    cfg->tcp_connections_src = TUTTI_SRC_FILE;
+    return TUTTI_OK;
+}
+
 static const keydef_t module_keys[] = {
     {"path", key_module_path}, {"load", key_module_load}, {NULL, NULL}};
 static const section_t module_section = {"in modules", module_keys};
 
-static const keydef_t shm_keys[] = {
-    {"slot_size", key_slot_size}, {"slots", key_slots}, {NULL, NULL}};
+static const keydef_t shm_keys[] = {{"slot_size", key_slot_size},
+                                    {"slots", key_slots},
+                                    {"single_copy", key_single_copy},
+                                    {NULL, NULL}};
 static const section_t shm_section = {"in shm", shm_keys};
+
+static const keydef_t tcp_keys[] = {{"interface", key_tcp_interface},
+                                    {"family", key_tcp_family},
+                                    {"ports", key_tcp_ports},
+                                    {"connections", key_tcp_connections},
+                                    {NULL, NULL}};
+static const section_t tcp_section = {"in tcp", tcp_keys};
 
 static tutti_status_t key_modules(const parse_t *p, yaml_node_t *v,
                                   void *target)
@@ -567,6 +658,11 @@ static tutti_status_t key_modules(const parse_t *p, yaml_node_t *v,
 static tutti_status_t key_shm(const parse_t *p, yaml_node_t *v, void *target)
 {
     return parse_section(p, v, &shm_section, target);
+}
+
+static tutti_status_t key_tcp(const parse_t *p, yaml_node_t *v, void *target)
+{
+    return parse_section(p, v, &tcp_section, target);
 }
 
 static tutti_status_t key_selection(const parse_t *p, yaml_node_t *v,
@@ -586,8 +682,8 @@ static tutti_status_t key_selection(const parse_t *p, yaml_node_t *v,
 static const keydef_t top_keys[] = {
     {"log_level", key_log_level},   {"timeout", key_timeout},
     {"modules", key_modules},       {"transports", key_transports},
-    {"shm", key_shm},               {"selection", key_selection},
-    {NULL, NULL}};
+    {"shm", key_shm},               {"tcp", key_tcp},
+    {"selection", key_selection},   {NULL, NULL}};
 static const section_t top_section = {"at top level", top_keys};
 
 /* ---- YAML: loading a file ----------------------------------------------- */

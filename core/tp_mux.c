@@ -69,6 +69,7 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     core_config_get, tutti__chan_bytes, tutti__chan_api_init,
     tutti__chan_api_create, tutti__chan_api_destroy, tutti__chan_api_attach,
     tutti__chan_api_send, tutti__chan_api_recv, tutti__chan_api_progress,
+    tutti__chan_api_enable_single_copy,
 };
 
 /* ---- choosing ----------------------------------------------------------------- */

@@ -66,6 +66,7 @@ struct options {
                                  exit by themselves; 0: stop them at once */
     bool tag_output;
     char job_id[MAX_JOB_ID + 1];
+    char secret[33];          /* TUTTI_JOB_SECRET: 128 random bits, hex */
     char **argv;              /* PROGRAM and its arguments */
 };
 
@@ -341,6 +342,8 @@ static const char usage_text[] =
     "  TUTTI_LOCAL_RANK  its rank on this host (the same as TUTTI_RANK)\n"
     "  TUTTI_LOCAL_SIZE  ranks on this host (the same as TUTTI_SIZE)\n"
     "  TUTTI_JOB_ID      the job id\n"
+    "  TUTTI_JOB_SECRET  a random secret made for this job (the tcp\n"
+    "                    transport refuses connections without it)\n"
     "\n"
     "When a rank exits with a non-zero status or is killed by a signal, the\n"
     "other ranks get SIGTERM and, 2 seconds later, SIGKILL.  SIGINT, SIGTERM,\n"
@@ -409,6 +412,23 @@ static void make_job_id(char *buf, size_t size)
         r = (uint32_t)ts.tv_nsec ^ ((uint32_t)ts.tv_sec * 2654435761u);
     }
     snprintf(buf, size, "%jx-%08" PRIx32, (uintmax_t)getpid(), r);
+}
+
+/* A fresh secret for the job's connections (the tcp transport refuses
+ * connections without it); 0, or -1 when /dev/urandom gives none. */
+static int make_secret(char *buf, size_t size)
+{
+    unsigned char r[16];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, r, sizeof r) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (n != (ssize_t)sizeof r || size < 2 * sizeof r + 1)
+        return -1;
+    for (size_t i = 0; i < sizeof r; i++)
+        snprintf(buf + 2 * i, 3, "%02x", r[i]);
+    return 0;
 }
 
 enum { OPT_TIMEOUT = 256, OPT_TAG_OUTPUT, OPT_JOB_ID, OPT_GRACE };
@@ -516,6 +536,11 @@ static int parse_args(int argc, char **argv, struct options *opt)
         snprintf(opt->job_id, sizeof opt->job_id, "%s", job_id);
     else
         make_job_id(opt->job_id, sizeof opt->job_id);
+    if (make_secret(opt->secret, sizeof opt->secret) != 0) {
+        fprintf(stderr, "tutti-run: cannot read 16 bytes from /dev/urandom "
+                "for TUTTI_JOB_SECRET: %s\n", strerror(errno));
+        return EXIT_LAUNCHER;
+    }
     return -1;
 }
 
@@ -610,6 +635,7 @@ exec_rank(const struct options *opt, int rank, int out_w, int err_w)
     set_env_int("TUTTI_LOCAL_RANK", rank);
     set_env_int("TUTTI_LOCAL_SIZE", opt->np);
     setenv("TUTTI_JOB_ID", opt->job_id, 1);
+    setenv("TUTTI_JOB_SECRET", opt->secret, 1);
 
     execvp(opt->argv[0], opt->argv);
     fprintf(stderr, "tutti-run: cannot execute '%s': %s\n", opt->argv[0],
@@ -1092,7 +1118,19 @@ static void reap_strays(void)
     }
 }
 
-/* Remove /dev/shm/tutti-<job id>-* (segments of ranks that crashed). */
+/* True if @p rest is "g<16 hex digits>-r<digits>", what the shm transport
+ * names a segment after "tutti-<job id>-": job "a" must not take the
+ * names of a running job "a-b". */
+static int job_shm_tail(const char *rest)
+{
+    if (rest[0] != 'g' || strspn(rest + 1, "0123456789abcdef") != 16 ||
+        strncmp(rest + 17, "-r", 2) != 0 || rest[19] == '\0')
+        return 0;
+    return strspn(rest + 19, "0123456789") == strlen(rest + 19);
+}
+
+/* Remove /dev/shm/tutti-<job id>-g<key>-r<rank> (segments of ranks that
+ * crashed in set-up; the library unlinks them once every peer mapped them). */
 static void remove_job_shm(const char *job_id)
 {
     char prefix[MAX_JOB_ID + 8];
@@ -1106,7 +1144,8 @@ static void remove_job_shm(const char *job_id)
     while ((e = readdir(dir)) != NULL) {
         char name[NAME_MAX + 2];
 
-        if (strncmp(e->d_name, prefix, plen) != 0)
+        if (strncmp(e->d_name, prefix, plen) != 0 ||
+            !job_shm_tail(e->d_name + plen))
             continue;
         snprintf(name, sizeof name, "/%s", e->d_name);
         if (shm_unlink(name) == 0)

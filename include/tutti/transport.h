@@ -112,6 +112,17 @@ typedef struct {
     tutti_status_t (*chan_recv)(tutti_chan_ep_t *ep, tutti_tp_op_t *op);
     /** Advances every attached peer; returns fragments moved. */
     int (*chan_progress)(tutti_chan_ep_t *ep);
+    /* Appended within ABI 2.0: call only where size covers it. */
+    /** Single copy from @p peer (Linux): this member has shown it can read
+     *  the memory of @p peer's process @p peer_pid with process_vm_readv
+     *  (e.g. a probe at connect), so the peer may send its messages of 64
+     *  KiB or more as descriptors of its buffer, which this member reads
+     *  directly; the peer's send completes once the read is done.  Call
+     *  after chan_attach() for that peer; a peer never enabled gets every
+     *  message through the slots.  Returns TUTTI_ERR_INVALID_ARG (recorded)
+     *  for a peer not attached. */
+    tutti_status_t (*chan_enable_single_copy)(tutti_chan_ep_t *ep, int peer,
+                                              int peer_pid);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */

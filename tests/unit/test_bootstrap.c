@@ -424,19 +424,6 @@ static void test_context(void **state)
 
 /* ---- real launches ------------------------------------------------------- */
 
-static int shm_names_with(const char *prefix)
-{
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return 0;
-    while ((e = readdir(d)) != NULL)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(d);
-    return n;
-}
-
 /* Each of @p n tasks printed its OK line, naming @p source and a job id
  * that starts with @p job, the same on every task. */
 static void expect_ok_lines(const char *out, int n, const char *source,
@@ -534,7 +521,7 @@ static void run_three(const char *vars, const char *source, const char *job)
     expect_ok_lines(tasks_only, 3, source, job);
     char prefix[128];
     snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
-    assert_int_equal(shm_names_with(prefix), 0);
+    assert_int_equal(test_shm_names_with(prefix), 0);
 }
 
 static void test_slurm_like(void **state)

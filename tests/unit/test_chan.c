@@ -11,13 +11,22 @@
  * order of the sends; reduce-on-receive from a buffered message;
  * size mismatches on buffered messages; a receive posted while its message
  * is half buffered; records left at teardown.
+ *
+ * Single copy (process_vm_readv of this very process, which is always
+ * permitted): without enabling, large messages still go through the slots;
+ * with it, they go as descriptors, the sender completing only once the
+ * receiver has read; plain, reduce-on-receive through the bounce block,
+ * buffered (read into the record at once), size mismatch, and a failed
+ * read that freezes the channel from that peer.
  */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -196,6 +205,11 @@ static void test_matched_sizes(void **state)
         transfer(pp, tag++, sizes[i], 0);
         assert_null(rx(pp)->unexp);
     }
+    /* Not enabled (the local transport): no descriptors, even for large. */
+    assert_true(5 * RING + 3 >= TUTTI_CHAN_SC_MIN);
+    assert_int_equal(pp->ep[0].stats.sc_out, 0);
+    assert_int_equal(pp->ep[1].stats.sc_in, 0);
+    assert_int_equal(pp->ep[1].stats.ring_large_in, 2);
 }
 
 /* An unmatched message on a ring with free slots waits at the head, without
@@ -444,6 +458,179 @@ static void test_leftovers_freed(void **state)
     free(src);
 }
 
+/* ---- single copy ------------------------------------------------------- */
+
+#define SC_LEN (TUTTI_CHAN_SC_MIN + 3)
+
+static int setup_sc(void **state)
+{
+    if (setup(state) != 0)
+        return -1;
+    pair_t *pp = *state;
+    for (int i = 0; i < 2; i++) {
+        if (tutti__chan_enable_single_copy(&pp->ep[i], 1 - i, getpid()) !=
+            TUTTI_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* Large messages go as descriptors and arrive exact; small ones through the
+ * slots.  The send completes only once the receiver has read it. */
+static void test_sc_matched(void **state)
+{
+    pair_t *pp = *state;
+    static const size_t sizes[] = {TUTTI_CHAN_SC_MIN - 1, TUTTI_CHAN_SC_MIN,
+                                   SC_LEN, (1u << 20) + 3};
+    uint32_t tag = 100;
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        transfer(pp, tag++, sizes[i], 1);
+        transfer(pp, tag++, sizes[i], 0);
+        assert_null(rx(pp)->unexp);
+    }
+    assert_int_equal(pp->ep[0].stats.sc_out, 6);
+    assert_int_equal(pp->ep[1].stats.sc_in, 6);
+    assert_int_equal(pp->ep[1].stats.ring_large_in, 0);
+
+    unsigned char *src = pattern(SC_LEN, 7), *dst = calloc(1, SC_LEN);
+    tutti_tp_op_t s, r;
+    post_send(pp, &s, 200, src, SC_LEN);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_INPROGRESS); /* nobody read it yet */
+    assert_int_equal(atomic_load(&pp->chan[0]->head), pp->ep[0].peers[1].out_head);
+    post_recv(pp, &r, 200, dst, SC_LEN);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(s.done, SC_LEN);
+    assert_int_equal(r.status, TUTTI_OK);
+    assert_memory_equal(dst, src, SC_LEN);
+    assert_int_equal(atomic_load(&pp->chan[0]->sc_done), 7);
+    free(src);
+    free(dst);
+}
+
+/* Reduce-on-receive over more than one bounce block, with a tail. */
+static void test_sc_reduce(void **state)
+{
+    pair_t *pp = *state;
+    size_t count = 2 * TUTTI_CHAN_SC_BOUNCE / 4 + 777, len = count * 4;
+    float *in = malloc(len), *local = malloc(len), *out = calloc(1, len);
+    tutti_tp_op_t s, r;
+
+    for (size_t i = 0; i < count; i++) {
+        in[i] = (float)(i % 1000);
+        local[i] = (float)(i % 1000) * 0.5f + 3.0f;
+    }
+    post_send(pp, &s, 300, in, len);
+    memset(&r, 0, sizeof(r));
+    r.key = key(300);
+    r.peer = 0;
+    r.rbuf = out;
+    r.len = len;
+    r.reduce.fn = tutti__reduce;
+    r.reduce.dtype = TUTTI_FLOAT32;
+    r.reduce.op = TUTTI_OP_SUM;
+    r.reduce.local = local;
+    assert_int_equal(tutti__chan_recv(&pp->ep[1], &r), TUTTI_OK);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(r.status, TUTTI_OK);
+    for (size_t i = 0; i < count; i++)
+        assert_true(out[i] == (float)(i % 1000) * 1.5f + 3.0f);
+    assert_int_equal(pp->ep[1].stats.sc_in, 1);
+    free(in);
+    free(local);
+    free(out);
+}
+
+/* A descriptor taken off the ring for a record is read at once: the send
+ * completes before its receive is posted, and the receive gets the bytes
+ * even though the sender's buffer changed since. */
+static void test_sc_buffered(void **state)
+{
+    pair_t *pp = *state;
+    unsigned char *src = pattern(SC_LEN, 11), *want = pattern(SC_LEN, 11);
+    unsigned char *dst = calloc(1, SC_LEN);
+    tutti_tp_op_t s, r;
+
+    wait_elsewhere(pp);
+    post_send(pp, &s, 400, src, SC_LEN);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(unexp_count(pp), 1);
+    memset(src, 0, SC_LEN);
+    post_recv(pp, &r, 400, dst, SC_LEN);
+    assert_int_equal(r.status, TUTTI_OK);
+    assert_memory_equal(dst, want, SC_LEN);
+    assert_int_equal(pp->ep[1].stats.sc_in, 1);
+    free(src);
+    free(want);
+    free(dst);
+}
+
+/* A size mismatch fails the receive, drops the message and completes the
+ * send; the channel goes on. */
+static void test_sc_mismatch(void **state)
+{
+    pair_t *pp = *state;
+    unsigned char *src = pattern(SC_LEN, 13), *dst = calloc(1, SC_LEN);
+    tutti_tp_op_t s, r;
+
+    post_recv(pp, &r, 500, dst, SC_LEN - 1);
+    post_send(pp, &s, 500, src, SC_LEN);
+    settle(pp);
+    assert_int_equal(r.status, TUTTI_ERR_TRUNCATED);
+    assert_int_equal(s.status, TUTTI_OK);
+    assert_int_equal(rx(pp)->discarding, 0);
+    transfer(pp, 501, SC_LEN, 0);
+    transfer(pp, 502, 100, 1);
+    free(src);
+    free(dst);
+}
+
+/* A read that fails (a bad address here, as when a failed sender freed its
+ * buffer) freezes that peer's channel: the receive and the send stay in
+ * progress, to fail as a silent peer's do (group failure or time-out);
+ * nothing more is taken from that peer. */
+static void test_sc_read_fails(void **state)
+{
+    pair_t *pp = *state;
+    unsigned char *dst = calloc(1, SC_LEN), *src = pattern(100, 3);
+    tutti_tp_op_t s, r, s2, r2;
+
+    post_recv(pp, &r, 600, dst, SC_LEN);
+    post_send(pp, &s, 600, (const void *)(uintptr_t)4096, SC_LEN);
+    post_send(pp, &s2, 601, src, 100);
+    post_recv(pp, &r2, 601, dst, 100);
+    settle(pp);
+    assert_int_equal(rx(pp)->sc_frozen, 1);
+    assert_int_equal(r.status, TUTTI_INPROGRESS);
+    assert_int_equal(s.status, TUTTI_INPROGRESS);
+    assert_int_equal(r2.status, TUTTI_INPROGRESS);
+    assert_int_equal(rx(pp)->in_tail, 0);
+    assert_int_equal(atomic_load(&pp->chan[0]->sc_done), 0);
+    /* The other direction still works. */
+    unsigned char back[128];
+    tutti_tp_op_t bs, br;
+    memset(&bs, 0, sizeof(bs));
+    bs.key = key(602);
+    bs.peer = 0;
+    bs.sbuf = dst;
+    bs.len = 100;
+    assert_int_equal(tutti__chan_send(&pp->ep[1], &bs), TUTTI_OK);
+    memset(&br, 0, sizeof(br));
+    br.key = key(602);
+    br.peer = 1;
+    br.rbuf = back;
+    br.len = 100;
+    assert_int_equal(tutti__chan_recv(&pp->ep[0], &br), TUTTI_OK);
+    settle(pp);
+    assert_int_equal(br.status, TUTTI_OK);
+    free(src);
+    free(dst);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +649,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_zero_length_buffered, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_leftovers_freed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sc_matched, setup_sc, teardown),
+        cmocka_unit_test_setup_teardown(test_sc_reduce, setup_sc, teardown),
+        cmocka_unit_test_setup_teardown(test_sc_buffered, setup_sc, teardown),
+        cmocka_unit_test_setup_teardown(test_sc_mismatch, setup_sc, teardown),
+        cmocka_unit_test_setup_teardown(test_sc_read_fails, setup_sc,
+                                        teardown),
     };
     tutti__log_set_level(TUTTI_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);

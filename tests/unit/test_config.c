@@ -16,9 +16,11 @@
 #include "../../core/config.h"
 #include "../../core/log.h"
 
-static const char *const env_vars[] = {"TUTTI_LOG_LEVEL", "TUTTI_TIMEOUT",
-                                       "TUTTI_MODULE_PATH", "TUTTI_TRANSPORTS",
-                                       "TUTTI_ALGO"};
+static const char *const env_vars[] = {
+    "TUTTI_LOG_LEVEL",       "TUTTI_TIMEOUT",     "TUTTI_MODULE_PATH",
+    "TUTTI_TRANSPORTS",      "TUTTI_ALGO",        "TUTTI_SHM_SINGLE_COPY",
+    "TUTTI_TCP_IFNAME",      "TUTTI_TCP_FAMILY",  "TUTTI_TCP_PORTS",
+    "TUTTI_TCP_CONNECTIONS"};
 
 typedef struct {
     char dir[64];
@@ -257,6 +259,136 @@ static void test_single_values_and_empty(void **state)
     assert_string_equal(f->cfg.transports.items[0], "tcp");
 }
 
+/* ---- shm.single_copy and the tcp section ------------------------------- */
+
+static void test_tcp_keys(void **state)
+{
+    fixture_t *f = *state;
+    const char *path;
+    char buf[64], *text;
+
+    /* Defaults. */
+    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_AUTO);
+    assert_string_equal(f->cfg.tcp_interface, "");
+    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_ANY);
+    assert_int_equal(f->cfg.tcp_port_lo, 0);
+    assert_int_equal(f->cfg.tcp_connections, 2);
+    assert_string_equal(
+        tutti__config_get_text(&f->cfg, "tcp.ports", buf, sizeof(buf)), "0");
+    assert_string_equal(tutti__config_get_text(&f->cfg, "tcp.interface", buf,
+                                               sizeof(buf)),
+                        "");
+    text = print_config(&f->cfg);
+    assert_non_null(strstr(text, "shm.single_copy = auto (default)\n"));
+    assert_non_null(strstr(text, "tcp.interface = \"\" (any) (default)\n"));
+    assert_non_null(strstr(text, "tcp.family = any (default)\n"));
+    assert_non_null(strstr(text, "tcp.ports = 0 (default)\n"));
+    assert_non_null(strstr(text, "tcp.connections = 2 (default)\n"));
+    free(text);
+
+    /* From a file. */
+    path = write_yaml(f, "tcp.yaml",
+                      "shm: { single_copy: off }\n"
+                      "tcp:\n  interface: eth1\n  family: ipv6\n"
+                      "  ports: 29500-29599\n  connections: 4\n");
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_OFF);
+    assert_int_equal(f->cfg.shm_single_copy_src, TUTTI_SRC_FILE);
+    assert_string_equal(f->cfg.tcp_interface, "eth1");
+    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_IPV6);
+    assert_int_equal(f->cfg.tcp_port_lo, 29500);
+    assert_int_equal(f->cfg.tcp_port_hi, 29599);
+    assert_int_equal(f->cfg.tcp_connections, 4);
+    assert_int_equal(f->cfg.tcp_connections_src, TUTTI_SRC_FILE);
+    assert_string_equal(tutti__config_get_text(&f->cfg, "shm.single_copy",
+                                               buf, sizeof(buf)),
+                        "off");
+    assert_string_equal(
+        tutti__config_get_text(&f->cfg, "tcp.family", buf, sizeof(buf)),
+        "ipv6");
+    assert_string_equal(
+        tutti__config_get_text(&f->cfg, "tcp.ports", buf, sizeof(buf)),
+        "29500-29599");
+    assert_string_equal(tutti__config_get_text(&f->cfg, "tcp.connections",
+                                               buf, sizeof(buf)),
+                        "4");
+    assert_string_equal(tutti__config_get_text(&f->cfg, "tcp.interface", buf,
+                                               sizeof(buf)),
+                        "eth1");
+    assert_null(tutti__config_get_text(&f->cfg, "tcp.port", buf, sizeof(buf)));
+    text = print_config(&f->cfg);
+    assert_non_null(strstr(text, "tcp.ports = 29500-29599 (file)\n"));
+    assert_non_null(strstr(text, "tcp.interface = \"eth1\" (file)\n"));
+    free(text);
+
+    /* The environment over the file. */
+    setenv("TUTTI_SHM_SINGLE_COPY", "auto", 1);
+    setenv("TUTTI_TCP_IFNAME", "lo", 1);
+    setenv("TUTTI_TCP_FAMILY", "ipv4", 1);
+    setenv("TUTTI_TCP_PORTS", "0", 1);
+    setenv("TUTTI_TCP_CONNECTIONS", "16", 1);
+    assert_int_equal(tutti__config_apply_env(&f->cfg), TUTTI_OK);
+    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_AUTO);
+    assert_int_equal(f->cfg.shm_single_copy_src, TUTTI_SRC_ENV);
+    assert_string_equal(f->cfg.tcp_interface, "lo");
+    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_IPV4);
+    assert_int_equal(f->cfg.tcp_port_lo, 0);
+    assert_int_equal(f->cfg.tcp_ports_src, TUTTI_SRC_ENV);
+    assert_int_equal(f->cfg.tcp_connections, 16);
+    text = print_config(&f->cfg);
+    assert_non_null(strstr(text, "tcp.family = ipv4 (env)\n"));
+    assert_non_null(strstr(text, "tcp.connections = 16 (env)\n"));
+    free(text);
+
+    /* An empty interface in the file means any. */
+    clear_env();
+    path = write_yaml(f, "tcp2.yaml", "tcp: { interface: }\n");
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    assert_string_equal(f->cfg.tcp_interface, "");
+}
+
+static void expect_env_error(fixture_t *f, const char *var, const char *value,
+                             const char *what);
+
+static void test_tcp_bad_values(void **state)
+{
+    fixture_t *f = *state;
+
+    expect_error(f, "shm: { single_copy: on }\n", "1:21",
+                 "found 'on' for single_copy; expected auto or off");
+    expect_error(f, "tcp: { interface: eth0/1 }\n", "1:19",
+                 "found 'eth0/1' for interface; expected a network interface");
+    expect_error(f, "tcp: { interface: averyveryverylongname }\n", "1:19",
+                 "for interface");
+    expect_error(f, "tcp: { family: inet }\n", "1:16",
+                 "found 'inet' for family; expected one of any, ipv4, ipv6");
+    expect_error(f, "tcp: { ports: 70000 }\n", "1:15",
+                 "found '70000' for ports; expected 0 (any free port)");
+    expect_error(f, "tcp: { ports: 200-100 }\n", "1:15", "for ports");
+    expect_error(f, "tcp: { ports: 0-100 }\n", "1:15", "for ports");
+    expect_error(f, "tcp: { ports: 100- }\n", "1:15", "for ports");
+    expect_error(f, "tcp: { connections: 0 }\n", "1:21",
+                 "found '0' for connections; expected a whole number from 1 "
+                 "to 16");
+    expect_error(f, "tcp: { connections: 17 }\n", "1:21", "connections");
+    expect_error(f, "tcp: [1]\n", "1:6",
+                 "expected a mapping with keys interface, family, ports, "
+                 "connections");
+    assert_int_equal(f->cfg.tcp_connections, 2);
+    assert_int_equal(f->cfg.tcp_connections_src, TUTTI_SRC_DEFAULT);
+
+    expect_env_error(f, "TUTTI_SHM_SINGLE_COPY", "yes",
+                     "not a single-copy mode");
+    expect_env_error(f, "TUTTI_TCP_IFNAME", "a b", "not an interface name");
+    expect_env_error(f, "TUTTI_TCP_FAMILY", "ip4", "not an address family");
+    expect_env_error(f, "TUTTI_TCP_PORTS", "1-2-3", "not a port range");
+    expect_env_error(f, "TUTTI_TCP_PORTS", "x", "not a port range");
+    expect_env_error(f, "TUTTI_TCP_CONNECTIONS", "99",
+                     "not a number of connections");
+    assert_string_equal(f->cfg.tcp_interface, "");
+    assert_int_equal(f->cfg.tcp_port_lo, 0);
+}
+
 static void test_shipped_config(void **state)
 {
     fixture_t *f = *state;
@@ -272,6 +404,13 @@ static void test_shipped_config(void **state)
     assert_string_equal(f->cfg.transports.items[0], "shm");
     assert_int_equal(f->cfg.shm_slot_size, 64 * 1024);
     assert_int_equal(f->cfg.shm_slots, 16);
+    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_OFF);
+    assert_int_equal(f->cfg.shm_single_copy_src, TUTTI_SRC_FILE);
+    assert_string_equal(f->cfg.tcp_interface, "");
+    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_ANY);
+    assert_int_equal(f->cfg.tcp_port_lo, 0);
+    assert_int_equal(f->cfg.tcp_connections, 2);
+    assert_int_equal(f->cfg.tcp_connections_src, TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.num_rules, 11);
     r = f->cfg.rules;
     /* Every collective has a rule for any size, so selection never fails
@@ -329,7 +468,8 @@ static void test_unknown_keys(void **state)
 
     expect_error(f, "log_level: warn\n\ncolour: red\n", "3:1",
                  "unknown key 'colour' at top level; expected one of "
-                 "log_level, timeout, modules, transports, shm, selection");
+                 "log_level, timeout, modules, transports, shm, tcp, "
+                 "selection");
     expect_error(f,
                  "selection:\n"
                  "  - collective: allreduce\n"
@@ -343,6 +483,9 @@ static void test_unknown_keys(void **state)
                  "unknown key 'paths' in modules");
     expect_error(f, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:3",
                  "unknown key 'slot' in shm");
+    expect_error(f, "tcp:\n  port: 0\n", "2:3",
+                 "unknown key 'port' in tcp; expected one of interface, "
+                 "family, ports, connections");
 }
 
 static void test_bad_values(void **state)
@@ -361,7 +504,7 @@ static void test_bad_values(void **state)
     expect_error(f, "shm: { slots: 1 }\n", "1:15", "found '1' for slots");
     expect_error(f, "shm: { slots: 1025 }\n", "1:15", "found '1025'");
     expect_error(f, "shm: [1]\n", "1:6", "expected a mapping with keys "
-                                          "slot_size, slots");
+                                          "slot_size, slots, single_copy");
     expect_error(f, "[1, 2]\n", "1:1", "found a list");
     expect_error(f, "timeout: 1\ntimeout: 2\n", "2:1",
                  "duplicate key 'timeout' (first at line 1)");
@@ -693,6 +836,8 @@ int main(void)
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test_setup_teardown(test_check_rules_skips_missing, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_tcp_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tcp_bad_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_overrides_file, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_env_algo_rules_first, setup,

@@ -38,19 +38,6 @@ static int test_file_has_anywhere(const char *path, const char *text)
     return found;
 }
 
-static int shm_names_with(const char *prefix)
-{
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return 0;
-    while ((e = readdir(d)) != NULL)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    closedir(d);
-    return n;
-}
-
 /*
  * Every one of @p n ranks printed "coll_worker: rank R: C checks, F
  * failures, S sampled out" with 0 failures and the same C and S (they run
@@ -104,7 +91,7 @@ static void matrix_on(int nprocs, int devices)
                   (double)(b.tv_sec - a.tv_sec) +
                       (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
     snprintf(line, sizeof(line), "tutti-%s-", job);
-    assert_int_equal(shm_names_with(line), 0);
+    assert_int_equal(test_shm_names_with(line), 0);
 }
 
 static void test_matrix_2x1(void **state) { (void)state; matrix_on(2, 1); }
@@ -249,7 +236,7 @@ static void test_killed_task_is_named(void **state)
         assert_non_null(strstr(line, "task 1 (rank 1) is gone"));
     }
     snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
-    assert_int_equal(shm_names_with(prefix), 0);
+    assert_int_equal(test_shm_names_with(prefix), 0);
     /* The bracket keeps pgrep from matching the shell that runs it. */
     snprintf(cmd, sizeof(cmd), "pgrep -f 'coll_worke[r] --victim' >/dev/null");
     assert_int_not_equal(system(cmd), 0);

@@ -4,6 +4,7 @@
 #ifndef TUTTI_TEST_UTIL_H
 #define TUTTI_TEST_UTIL_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -46,6 +47,20 @@ static inline int test_run(const char *cmd, int join_stderr, char *out,
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Number of names in /dev/shm that start with @p prefix. */
+static inline int test_shm_names_with(const char *prefix)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    int n = 0;
+    if (d == NULL)
+        return 0;
+    while ((e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
 }
 
 /* CMocka group fixture: a context of one task with logging off. */

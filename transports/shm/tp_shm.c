@@ -6,9 +6,24 @@
  * the channel it owns there.  Once every such peer has mapped a segment its
  * owner unlinks the name, so a crash after set-up leaves nothing in
  * /dev/shm; a crash during set-up leaves names that tutti-run removes (they
- * carry the job id).  The channels themselves are the core's (through
- * tutti_tp_core_ops_t); this module places them in shared memory.
+ * carry the job id), or the next start of a process of that job: its first
+ * connect removes the job's segments whose owners are gone (scrub_stale).
+ * The channels themselves are the core's (through tutti_tp_core_ops_t);
+ * this module places them in shared memory.
+ *
+ * Single copy: each member publishes in its segment header its pid, the
+ * address of a random 8-byte cookie in its memory and the cookie's value.
+ * At connect a member reads every peer's cookie with process_vm_readv; if
+ * it reads back the published value, it asks the core to let that peer
+ * send large messages as descriptors it reads directly
+ * (chan_enable_single_copy; chan.h).  If the read fails (EPERM under Yama
+ * ptrace_scope or without CAP_SYS_PTRACE across users, ENOSYS, another pid
+ * namespace) the pair keeps the two copies through the slots, said once per
+ * process at info with the errno text.  shm.single_copy: off (or
+ * TUTTI_SHM_SINGLE_COPY=off) skips the probe.
  */
+#define _GNU_SOURCE /* process_vm_readv */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -16,15 +31,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <tutti/transport.h>
 
-#define SEG_MAGIC 0x316d7369747475ULL /* "tuttism1" */
+#define SEG_MAGIC_V1 0x316d7369747475ULL /* "tuttism1": before the probe */
+#define SEG_MAGIC 0x326d7369747475ULL    /* "tuttism2" */
 #define SEG_HDR_BYTES 4096
+/* A segment of a job that never got its header (its creator died between
+ * shm_open and the header's last write) is stale once this old. */
+#define SEG_INCOMPLETE_STALE_S 60
 
 typedef struct {
     _Atomic uint64_t magic;
@@ -35,7 +57,15 @@ typedef struct {
     int32_t rank;
     _Atomic int32_t attached;
     int32_t pid;           /* owner process, for liveness checks */
+    /* since "tuttism2": */
+    uint64_t pid_start;    /* owner's start time (/proc/PID/stat field 22,
+                              clock ticks), 0 if unknown: a pid recycled
+                              by another process does not match */
+    uint64_t probe_addr;   /* address of probe_value in the owner */
+    uint64_t probe_value;  /* random, for single-copy detection */
 } seg_hdr_t;
+
+_Static_assert(sizeof(seg_hdr_t) <= SEG_HDR_BYTES, "segment header");
 
 typedef struct {
     const tutti_tp_core_ops_t *core;
@@ -47,6 +77,7 @@ typedef struct {
     size_t seg_bytes;
     char own_name[128];
     int own_unlinked;
+    uint64_t probe_cookie; /* read by peers probing for single copy */
 } shm_ep_t;
 
 static void *seg_chan(const shm_ep_t *ep, int owner, int src)
@@ -64,6 +95,44 @@ static void pause_briefly(void)
 {
     struct timespec ts = {0, 200000};
     nanosleep(&ts, NULL);
+}
+
+/* Start time of process @p pid in clock ticks since boot, 0 if unknown;
+ * its state letter (R, S, Z ...) in @p state_out, '?' if unknown. */
+static uint64_t proc_start_time(pid_t pid, char *state_out)
+{
+    char path[64], buf[1024];
+    unsigned long long start = 0;
+    *state_out = '?';
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    /* Field 2 (the command) may hold spaces and parentheses: count fields
+     * from the last ')', which ends it; start time is field 22. */
+    char *p = strrchr(buf, ')');
+    if (p != NULL && p[1] == ' ' && p[2] != '\0')
+        *state_out = p[2];
+    for (int field = 2; p != NULL && field < 21; field++)
+        p = strchr(p + 1, ' ');
+    if (p == NULL || sscanf(p + 1, "%llu", &start) != 1)
+        return 0;
+    return start;
+}
+
+/* A value no other process is likely to hold at the same address. */
+static uint64_t make_cookie(const void *where)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^
+            ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)(uintptr_t)where;
+    }
+    return v != 0 ? v : 0x5eed;
 }
 
 static tutti_status_t create_own(shm_ep_t *ep, const tutti_tp_group_t *g)
@@ -102,13 +171,144 @@ static tutti_status_t create_own(shm_ep_t *ep, const tutti_tp_group_t *g)
     h->size = g->group_size;
     h->rank = g->rank;
     h->pid = (int32_t)getpid();
+    char state;
+    h->pid_start = proc_start_time(getpid(), &state);
+    ep->probe_cookie = make_cookie(ep);
+    h->probe_addr = (uint64_t)(uintptr_t)&ep->probe_cookie;
+    h->probe_value = ep->probe_cookie;
     for (int s = 0; s < g->group_size; s++)
         core->chan_init(seg_chan(ep, g->rank, s));
     atomic_store_explicit(&h->magic, SEG_MAGIC, memory_order_release);
     return TUTTI_OK;
 }
 
-/* Maps peer @p r's segment once it exists, is sized and initialised. */
+/* True if @p rest is "g<16 hex digits>-r<digits>": what seg_name() puts
+ * after "tutti-<job>-" (so job "a" never takes job "a-b"'s names). */
+static int seg_tail_ok(const char *rest)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (rest[0] != 'g' || strspn(rest + 1, hex) != 16 ||
+        strncmp(rest + 17, "-r", 2) != 0 || rest[19] == '\0')
+        return 0;
+    return strspn(rest + 19, "0123456789") == strlen(rest + 19);
+}
+
+/* True if the process that wrote header @p h has exited (a zombie
+ * included) or its pid now names another process; @p why says which. */
+static int owner_gone(const seg_hdr_t *h, char *why, size_t len)
+{
+    char state;
+    if (h->pid <= 0 || (kill(h->pid, 0) != 0 && errno == ESRCH)) {
+        snprintf(why, len, "its owner, pid %d, is gone", (int)h->pid);
+        return 1;
+    }
+    uint64_t start = proc_start_time(h->pid, &state);
+    if (state == 'Z' || state == 'X') {
+        snprintf(why, len, "its owner, pid %d, is gone (not yet reaped)",
+                 (int)h->pid);
+        return 1;
+    }
+    snprintf(why, len, "pid %d is now another process", (int)h->pid);
+    return atomic_load(&h->magic) == SEG_MAGIC && h->pid_start != 0 &&
+           start != 0 && start != h->pid_start;
+}
+
+/* True if segment @p name (shm_open form) belongs to no live process;
+ * @p why says how that was found. */
+static int seg_is_stale(const char *name, char *why, size_t len)
+{
+    seg_hdr_t h;
+    struct stat sb;
+    int fd = shm_open(name, O_RDONLY, 0);
+    if (fd < 0)
+        return 0; /* gone meanwhile, or another user's */
+    ssize_t n = fstat(fd, &sb) == 0 ? pread(fd, &h, sizeof(h), 0) : -1;
+    close(fd);
+    if (n < 0)
+        return 0;
+    uint64_t magic = atomic_load(&h.magic);
+    if ((size_t)n < sizeof(h) ||
+        (magic != SEG_MAGIC && magic != SEG_MAGIC_V1)) {
+        /* Its creator may be writing the header this moment. */
+        long age = (long)(time(NULL) - sb.st_mtime);
+        snprintf(why, len, "left incomplete %ld s ago", age);
+        return age > SEG_INCOMPLETE_STALE_S;
+    }
+    return owner_gone(&h, why, len);
+}
+
+/* Removes the segments of job @p job whose owners are gone: a job id
+ * reused after a crash in set-up that nobody cleaned after.  Once per
+ * process, at its first connect. */
+static void scrub_stale(const tutti_tp_core_ops_t *core, const char *job)
+{
+    static _Atomic int done;
+    char prefix[160], why[96];
+    if (atomic_exchange(&done, 1))
+        return;
+    size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
+    DIR *dir = opendir("/dev/shm");
+    if (dir == NULL || plen >= sizeof(prefix)) {
+        if (dir != NULL)
+            closedir(dir);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        char name[300];
+        if (strncmp(e->d_name, prefix, plen) != 0 ||
+            !seg_tail_ok(e->d_name + plen))
+            continue;
+        snprintf(name, sizeof(name), "/%s", e->d_name);
+        if (!seg_is_stale(name, why, sizeof(why)))
+            continue;
+        if (shm_unlink(name) == 0)
+            core->log(1, "shm", "removed stale segment /dev/shm%s of job %s: "
+                      "%s", name, job, why);
+        else if (errno != ENOENT)
+            core->log(1, "shm", "cannot remove stale segment /dev/shm%s of "
+                      "job %s (%s): %s", name, job, why, strerror(errno));
+    }
+    closedir(dir);
+}
+
+/* Inode the name @p name refers to now, or 0. */
+static ino_t name_inode(const char *name)
+{
+    struct stat sb;
+    int fd = shm_open(name, O_RDONLY, 0);
+    ino_t ino = fd >= 0 && fstat(fd, &sb) == 0 ? sb.st_ino : 0;
+    if (fd >= 0)
+        close(fd);
+    return ino;
+}
+
+/* Waits until the segment mapped at @p h is ready.  Returns 1 when it is,
+ * 0 if it is a stale one (a dead owner's, or one whose name now leads to
+ * another segment: its owner's successor replaced it), -1 past the
+ * deadline. */
+static int wait_ready(shm_ep_t *ep, const seg_hdr_t *h, const char *name,
+                      ino_t ino, double deadline)
+{
+    char why[96];
+    while (atomic_load_explicit(&h->magic, memory_order_acquire) !=
+           SEG_MAGIC) {
+        if (name_inode(name) != ino)
+            return 0;
+        if (ep->core->now() > deadline)
+            return -1;
+        pause_briefly();
+    }
+    if (owner_gone(h, why, sizeof(why))) {
+        ep->core->log(3, "shm", "segment %s is stale (%s): waiting for its "
+                      "owner's successor", name, why);
+        return 0;
+    }
+    return 1;
+}
+
+/* Maps peer @p r's segment once it exists, is sized and initialised, and
+ * its owner lives. */
 static tutti_status_t map_peer(shm_ep_t *ep, const tutti_tp_group_t *g, int r,
                                double deadline)
 {
@@ -126,8 +326,16 @@ static tutti_status_t map_peer(shm_ep_t *ep, const tutti_tp_group_t *g, int r,
             if (p == MAP_FAILED)
                 return core->error(TUTTI_ERR_IO, "shm", "mmap %s: %s", name,
                                     strerror(errno));
-            ep->maps[r] = p;
-            break;
+            int ready = wait_ready(ep, p, name, sb.st_ino, deadline);
+            if (ready > 0) {
+                ep->maps[r] = p;
+                break;
+            }
+            munmap(p, ep->seg_bytes);
+            if (ready < 0)
+                return core->error(TUTTI_ERR_TIMEOUT, "shm", "segment %s "
+                                   "never became ready", name);
+            fd = -1;
         }
         if (fd >= 0)
             close(fd);
@@ -143,12 +351,6 @@ static tutti_status_t map_peer(shm_ep_t *ep, const tutti_tp_group_t *g, int r,
         pause_briefly();
     }
     seg_hdr_t *h = (seg_hdr_t *)ep->maps[r];
-    while (atomic_load_explicit(&h->magic, memory_order_acquire) != SEG_MAGIC) {
-        if (core->now() > deadline)
-            return core->error(TUTTI_ERR_TIMEOUT, "shm", "segment %s never "
-                                "became ready", name);
-        pause_briefly();
-    }
     if (h->size != g->group_size || h->group_key != g->group_key)
         return core->error(TUTTI_ERR_MISMATCH, "shm",
                             "group 0x%llx: rank %d has group size %d, rank %d "
@@ -215,6 +417,73 @@ static uint64_t setting(const tutti_tp_group_t *g, const char *key,
     return v != NULL ? strtoull(v, NULL, 10) : dflt;
 }
 
+/* False if shm.single_copy is "off" (on a core that does not know the key:
+ * if TUTTI_SHM_SINGLE_COPY is); NULL and "auto" allow it. */
+static int single_copy_allowed(const tutti_tp_group_t *g)
+{
+    char buf[16];
+    const char *v =
+        g->core->config_get(g->config, "shm.single_copy", buf, sizeof(buf));
+    if (v == NULL)
+        v = getenv("TUTTI_SHM_SINGLE_COPY");
+    return v == NULL || strcmp(v, "off") != 0;
+}
+
+/* 0 if this process can read peer @p r's memory (it reads back the cookie
+ * the peer published), else the errno, or -1 if it read other bytes. */
+static int probe_peer(const shm_ep_t *ep, int r)
+{
+    const seg_hdr_t *h = (const seg_hdr_t *)ep->maps[r];
+    uint64_t got = 0;
+    struct iovec local = {&got, sizeof(got)};
+    struct iovec remote = {(void *)(uintptr_t)h->probe_addr, sizeof(got)};
+    ssize_t n = process_vm_readv(h->pid, &local, 1, &remote, 1, 0);
+    if (n < 0)
+        return errno;
+    return n == (ssize_t)sizeof(got) && got == h->probe_value ? 0 : -1;
+}
+
+/* Lets every peer whose memory this process can read send it large
+ * messages by single copy (after the channels are attached). */
+static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g)
+{
+    static _Atomic int said; /* the first failure is logged, once */
+    const tutti_tp_core_ops_t *core = ep->core;
+    unsigned long long key = (unsigned long long)g->group_key;
+    int on = 0;
+    if (core->size < offsetof(tutti_tp_core_ops_t, chan_enable_single_copy) +
+                         sizeof(core->chan_enable_single_copy) ||
+        core->chan_enable_single_copy == NULL) {
+        core->log(3, "shm", "group 0x%llx rank %d: single copy off: the core "
+                  "does not offer it", key, g->rank);
+        return;
+    }
+    if (!single_copy_allowed(g)) {
+        core->log(3, "shm", "group 0x%llx rank %d: single copy off "
+                  "(shm.single_copy)", key, g->rank);
+        return;
+    }
+    for (int r = 0; r < g->group_size; r++) {
+        if (!serves(g, r))
+            continue;
+        int pid = ((const seg_hdr_t *)ep->maps[r])->pid;
+        int e = probe_peer(ep, r);
+        if (e == 0 && core->chan_enable_single_copy(ep->chan, r, pid) ==
+                          TUTTI_OK) {
+            on++;
+        } else if (e != 0 && !atomic_exchange(&said, 1)) {
+            core->log(2, "shm", "rank %d: no single copy from rank %d (pid "
+                      "%d): process_vm_readv: %s; large messages take two "
+                      "copies through shared memory", g->rank, r, pid,
+                      e > 0 ? strerror(e)
+                            : "read other bytes than the peer published "
+                              "(another pid namespace?)");
+        }
+    }
+    core->log(3, "shm", "group 0x%llx rank %d: single copy from %d of %d "
+              "peer(s)", key, g->rank, on, ep->npeers);
+}
+
 static tutti_status_t shm_connect(const tutti_tp_group_t *g,
                                   tutti_tp_ep_t **ep_out)
 {
@@ -241,6 +510,7 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
         return TUTTI_ERR_NO_MEMORY;
     }
     ep->seg_bytes = SEG_HDR_BYTES + (size_t)g->group_size * ep->chan_bytes;
+    scrub_stale(core, g->job_id);
     seg_name(ep->own_name, sizeof(ep->own_name), g, g->rank);
     st = create_own(ep, g);
     for (int r = 0; st == TUTTI_OK && r < g->group_size; r++) {
@@ -258,6 +528,7 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
             core->chan_attach(ep->chan, r, seg_chan(ep, r, g->rank),
                               seg_chan(ep, g->rank, r));
     }
+    enable_single_copy(ep, g);
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;
 }

@@ -1,0 +1,368 @@
+/*
+ * The shm transport between real processes (through tutti-run, or started
+ * by hand): results exact below and above the single-copy threshold with
+ * single copy on (asserted used, or skipped with the reason where this
+ * host does not permit it), forced off (asserted unused) and refused by
+ * the kernel (two copies, said once with the errno text); no segment left
+ * after a normal exit, tutti_abort or kill -9 of a rank, without
+ * tutti-run's final sweep having to remove any; stale segments of a job id
+ * removed by the next start of that job.
+ *
+ * Which path moved the data comes from the debug line each channel
+ * endpoint writes at teardown ("received N message(s) by single copy and
+ * M of 65536+ bytes through the slots"), and the shm module's info line
+ * when a probe fails ("no single copy from rank R (pid P):
+ * process_vm_readv: <errno text>").
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
+#define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
+#define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
+#define NO_VM_READV TUTTI_TEST_BUILDDIR "/tests/unit/.libs/no_vm_readv.so"
+
+/* tutti-run's line when its final sweep had to remove segments. */
+#define SWEEP_LINE "tutti-run: removed"
+#define SC_LINE "message(s) by single copy and "
+#define NO_SC_LINE "no single copy from rank "
+
+/* Nothing of job @p job is left in /dev/shm. */
+static void expect_no_segments(const char *job)
+{
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
+    assert_int_equal(test_shm_names_with(prefix), 0);
+}
+
+/* Totals of the channels' teardown lines in log @p path. */
+typedef struct {
+    long long sc_in, ring_large_in, sc_out, endpoints;
+    char no_sc[512];    /* the probe's failure line, if any */
+} paths_t;
+
+static void read_paths(const char *path, paths_t *p)
+{
+    char line[4096];
+    FILE *f = fopen(path, "r");
+    memset(p, 0, sizeof(*p));
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *at = strstr(line, "received ");
+        long long a, b, c;
+        if (at != NULL && strstr(at, SC_LINE) != NULL &&
+            sscanf(at, "received %lld message(s) by single copy and %lld of "
+                   "%*d+ bytes through the slots; sent %lld", &a, &b,
+                   &c) == 3) {
+            p->sc_in += a;
+            p->ring_large_in += b;
+            p->sc_out += c;
+            p->endpoints++;
+        }
+        if ((at = strstr(line, NO_SC_LINE)) != NULL && p->no_sc[0] == '\0')
+            snprintf(p->no_sc, sizeof(p->no_sc), "%s", at);
+    }
+    fclose(f);
+}
+
+/* Every row of tutti-perf's table in @p out says #wrong 0; returns rows. */
+static int expect_exact_rows(const char *out, const char *coll)
+{
+    char copy[16384];
+    int rows = 0;
+    snprintf(copy, sizeof(copy), "%s", out);
+    for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n")) {
+        long long size, count, wrong;
+        char type[16], op[16], impl[64], name[32];
+        int root;
+        double t, algbw, busbw;
+        if (l[0] == '#' || strncmp(l, "tutti", 5) == 0)
+            continue;
+        name[0] = '\0';
+        if (sscanf(l, "%lld %lld %15s %15s %d %lf %lf %lf %lld %63s %31s",
+                   &size, &count, type, op, &root, &t, &algbw, &busbw, &wrong,
+                   impl, name) < 10)
+            continue;
+        if (name[0] != '\0')
+            assert_string_equal(name, coll);
+        if (wrong != 0)
+            fail_msg("%lld elements wrong at %lld bytes:\n%s", wrong, size,
+                     out);
+        rows++;
+    }
+    return rows;
+}
+
+/* Runs tutti-perf on @p n processes for @p coll over @p sizes (its -b -e
+ * -f options) with @p env set, debug log appended to @p log; checks the
+ * results and that the library left nothing for tutti-run to sweep. */
+static void perf_exact(const char *env, int n, const char *coll,
+                       const char *dtype, const char *sizes, const char *log,
+                       int want_rows)
+{
+    char cmd[1024], out[16384], job[64];
+    snprintf(job, sizeof(job), "shmt%d-%ld", n, (long)getpid());
+    snprintf(cmd, sizeof(cmd), "%s TUTTI_LOG_LEVEL=debug %s --timeout 120 "
+             "--job-id %s -n %d %s -c %s -d %s %s -n 2 -w 1 2>>%s", env, RUN,
+             job, n, PERF, coll, dtype, sizes, log);
+    int rc = test_run(cmd, 0, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    assert_int_equal(expect_exact_rows(out, coll), want_rows);
+    if (test_file_has(log, SWEEP_LINE))
+        fail_msg("tutti-run had to remove segments of job %s (%s)", job, log);
+    expect_no_segments(job);
+}
+
+/* allreduce and broadcast on @p n processes at sizes below and above the
+ * threshold (64 KiB per message): an odd sweep and 1 MiB + 3. */
+static void run_sizes(const char *env, int n, const char *log)
+{
+    perf_exact(env, n, "allreduce", "int32", "-b 1000 -e 2M -f 37", log, 3);
+    perf_exact(env, n, "allreduce", "int8", "-b 1048579 -e 1048579", log, 1);
+    perf_exact(env, n, "broadcast", "uint8", "-b 999 -e 2M -f 37", log, 3);
+    perf_exact(env, n, "broadcast", "uint8", "-b 1048579 -e 1048579", log, 1);
+}
+
+static void single_copy_on(int n)
+{
+    char log[96];
+    paths_t p;
+    snprintf(log, sizeof(log), "/tmp/tutti-shm-on%d-%ld.log", n,
+             (long)getpid());
+    unlink(log);
+    run_sizes("TUTTI_SHM_SINGLE_COPY=auto", n, log);
+    read_paths(log, &p);
+    if (p.no_sc[0] != '\0') {
+        unlink(log);
+        print_message("single copy is not permitted here: %s", p.no_sc);
+        skip();
+    }
+    print_message("%d processes: %lld messages by single copy, %lld large "
+                  "ones through the slots (%lld endpoints)\n", n, p.sc_in,
+                  p.ring_large_in, p.endpoints);
+    assert_true(p.endpoints > 0);
+    assert_true(p.sc_in > 0);
+    assert_int_equal(p.sc_in, p.sc_out);
+    assert_int_equal(p.ring_large_in, 0);
+    unlink(log);
+}
+
+static void single_copy_off(int n)
+{
+    char log[96];
+    paths_t p;
+    snprintf(log, sizeof(log), "/tmp/tutti-shm-off%d-%ld.log", n,
+             (long)getpid());
+    unlink(log);
+    run_sizes("TUTTI_SHM_SINGLE_COPY=off", n, log);
+    read_paths(log, &p);
+    print_message("%d processes, single copy off: %lld large messages "
+                  "through the slots (%lld endpoints)\n", n, p.ring_large_in,
+                  p.endpoints);
+    assert_true(p.endpoints > 0);
+    assert_int_equal(p.sc_in, 0);
+    assert_int_equal(p.sc_out, 0);
+    assert_true(p.ring_large_in > 0);
+    if (!test_file_has(log, "single copy off (shm.single_copy)"))
+        fail_msg("no 'single copy off (shm.single_copy)' in %s", log);
+    unlink(log);
+}
+
+static void test_single_copy_on_2(void **s) { (void)s; single_copy_on(2); }
+static void test_single_copy_on_3(void **s) { (void)s; single_copy_on(3); }
+static void test_single_copy_off_2(void **s) { (void)s; single_copy_off(2); }
+static void test_single_copy_off_3(void **s) { (void)s; single_copy_off(3); }
+
+/* Where process_vm_readv is refused (the no_vm_readv shim stands in for
+ * Yama ptrace_scope or a container without the capability), the probe
+ * says why, once per process, and the data takes two copies, exact. */
+static void test_single_copy_refused(void **state)
+{
+    char log[96];
+    paths_t p;
+    (void)state;
+    snprintf(log, sizeof(log), "/tmp/tutti-shm-refused-%ld.log",
+             (long)getpid());
+    unlink(log);
+    perf_exact("TUTTI_SHM_SINGLE_COPY=auto LD_PRELOAD=" NO_VM_READV, 2,
+               "allreduce", "int8",
+               "-b 1048579 -e 1048579", log, 1);
+    perf_exact("TUTTI_SHM_SINGLE_COPY=auto LD_PRELOAD=" NO_VM_READV, 2,
+               "broadcast", "uint8",
+               "-b 1048579 -e 1048579", log, 1);
+    read_paths(log, &p);
+    if (strstr(p.no_sc, "process_vm_readv: Operation not permitted; large "
+                        "messages take two copies") == NULL)
+        fail_msg("no probe failure with its errno text in %s", log);
+    assert_int_equal(p.sc_in, 0);
+    assert_int_equal(p.sc_out, 0);
+    assert_true(p.ring_large_in > 0);
+    unlink(log);
+}
+
+/* Runs coll_worker @p mode under tutti-run as job @p job; returns its exit
+ * status; the output (stderr joined) in @p out. */
+static int worker_job(const char *job, const char *mode, char *out,
+                      size_t len)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=error %s --grace 10 "
+             "--timeout 60 --job-id %s -n 3 %s %s", RUN, job, WORKER, mode);
+    return test_run(cmd, 1, out, len);
+}
+
+/* tutti_abort on task 0: every task fails with the reason and starts over;
+ * the library leaves no segment (tutti-run sweeps none). */
+static void test_no_segments_after_abort(void **state)
+{
+    char out[8192], job[64];
+    (void)state;
+    snprintf(job, sizeof(job), "shmabort-%ld", (long)getpid());
+    int rc = worker_job(job, "--abort", out, sizeof(out));
+    if (rc != 0)
+        fail_msg("exited %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "aborted by task 0: operator stop"));
+    assert_null(strstr(out, SWEEP_LINE));
+    expect_no_segments(job);
+}
+
+/* kill -9 of task 1 in a 16 MiB allreduce: its peers fail naming it, and
+ * no segment is left for tutti-run to sweep (names go once attached). */
+static void test_no_segments_after_kill(void **state)
+{
+    char out[8192], job[64];
+    (void)state;
+    snprintf(job, sizeof(job), "shmkill-%ld", (long)getpid());
+    int rc = worker_job(job, "--victim", out, sizeof(out));
+    if (rc != 128 + 9 || strstr(out, "task 1 (rank 1) is gone") == NULL)
+        fail_msg("exited %d, task 1 not named gone:\n%s", rc, out);
+    assert_null(strstr(out, SWEEP_LINE));
+    expect_no_segments(job);
+}
+
+/* Starts coll_worker --join as task @p task of 2 of job @p job, by hand
+ * (no tutti-run); returns its pid. */
+static pid_t start_task(const char *job, int task)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char t[16];
+        snprintf(t, sizeof(t), "%d", task);
+        setenv("TUTTI_JOB_ID", job, 1);
+        setenv("TUTTI_RANK", t, 1);
+        setenv("TUTTI_SIZE", "2", 1);
+        setenv("TUTTI_LOG_LEVEL", "off", 1);
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(WORKER, WORKER, "--join", (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* An empty segment named @p name (shm_open form), as left by a creator
+ * that died before writing its header, modified @p age_s seconds ago. */
+static void plant_incomplete(const char *name, int age_s)
+{
+    int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 8192), 0);
+    struct timespec ts[2];
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= age_s;
+    ts[1] = ts[0];
+    assert_int_equal(futimens(fd, ts), 0);
+    close(fd);
+}
+
+/* A task killed (kill -9) in set-up leaves its segment, and no tutti-run
+ * sweeps it; a creator that died before its header leaves an empty one.
+ * The next start of that job id removes both, saying so; a recent empty
+ * one (its creator may be writing it) and one of another job whose id
+ * only starts with this one's stay. */
+static void test_stale_segments_removed_by_next_start(void **state)
+{
+    char job[64], prefix[96], name[160], other[160], young[160];
+    char cmd[512], out[8192];
+    (void)state;
+    snprintf(job, sizeof(job), "shmstale-%ld", (long)getpid());
+    snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
+
+    pid_t pid = start_task(job, 0);
+    for (int i = 0; i < 200 && test_shm_names_with(prefix) == 0; i++)
+        usleep(50000);
+    assert_true(test_shm_names_with(prefix) > 0);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    int crashed = test_shm_names_with(prefix);
+    assert_true(crashed > 0);
+
+    snprintf(name, sizeof(name), "/tutti-%s-g00000000000000ab-r5", job);
+    plant_incomplete(name, 3600);
+    snprintf(young, sizeof(young), "/tutti-%s-g00000000000000ab-r6", job);
+    plant_incomplete(young, 0);
+    snprintf(other, sizeof(other), "/tutti-%s-x-g00000000000000ab-r0", job);
+    plant_incomplete(other, 3600);
+
+    snprintf(cmd, sizeof(cmd), "TUTTI_JOB_ID=%s TUTTI_SIZE=2 "
+             "TUTTI_LOG_LEVEL=warn sh -c '(TUTTI_RANK=1 exec %s --join) & "
+             "p=$!; TUTTI_RANK=0 %s --join; a=$?; wait $p; exit $((a | $?))'",
+             job, WORKER, WORKER);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    assert_non_null(strstr(out, "coll_worker: task 0: joined"));
+    assert_non_null(strstr(out, "coll_worker: task 1: joined"));
+    char want[512];
+    snprintf(want, sizeof(want), "removed stale segment /dev/shm%s of job %s: "
+             "left incomplete", name, job);
+    if (strstr(out, want) == NULL)
+        fail_msg("no '%s' in:\n%s", want, out);
+    snprintf(want, sizeof(want), "of job %s: its owner, pid %d, is gone",
+             job, (int)pid);
+    if (strstr(out, want) == NULL)
+        fail_msg("no '%s' in:\n%s", want, out);
+    /* Only the young one is left of this job (the other job's name starts
+     * with this job's prefix too). */
+    assert_int_equal(test_shm_names_with(prefix), 2);
+    assert_int_equal(shm_unlink(young), 0);
+    assert_int_equal(shm_unlink(other), 0);
+    expect_no_segments(job);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_copy_on_2),
+        cmocka_unit_test(test_single_copy_on_3),
+        cmocka_unit_test(test_single_copy_off_2),
+        cmocka_unit_test(test_single_copy_off_3),
+        cmocka_unit_test(test_single_copy_refused),
+        cmocka_unit_test(test_no_segments_after_abort),
+        cmocka_unit_test(test_no_segments_after_kill),
+        cmocka_unit_test(test_stale_segments_removed_by_next_start),
+    };
+    return cmocka_run_group_tests_name("shm", tests, NULL, NULL);
+}

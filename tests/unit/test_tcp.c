@@ -1,0 +1,241 @@
+/*
+ * The tcp transport through the real launcher, on this host: the
+ * correctness matrix on 2, 3 and 4 processes, tutti-perf's checks,
+ * strangers knocking on every port a job listens on, and a garbled frame
+ * from a joined peer (TUTTI_TCP_TEST_GARBLE, a test-only hook).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+#include "../../transports/tcp/tcp_int.h"
+
+#define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
+#define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
+#define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
+#define ENV "TUTTI_TRANSPORTS=tcp TUTTI_TIMEOUT=60 "
+
+static void expect_clean(const char *out, int n)
+{
+    for (int r = 0; r < n; r++) {
+        char want[64];
+        int checks = -1, failures = -1;
+        snprintf(want, sizeof(want), "coll_worker: rank %d: ", r);
+        const char *line = strstr(out, want);
+        if (line == NULL)
+            fail_msg("no line for rank %d in:\n%s", r, out);
+        assert_int_equal(sscanf(line + strlen(want), "%d checks, %d failures",
+                                &checks, &failures), 2);
+        if (failures != 0 || checks < 2)
+            fail_msg("rank %d: %d checks, %d failures:\n%s", r, checks,
+                     failures, out);
+    }
+}
+
+static void matrix_on(int n)
+{
+    char cmd[512], out[16384];
+    snprintf(cmd, sizeof(cmd), ENV "%s --timeout 300 -n %d %s", RUN, n,
+             WORKER);
+    int rc = test_run(cmd, 0, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    expect_clean(out, n);
+}
+
+static void test_matrix_2(void **state) { (void)state; matrix_on(2); }
+static void test_matrix_3(void **state) { (void)state; matrix_on(3); }
+static void test_matrix_4(void **state) { (void)state; matrix_on(4); }
+
+/* Rows of a tutti-perf table: each says #wrong 0; returns how many. */
+static int perf_rows_clean(char *out)
+{
+    int rows = 0;
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        long long size, count, wrong;
+        char type[16], op[16], impl[64];
+        int root;
+        double t, algbw, busbw;
+        if (l[0] == '#' || l[0] == 't')
+            continue;
+        if (sscanf(l, "%lld %lld %15s %15s %d %lf %lf %lf %lld %63s", &size,
+                   &count, type, op, &root, &t, &algbw, &busbw, &wrong,
+                   impl) != 10)
+            continue;
+        if (wrong != 0)
+            fail_msg("row '%s' has wrong elements", l);
+        rows++;
+    }
+    return rows;
+}
+
+/* allreduce float32 sum and int64 max over 0 .. 1 Mi + 3 elements. */
+static void test_perf(void **state)
+{
+    static const char *const args[] = {
+        "-b 0 -e 8M -f 64 -n 3 -w 1 -d float32",
+        "-b 4 -e 4M -f 16 -n 3 -w 1 -d int64 -o max",
+        "-c broadcast -b 8 -e 4M -f 64 -n 2 -w 1 -d float32 -r 1",
+        "-c allgather -b 8 -e 1M -f 64 -n 2 -w 1 -d int64",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++) {
+        char cmd[512], out[16384];
+        snprintf(cmd, sizeof(cmd), ENV "%s -n 3 %s %s", RUN, PERF, args[i]);
+        int rc = test_run(cmd, 0, out, sizeof(out));
+        if (rc != 0)
+            fail_msg("%s exited %d:\n%s", cmd, rc, out);
+        if (perf_rows_clean(out) < 2)
+            fail_msg("%s: too few rows:\n%s", cmd, out);
+    }
+}
+
+/* ---- strangers ------------------------------------------------------------- */
+
+static int connect_port(int port)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Sends one kind of bad opening to @p port; the silent ones are returned
+ * open in @p silent. */
+static void knock(int port, const char *job, int *silent, int *nsilent)
+{
+    tcp_hs_t hs;
+    unsigned char junk[sizeof(tcp_hs_t)];
+    int fd;
+
+    memset(&hs, 0, sizeof(hs));
+    hs.magic = TCP_MAGIC;
+    hs.version = TCP_VERSION;
+    hs.kind = TCP_KIND_DATA;
+    snprintf(hs.job_id, sizeof(hs.job_id), "%s", job);
+    memcpy(hs.secret, "not-the-secret-of-this-job", 26);
+    if ((fd = connect_port(port)) >= 0) { /* wrong secret */
+        send(fd, &hs, sizeof(hs), MSG_NOSIGNAL);
+        close(fd);
+    }
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (unsigned char)(rand() & 0xff);
+    if ((fd = connect_port(port)) >= 0) { /* random bytes */
+        send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+        close(fd);
+    }
+    if ((fd = connect_port(port)) >= 0) { /* truncated handshake */
+        send(fd, &hs, sizeof(hs) / 2, MSG_NOSIGNAL);
+        close(fd);
+    }
+    if ((fd = connect_port(port)) >= 0) /* silent */
+        silent[(*nsilent)++] = fd;
+}
+
+static void test_strangers_refused(void **state)
+{
+    char cmd[768], log[128], job[64], out[16384];
+    int base = 20000 + (int)(getpid() % 20000), silent[64], nsilent = 0;
+    int ports = 0;
+    FILE *p;
+    (void)state;
+
+    snprintf(job, sizeof(job), "tcpstr%ld", (long)getpid());
+    snprintf(log, sizeof(log), "/tmp/tutti-test-tcp-%ld.log", (long)getpid());
+    snprintf(cmd, sizeof(cmd), ENV "TUTTI_LOG_LEVEL=warn TUTTI_TCP_PORTS=%d-%d "
+             "%s --job-id %s -n 3 "
+             "%s -b 256K -e 256K -n 25000 -w 1 -d float32 >%s.out 2>%s",
+             base, base + 30, RUN, job, PERF, log, log);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    sleep(1);
+    srand((unsigned)getpid());
+    for (int port = base; port <= base + 30; port++) {
+        int fd = connect_port(port);
+        if (fd < 0)
+            continue;
+        close(fd);
+        ports++;
+        knock(port, job, silent, &nsilent);
+    }
+    /* The silent ones are closed after the handshake deadline. */
+    sleep((unsigned)TCP_HS_TIMEOUT + 2);
+    for (int i = 0; i < nsilent; i++) {
+        char c;
+        struct timeval tv = {1, 0};
+        setsockopt(silent[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        assert_int_equal(recv(silent[i], &c, 1, 0), 0);
+        close(silent[i]);
+    }
+    int rc = pclose(p);
+    snprintf(cmd, sizeof(cmd), "%s.out", log);
+    FILE *f = fopen(cmd, "r");
+    size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+    unlink(cmd);
+    if (ports < 4) /* rendezvous + a listener per member (control plane and
+                      group), at least */
+        fail_msg("only %d listening ports found in %d-%d; job output:\n%s",
+                 ports, base, base + 30, out);
+    if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
+        fail_msg("the job failed (%d):\n%s", rc, out);
+    assert_true(perf_rows_clean(out) >= 1);
+    assert_true(test_file_has(log, "refused connection from 127.0.0.1:"));
+    assert_true(test_file_has(log, "wrong secret"));
+    assert_true(test_file_has(log, "bad magic"));
+    assert_true(test_file_has(log, "closed after"));
+    assert_true(test_file_has(log, "no handshake within the deadline"));
+    unlink(log);
+}
+
+/* ---- a garbled frame ------------------------------------------------------------ */
+
+static void test_garbled_frame_fails_peer(void **state)
+{
+    char cmd[512], out[16384];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_TCP_TEST_GARBLE=1 TUTTI_TRANSPORTS=tcp "
+             "TUTTI_TIMEOUT=20 %s --timeout 120 -n 2 %s --selection-only "
+             "allreduce", RUN, WORKER);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc >= 128)
+        fail_msg("%s died of a signal (%d):\n%s", cmd, rc, out);
+    if (strstr(out, "peer rank 1") == NULL ||
+        strstr(out, "garbled frame") == NULL)
+        fail_msg("no error naming rank 1's garbled frame:\n%s", out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matrix_2),
+        cmocka_unit_test(test_matrix_3),
+        cmocka_unit_test(test_matrix_4),
+        cmocka_unit_test(test_perf),
+        cmocka_unit_test(test_strangers_refused),
+        cmocka_unit_test(test_garbled_frame_fails_peer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

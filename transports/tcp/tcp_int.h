@@ -1,0 +1,135 @@
+/*
+ * tcp transport module: what its files share.  tcp_net.c holds the
+ * socket helpers, the job secret, the connection handshake and the
+ * rendezvous (server and client); tp_tcp.c the endpoints and the data
+ * path.  Nothing outside transports/tcp includes this header.
+ */
+#ifndef TUTTI_TP_TCP_INT_H
+#define TUTTI_TP_TCP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <tutti/transport.h>
+
+#define TCP_MAGIC 0x50435454u       /* "TTCP": every handshake */
+#define TCP_VERSION 1u
+#define TCP_KIND_RDV 1u             /* a connection to the rendezvous */
+#define TCP_KIND_DATA 2u            /* a connection between two members */
+#define TCP_JOB_MAX 64              /* job id bytes, NUL included */
+#define TCP_SECRET_MAX 128          /* secret bytes */
+#define TCP_SECRET_MIN 16
+#define TCP_HOST_MAX 64
+#define TCP_ADDRS_MAX 8             /* listen addresses one endpoint offers */
+#define TCP_HS_TIMEOUT 3.0          /* seconds a new connection may stay
+                                       silent before its handshake */
+
+/** First bytes on every connection, in both directions' host order (the
+ *  members of one job share an architecture; a peer of the other byte
+ *  order fails the magic check and is refused). */
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t kind;                  /* TCP_KIND_* */
+    uint64_t group_key;
+    int32_t from_rank, to_rank;     /* -1 on the rendezvous */
+    uint32_t conn_index, nconn;     /* data: which socket of the pair */
+    char job_id[TCP_JOB_MAX];
+    unsigned char secret[TCP_SECRET_MAX]; /* zero-padded */
+} tcp_hs_t;
+
+/** Answer to a data handshake from a member with the right secret. */
+enum {
+    TCP_ACK_OK = 0x4f4b4f4b,        /* joined */
+    TCP_ACK_NCONN = 0x4e434f4e,     /* tcp.connections differs */
+    TCP_ACK_DUP = 0x44555021        /* that socket is already joined */
+};
+
+/** One address a member listens on. */
+typedef struct {
+    uint16_t family;                /* AF_INET or AF_INET6 */
+    uint16_t port;                  /* host order */
+    uint32_t scope;                 /* IPv6 scope id */
+    unsigned char addr[16];
+} tcp_addr_t;
+
+/** What a member tells the rendezvous, and what others learn of it. */
+typedef struct {
+    uint64_t group_key;
+    int32_t rank, group_size;
+    uint32_t nconn, naddr;
+    tcp_addr_t addrs[TCP_ADDRS_MAX];
+    char host[TCP_HOST_MAX];
+} tcp_reg_t;
+
+/** The process's secret and job, as the handshake carries them. */
+typedef struct {
+    unsigned char secret[TCP_SECRET_MAX];
+    size_t secret_len;
+    const char *job_id;
+} tcp_cred_t;
+
+/** Listening and address settings of tcp.interface/family/ports. */
+typedef struct {
+    char ifname[32];
+    int family;                     /* AF_UNSPEC, AF_INET, AF_INET6 */
+    uint16_t port_lo, port_hi;      /* 0, 0: any */
+    uint32_t nconn;
+} tcp_settings_t;
+
+/* ---- tcp_net.c ---------------------------------------------------------- */
+
+/** Read the settings of @p g's configuration; errors name the key. */
+tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
+                                 tcp_settings_t *out);
+
+/** The job secret from TUTTI_JOB_SECRET or TUTTI_SECRET_FILE. */
+tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
+                             const char *job_id, tcp_cred_t *out);
+
+/** Fill @p hs for a connection of @p kind. */
+void tcp_hs_fill(tcp_hs_t *hs, const tcp_cred_t *cred, uint32_t kind,
+                 uint64_t group_key, int from, int to, uint32_t index,
+                 uint32_t nconn);
+
+/** NULL if @p hs is a handshake of @p kind from this job with our secret,
+ *  else why not (a static string). */
+const char *tcp_hs_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                         uint32_t kind);
+
+/** "1.2.3.4:5" / "[::1]:5" for logs. */
+void tcp_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+void tcp_peer_str(int fd, char *buf, size_t len);
+void tcp_addr_str(const tcp_addr_t *a, char *buf, size_t len);
+
+/** A non-blocking listening socket per @p s (port range, interface,
+ *  family); the addresses others may use to reach it go to @p reg. */
+tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
+                          const tcp_settings_t *s, int *fd_out,
+                          tcp_reg_t *reg);
+
+/** A blocking connection to @p a within @p timeout seconds, or -1. */
+int tcp_connect_addr(const tcp_addr_t *a, double timeout, char *why,
+                     size_t why_len);
+
+/** Write/read exactly @p len bytes on a blocking socket; 0 or -1. */
+int tcp_write_full(int fd, const void *buf, size_t len);
+int tcp_read_full(int fd, void *buf, size_t len);
+
+void tcp_nodelay(int fd);
+int tcp_nonblock(int fd);
+
+/**
+ * Register @p reg at the job's rendezvous (starting its server first in
+ * task 0) and look up each rank @p want names (group_size flags) until all
+ * are known or @p deadline passes; their registrations go to
+ * @p peers_out[rank].
+ */
+tutti_status_t tcp_rendezvous(const tutti_tp_group_t *g,
+                              const tcp_settings_t *s, const tcp_cred_t *cred,
+                              const tcp_reg_t *reg,
+                              const unsigned char *want, double deadline,
+                              tcp_reg_t *peers_out);
+
+#endif

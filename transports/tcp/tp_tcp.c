@@ -1,0 +1,1290 @@
+/*
+ * tcp transport module: members on any hosts, over sockets.
+ *
+ * Each endpoint has a listening socket, tcp.connections sockets per peer
+ * and its own progress thread, which alone touches the sockets: an epoll
+ * loop (edge-triggered) over the listener, the peer sockets, connections
+ * still in their handshake, and an eventfd the API calls ring.  One thread
+ * per endpoint rather than per process keeps each endpoint's state owned by
+ * one thread with no locks on the data path, and disconnect is a join; a
+ * process holds few endpoints (the control plane and its groups).
+ *
+ * send()/recv() only queue the op (one lock, no allocation); the thread
+ * moves bytes and completes ops by storing op->status (release), and
+ * progress() returns how many completed since its last call.
+ *
+ * Wire: every fragment is a frame_t header and its bytes.  Messages from
+ * tcp.connections x 256K up are cut into one piece per socket (64-byte
+ * aligned); smaller ones go whole on one socket, round robin.  Receives
+ * match by key per peer: a fragment goes straight into the posted buffer
+ * (through a small staging buffer and op->reduce.fn where it reduces), or,
+ * unmatched, into a buffer that waits for its receive.  A frame that fails
+ * its checks fails that peer: its sockets close and its operations end
+ * with TUTTI_ERR_PEER naming it; other peers go on.
+ *
+ * Connecting: endpoints register at the rendezvous (tcp_net.c); the lower
+ * rank of each pair opens the sockets, the higher accepts them after the
+ * handshake (job id, secret, group key, both ranks, socket index).
+ *
+ * Test hook, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
+ * every group (not the control plane) corrupt the magic of its 3rd frame.
+ */
+#define _GNU_SOURCE /* accept4 */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcp_int.h"
+
+#define FRAME_MAGIC 0x46545454u     /* "TTTF" */
+#define RING 256                    /* pieces queued per socket */
+#define STRIPE_MIN (256u << 10)     /* per socket, to stripe a message */
+#define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
+#define MSG_MAX (UINT64_C(1) << 40)
+#define CTRL_GROUP_KEY 0xc0c0c0c0c0c0c0c0ULL
+#define DONE_MARK SIZE_MAX
+
+typedef struct {
+    uint32_t magic;
+    uint32_t frag_len;
+    tutti_wire_key_t key;
+    uint64_t msg_len;
+    uint64_t frag_off;
+} frame_t;
+
+typedef struct unexp {
+    struct unexp *next;
+    tutti_wire_key_t key;
+    uint64_t msg_len, got;
+    tutti_tp_op_t *op;              /* a receive waiting for the rest */
+    char data[];
+} unexp_t;
+
+typedef struct {
+    tutti_tp_op_t *op;
+    uint64_t off, len;
+} piece_t;
+
+enum { C_EVENT, C_LISTEN, C_IN, C_OUT, C_DATA };
+
+typedef struct conn {
+    int kind, fd, peer, index;
+    double deadline;
+    char from[64];
+    size_t hs_got;
+    union {
+        tcp_hs_t hs;
+        uint32_t ack;
+    } hs;
+    struct conn *next_pending;
+    /* sending */
+    piece_t ring[RING];
+    unsigned head, tail;
+    frame_t shdr;
+    size_t ssent;
+    int shdr_ready, writable;
+    /* receiving */
+    frame_t rhdr;
+    size_t rgot;
+    int in_body;
+    uint64_t body_got, rdone;
+    tutti_tp_op_t *rop;
+    unexp_t *rux;
+    size_t stage_have;
+    char *stage;
+} conn_t;
+
+typedef struct {
+    conn_t *conns[16];
+    unsigned joined, rr;
+    int serve, failed, reported;
+    int left;                       /* closed at a frame boundary: receives
+                                       stay posted, the core's liveness
+                                       check (peer_alive) ends them */
+    atomic_int closed;              /* the remote end closed */
+    tutti_tp_op_t *posted_h, *posted_t, *active, *wait_h, *wait_t;
+    unexp_t *unexp;
+    char why[320];
+    char addr[64];
+} peer_t;
+
+typedef struct {
+    const tutti_tp_core_ops_t *core;
+    int rank, size, task;
+    uint64_t group_key;
+    const int *rank_task;
+    tcp_settings_t set;
+    tcp_cred_t cred;
+    char job[TCP_JOB_MAX];
+    peer_t *peers;
+    int epfd;
+    conn_t evc, lsc;                /* the eventfd and the listener */
+    conn_t *pending;                /* connections in their handshake */
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+    pthread_mutex_t lock;
+    tutti_tp_op_t *sub_h, *sub_t;   /* ops queued by send()/recv() */
+    conn_t *new_out;                /* sockets connect() opened */
+    atomic_uint completed;
+    unsigned reported_completed;
+    tutti_status_t setup_err;       /* under lock */
+    char err_text[512];             /* under lock: for progress() */
+    tutti_status_t err_st;
+    int garble;                     /* frames to send before garbling */
+    unsigned frames_sent;
+} tcp_ep_t;
+
+static const size_t dtype_size[] = {
+#define TCP_DTYPE_SIZE_(up, low, size) size,
+    TUTTI_DTYPE_LIST(TCP_DTYPE_SIZE_)
+#undef TCP_DTYPE_SIZE_
+};
+
+/* ---- completing and failing ------------------------------------------------ */
+
+/* The op is the caller's again once its status is stored: touch it no more. */
+static void complete(tcp_ep_t *ep, tutti_tp_op_t *op, tutti_status_t st)
+{
+    __atomic_store_n(&op->status, st, __ATOMIC_RELEASE);
+    atomic_fetch_add_explicit(&ep->completed, 1, memory_order_release);
+}
+
+/* Keeps the first error's text for progress() to record on its thread. */
+static void note_error(tcp_ep_t *ep, tutti_status_t st, const char *text)
+{
+    pthread_mutex_lock(&ep->lock);
+    if (ep->err_st == TUTTI_OK) {
+        ep->err_st = st;
+        snprintf(ep->err_text, sizeof(ep->err_text), "%s", text);
+    }
+    pthread_mutex_unlock(&ep->lock);
+}
+
+static void conn_close(tcp_ep_t *ep, conn_t *c)
+{
+    if (c->fd >= 0) {
+        epoll_ctl(ep->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+static void chain(tutti_tp_op_t **list, tutti_tp_op_t *op)
+{
+    if (op != NULL && op->done != DONE_MARK) {
+        op->done = DONE_MARK;
+        op->next = *list;
+        *list = op;
+    }
+}
+
+/* Fails peer @p p: closes its sockets and ends each of its operations once
+ * with TUTTI_ERR_PEER. */
+static void peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
+                      const char *fmt, ...)
+{
+    peer_t *p = &ep->peers[peer];
+    tutti_tp_op_t *fail = NULL, *op, *next;
+    char text[512];
+    va_list ap;
+
+    if (p->failed)
+        return;
+    p->failed = 1;
+    if (remote_closed)
+        atomic_store(&p->closed, 1);
+    va_start(ap, fmt);
+    vsnprintf(p->why, sizeof(p->why), fmt, ap);
+    va_end(ap);
+    snprintf(text, sizeof(text), "group 0x%llx rank %d: peer rank %d (task "
+             "%d, %s): %s; its operations fail",
+             (unsigned long long)ep->group_key, ep->rank, peer,
+             ep->rank_task[peer], p->addr, p->why);
+    if (!p->left)
+        ep->core->log(remote_closed ? 1 : 0, "tcp", "%s", text);
+    for (unsigned i = 0; i < ep->set.nconn; i++) {
+        conn_t *c = p->conns[i];
+        if (c == NULL)
+            continue;
+        conn_close(ep, c);
+        for (unsigned k = c->head; k != c->tail; k++)
+            chain(&fail, c->ring[k % RING].op);
+        c->head = c->tail = 0;
+        c->rop = NULL;
+        c->rux = NULL;
+        c->in_body = 0;
+    }
+    for (op = p->wait_h; op; op = next) {
+        next = op->next;
+        chain(&fail, op);
+    }
+    p->wait_h = p->wait_t = NULL;
+    for (op = p->posted_h; op && !p->left; op = next) {
+        next = op->next;
+        chain(&fail, op);
+    }
+    for (op = p->active; op && !p->left; op = next) {
+        next = op->next;
+        chain(&fail, op);
+    }
+    if (!p->left)
+        p->posted_h = p->posted_t = p->active = NULL;
+    while (p->unexp != NULL && !p->left) {
+        unexp_t *u = p->unexp;
+        p->unexp = u->next;
+        chain(&fail, u->op);
+        free(u);
+    }
+    if (fail != NULL && !p->left)
+        note_error(ep, TUTTI_ERR_PEER, text);
+    for (op = fail; op; op = next) {
+        next = op->next;
+        op->done = 0;
+        complete(ep, op, p->left && !op->is_recv ? TUTTI_OK : TUTTI_ERR_PEER);
+    }
+}
+
+/* ---- sending ----------------------------------------------------------------- */
+
+static unsigned ring_count(const conn_t *c)
+{
+    return c->tail - c->head;
+}
+
+static void do_send(tcp_ep_t *ep, conn_t *c);
+
+/* Queues @p op's pieces on the peer's sockets; 0 if they lack room. */
+static int place(tcp_ep_t *ep, peer_t *p, tutti_tp_op_t *op)
+{
+    unsigned n = ep->set.nconn, first, k = 1;
+    uint64_t chunk = op->len;
+
+    if (n > 1 && op->len >= (uint64_t)STRIPE_MIN * n) {
+        chunk = ((op->len + n - 1) / n + 63) & ~UINT64_C(63);
+        k = (unsigned)((op->len + chunk - 1) / chunk);
+        first = 0;
+    } else {
+        first = p->rr++ % n;
+    }
+    for (unsigned i = 0; i < k; i++) {
+        if (ring_count(p->conns[(first + i) % n]) == RING)
+            return 0;
+    }
+    op->done = 0;
+    for (unsigned i = 0; i < k; i++) {
+        conn_t *c = p->conns[(first + i) % n];
+        uint64_t off = (uint64_t)i * chunk;
+        piece_t *pc = &c->ring[c->tail++ % RING];
+        pc->op = op;
+        pc->off = off;
+        pc->len = k == 1 ? op->len : (op->len - off < chunk ? op->len - off
+                                                             : chunk);
+    }
+    for (unsigned i = 0; i < k; i++)
+        do_send(ep, p->conns[(first + i) % n]);
+    return 1;
+}
+
+static void post_send(tcp_ep_t *ep, tutti_tp_op_t *op)
+{
+    peer_t *p = &ep->peers[op->peer];
+    if (p->failed) { /* nobody reads what goes to a peer that left */
+        complete(ep, op, p->left ? TUTTI_OK : TUTTI_ERR_PEER);
+        return;
+    }
+    op->next = NULL;
+    if (p->wait_h == NULL && place(ep, p, op))
+        return;
+    if (p->wait_t)
+        p->wait_t->next = op;
+    else
+        p->wait_h = op;
+    p->wait_t = op;
+}
+
+static void retry_waiting(tcp_ep_t *ep, peer_t *p)
+{
+    while (p->wait_h != NULL && !p->failed) {
+        tutti_tp_op_t *op = p->wait_h, *next = op->next;
+        if (!place(ep, p, op))
+            return;
+        p->wait_h = next;
+        if (next == NULL)
+            p->wait_t = NULL;
+    }
+}
+
+/* Sends what socket @p c can take now. */
+static void do_send(tcp_ep_t *ep, conn_t *c)
+{
+    peer_t *p = &ep->peers[c->peer];
+    int freed = 0;
+    while (c->writable && c->fd >= 0 && ring_count(c) > 0) {
+        piece_t *pc = &c->ring[c->head % RING];
+        tutti_tp_op_t *op = pc->op;
+        if (!c->shdr_ready) {
+            c->shdr.magic = FRAME_MAGIC;
+            c->shdr.frag_len = (uint32_t)pc->len;
+            c->shdr.key = op->key;
+            c->shdr.msg_len = op->len;
+            c->shdr.frag_off = pc->off;
+            if (ep->garble > 0 && ++ep->frames_sent == (unsigned)ep->garble)
+                c->shdr.magic ^= 0x5a5a5a5au; /* TUTTI_TCP_TEST_GARBLE */
+            c->shdr_ready = 1;
+            c->ssent = 0;
+        }
+        struct iovec iov[2];
+        int niov = 0;
+        size_t total = sizeof(frame_t) + pc->len;
+        if (c->ssent < sizeof(frame_t)) {
+            iov[niov].iov_base = (char *)&c->shdr + c->ssent;
+            iov[niov++].iov_len = sizeof(frame_t) - c->ssent;
+        }
+        if (pc->len > 0) {
+            size_t at = c->ssent > sizeof(frame_t) ? c->ssent - sizeof(frame_t)
+                                                   : 0;
+            iov[niov].iov_base = (char *)op->sbuf + pc->off + at;
+            iov[niov++].iov_len = pc->len - at;
+        }
+        struct msghdr mh = {0};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = (size_t)niov;
+        ssize_t n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                c->writable = 0;
+                break;
+            }
+            if (errno == EINTR)
+                continue;
+            peer_fail(ep, c->peer, 1, "sending failed: %s", strerror(errno));
+            return;
+        }
+        c->ssent += (size_t)n;
+        if (c->ssent < total)
+            continue;
+        c->shdr_ready = 0;
+        c->head++;
+        freed = 1;
+        op->done += pc->len;
+        if (op->done == op->len) {
+            op->done = op->len;
+            complete(ep, op, TUTTI_OK);
+        }
+    }
+    if (freed && p->wait_h != NULL)
+        retry_waiting(ep, p);
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
+
+static int key_eq(const tutti_wire_key_t *a, const tutti_wire_key_t *b)
+{
+    return a->instance == b->instance && a->step == b->step && a->tag == b->tag;
+}
+
+/* Copies or reduces @p len bytes at offset @p off of @p op's message. */
+static void deliver(tutti_tp_op_t *op, uint64_t off, const char *data,
+                    size_t len)
+{
+    if (len == 0)
+        return;
+    if (op->reduce.fn != NULL) {
+        size_t es = (unsigned)op->reduce.dtype < TUTTI_DTYPE_COUNT
+                        ? dtype_size[op->reduce.dtype]
+                        : 1;
+        op->reduce.fn(op->reduce.dtype, op->reduce.op, (char *)op->rbuf + off,
+                      (const char *)op->reduce.local + off, data, len / es);
+    } else {
+        memcpy((char *)op->rbuf + off, data, len);
+    }
+}
+
+static void truncated(tcp_ep_t *ep, tutti_tp_op_t *op, uint64_t msg_len)
+{
+    char text[400];
+    snprintf(text, sizeof(text), "rank %d: message from rank %d (instance "
+             "0x%llx step %u tag %u) has %llu bytes, the receive expects %zu",
+             ep->rank, op->peer, (unsigned long long)op->key.instance,
+             op->key.step, op->key.tag, (unsigned long long)msg_len, op->len);
+    ep->core->log(0, "tcp", "%s", text);
+    note_error(ep, TUTTI_ERR_TRUNCATED, text);
+    complete(ep, op, TUTTI_ERR_TRUNCATED);
+}
+
+static void post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
+{
+    peer_t *p = &ep->peers[op->peer];
+    op->next = NULL;
+    op->done = 0;
+    if (p->failed && !p->left) {
+        complete(ep, op, TUTTI_ERR_PEER);
+        return;
+    }
+    for (unexp_t **up = &p->unexp; *up; up = &(*up)->next) {
+        unexp_t *u = *up;
+        if (!key_eq(&u->key, &op->key) || u->op != NULL)
+            continue;
+        if (u->msg_len != op->len) {
+            truncated(ep, op, u->msg_len);
+            return; /* u stays, unclaimed, until the job ends */
+        }
+        if (u->got < u->msg_len) {
+            u->op = op;
+            return;
+        }
+        *up = u->next;
+        deliver(op, 0, u->data, u->msg_len);
+        free(u);
+        op->done = op->len;
+        complete(ep, op, TUTTI_OK);
+        return;
+    }
+    if (p->posted_t)
+        p->posted_t->next = op;
+    else
+        p->posted_h = op;
+    p->posted_t = op;
+}
+
+/* Where the fragment whose header @p c just read goes; 0 or -1 (failed). */
+static int match_fragment(tcp_ep_t *ep, conn_t *c)
+{
+    peer_t *p = &ep->peers[c->peer];
+    frame_t *h = &c->rhdr;
+    tutti_tp_op_t **pp, *prev = NULL;
+    int dropped = 0;
+
+    c->rop = NULL;
+    c->rux = NULL;
+    for (tutti_tp_op_t *op = p->active; op; op = op->next) {
+        if (key_eq(&op->key, &h->key)) {
+            c->rop = op;
+            break;
+        }
+    }
+    for (pp = &p->posted_h; c->rop == NULL && *pp; prev = *pp, pp = &(*pp)->next) {
+        tutti_tp_op_t *op = *pp;
+        if (!key_eq(&op->key, &h->key))
+            continue;
+        *pp = op->next;
+        if (p->posted_t == op)
+            p->posted_t = prev;
+        if (op->len != h->msg_len) {
+            truncated(ep, op, h->msg_len);
+            dropped = 1; /* the bytes are read and dropped */
+            break;
+        }
+        op->next = p->active;
+        p->active = op;
+        c->rop = op;
+        break;
+    }
+    if (c->rop == NULL) {
+        for (unexp_t *u = p->unexp; u; u = u->next) {
+            if (key_eq(&u->key, &h->key) && u->got < u->msg_len) {
+                c->rux = u;
+                break;
+            }
+        }
+    }
+    if (c->rop == NULL && c->rux == NULL && !dropped) {
+        unexp_t *u = malloc(sizeof(*u) + h->msg_len);
+        if (u == NULL) {
+            peer_fail(ep, c->peer, 0, "no memory to hold an unexpected "
+                      "message of %llu bytes", (unsigned long long)h->msg_len);
+            return -1;
+        }
+        u->key = h->key;
+        u->msg_len = h->msg_len;
+        u->got = 0;
+        u->op = NULL;
+        u->next = p->unexp;
+        p->unexp = u;
+        c->rux = u;
+    }
+    if (c->rop != NULL && c->rop->done + h->frag_len > c->rop->len) {
+        peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
+                  "bytes repeats bytes of its message",
+                  (unsigned long long)h->frag_off, h->frag_len);
+        return -1;
+    }
+    c->in_body = 1;
+    c->body_got = 0;
+    c->rdone = 0;
+    c->stage_have = 0;
+    return 0;
+}
+
+static void remove_active(peer_t *p, tutti_tp_op_t *op)
+{
+    for (tutti_tp_op_t **pp = &p->active; *pp; pp = &(*pp)->next) {
+        if (*pp == op) {
+            *pp = op->next;
+            return;
+        }
+    }
+}
+
+static void fragment_done(tcp_ep_t *ep, conn_t *c)
+{
+    peer_t *p = &ep->peers[c->peer];
+    c->in_body = 0;
+    c->rgot = 0;
+    if (c->rop != NULL) {
+        tutti_tp_op_t *op = c->rop;
+        op->done += c->rhdr.frag_len;
+        if (op->done == op->len) {
+            remove_active(p, op);
+            complete(ep, op, TUTTI_OK);
+        }
+    } else if (c->rux != NULL) {
+        unexp_t *u = c->rux;
+        u->got += c->rhdr.frag_len;
+        if (u->got == u->msg_len && u->op != NULL) {
+            for (unexp_t **up = &p->unexp; *up; up = &(*up)->next) {
+                if (*up == u) {
+                    *up = u->next;
+                    break;
+                }
+            }
+            deliver(u->op, 0, u->data, u->msg_len);
+            u->op->done = u->op->len;
+            complete(ep, u->op, TUTTI_OK);
+            free(u);
+        }
+    }
+    c->rop = NULL;
+    c->rux = NULL;
+}
+
+static const char *frame_problem(const frame_t *h)
+{
+    if (h->magic != FRAME_MAGIC)
+        return "bad magic";
+    if (h->msg_len > MSG_MAX)
+        return "message length over 1 TiB";
+    if (h->frag_len > h->msg_len || h->frag_off > h->msg_len - h->frag_len)
+        return "fragment outside its message";
+    return NULL;
+}
+
+/* Reads body bytes of the current fragment; returns bytes read, 0 at EOF,
+ * -1 with errno. */
+static ssize_t read_body(conn_t *c)
+{
+    uint64_t left = c->rhdr.frag_len - c->body_got;
+    tutti_tp_op_t *op = c->rop;
+    char *dst;
+    size_t want;
+
+    if (op != NULL && op->reduce.fn == NULL) {
+        dst = (char *)op->rbuf + c->rhdr.frag_off + c->body_got;
+        want = (size_t)left;
+    } else if (c->rux != NULL) {
+        dst = c->rux->data + c->rhdr.frag_off + c->body_got;
+        want = (size_t)left;
+    } else { /* reducing, or dropping a refused message */
+        dst = c->stage + c->stage_have;
+        want = STAGE_BYTES - c->stage_have;
+        if (want > left)
+            want = (size_t)left;
+    }
+    ssize_t n = recv(c->fd, dst, want, 0);
+    if (n <= 0)
+        return n;
+    c->body_got += (uint64_t)n;
+    if (op != NULL && op->reduce.fn != NULL) {
+        size_t es = (unsigned)op->reduce.dtype < TUTTI_DTYPE_COUNT
+                        ? dtype_size[op->reduce.dtype]
+                        : 1;
+        size_t have = c->stage_have + (size_t)n;
+        size_t whole = have - have % es;
+        deliver(op, c->rhdr.frag_off + c->rdone, c->stage, whole);
+        c->rdone += whole;
+        memmove(c->stage, c->stage + whole, have - whole);
+        c->stage_have = have - whole;
+    }
+    return n;
+}
+
+static void do_recv(tcp_ep_t *ep, conn_t *c)
+{
+    while (c->fd >= 0) {
+        ssize_t n;
+        if (!c->in_body) {
+            n = recv(c->fd, (char *)&c->rhdr + c->rgot,
+                     sizeof(frame_t) - c->rgot, 0);
+            if (n > 0) {
+                c->rgot += (size_t)n;
+                if (c->rgot < sizeof(frame_t))
+                    continue;
+                const char *bad = frame_problem(&c->rhdr);
+                if (bad != NULL) {
+                    peer_fail(ep, c->peer, 0, "garbled frame on socket %d: %s "
+                              "(magic 0x%08x, %u bytes at %llu of %llu)",
+                              c->index, bad, c->rhdr.magic, c->rhdr.frag_len,
+                              (unsigned long long)c->rhdr.frag_off,
+                              (unsigned long long)c->rhdr.msg_len);
+                    return;
+                }
+                if (match_fragment(ep, c) != 0)
+                    return;
+                if (c->rhdr.frag_len == 0)
+                    fragment_done(ep, c);
+                continue;
+            }
+        } else {
+            n = read_body(c);
+            if (n > 0) {
+                if (c->body_got == c->rhdr.frag_len)
+                    fragment_done(ep, c);
+                continue;
+            }
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 && (c->in_body || c->rgot > 0)) {
+            peer_fail(ep, c->peer, 1, "connection closed in the middle of a "
+                      "frame (truncated)");
+        } else if (n == 0) {
+            /* A clean end of this socket: what the peer sent on its other
+             * sockets may still be unread, so the peer has left only once
+             * every one of them has ended too. */
+            peer_t *p = &ep->peers[c->peer];
+            int open = 0;
+            conn_close(ep, c);
+            for (unsigned i = 0; i < ep->set.nconn; i++)
+                open += p->conns[i] != NULL && p->conns[i]->fd >= 0;
+            if (open > 0)
+                return;
+            p->left = !p->failed;
+            peer_fail(ep, c->peer, 1, "the peer closed its connections");
+        } else
+            peer_fail(ep, c->peer, 1, "connection %s",
+                      n == 0 ? "closed by the peer" : strerror(errno));
+        return;
+    }
+}
+
+/* ---- joining -------------------------------------------------------------------- */
+
+static int watch(tcp_ep_t *ep, conn_t *c)
+{
+    struct epoll_event ev = {EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP, {0}};
+    ev.data.ptr = c;
+    return epoll_ctl(ep->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+static void pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
+{
+    for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
+        if (*pp == c) {
+            *pp = c->next_pending;
+            break;
+        }
+    }
+    if (reason != NULL)
+        ep->core->log(1, "tcp", "group 0x%llx rank %d: refused connection "
+                      "from %s: %s", (unsigned long long)ep->group_key,
+                      ep->rank, c->from, reason);
+    conn_close(ep, c);
+    free(c->stage);
+    free(c);
+}
+
+static void join(tcp_ep_t *ep, conn_t *c, int peer, unsigned index)
+{
+    peer_t *p = &ep->peers[peer];
+    for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
+        if (*pp == c) {
+            *pp = c->next_pending;
+            break;
+        }
+    }
+    c->kind = C_DATA;
+    c->peer = peer;
+    c->index = (int)index;
+    c->writable = 1;
+    p->conns[index] = c;
+    if (index == 0)
+        snprintf(p->addr, sizeof(p->addr), "%s", c->from);
+    pthread_mutex_lock(&ep->lock);
+    p->joined++;
+    pthread_mutex_unlock(&ep->lock);
+    do_recv(ep, c); /* frames may have followed the handshake */
+}
+
+static void setup_fail(tcp_ep_t *ep, tutti_status_t st, const char *text)
+{
+    pthread_mutex_lock(&ep->lock);
+    if (ep->setup_err == TUTTI_OK) {
+        ep->setup_err = st;
+        snprintf(ep->err_text, sizeof(ep->err_text), "%s", text);
+    }
+    pthread_mutex_unlock(&ep->lock);
+}
+
+/* An accepted connection's handshake is complete: join it or refuse it. */
+static void check_incoming(tcp_ep_t *ep, conn_t *c)
+{
+    const tcp_hs_t *h = &c->hs.hs;
+    const char *why = tcp_hs_check(h, &ep->cred, TCP_KIND_DATA);
+    char text[300];
+    uint32_t ack = TCP_ACK_OK;
+    int from = h->from_rank;
+
+    if (why == NULL && h->group_key != ep->group_key)
+        why = "a handshake for another group";
+    if (why == NULL && (h->to_rank != ep->rank || from < 0 ||
+                        from >= ep->rank || !ep->peers[from].serve))
+        why = "ranks that do not connect here";
+    if (why == NULL && h->nconn != ep->set.nconn)
+        ack = TCP_ACK_NCONN;
+    else if (why == NULL && (h->conn_index >= ep->set.nconn ||
+                             ep->peers[from].conns[h->conn_index] != NULL))
+        ack = TCP_ACK_DUP;
+    if (why != NULL) {
+        pending_drop(ep, c, why);
+        return;
+    }
+    if (send(c->fd, &ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack)) {
+        pending_drop(ep, c, "closed before the answer to its handshake");
+        return;
+    }
+    if (ack == TCP_ACK_NCONN) {
+        snprintf(text, sizeof(text), "group 0x%llx: rank %d uses "
+                 "tcp.connections %u, rank %d uses %u; expected the same "
+                 "value on every task", (unsigned long long)ep->group_key,
+                 from, h->nconn, ep->rank, ep->set.nconn);
+        setup_fail(ep, TUTTI_ERR_MISMATCH, text);
+    }
+    if (ack != TCP_ACK_OK) {
+        pending_drop(ep, c, ack == TCP_ACK_DUP ? "socket index already joined"
+                                               : "tcp.connections differs");
+        return;
+    }
+    join(ep, c, from, h->conn_index);
+}
+
+static void read_pending(tcp_ep_t *ep, conn_t *c)
+{
+    size_t want = c->kind == C_IN ? sizeof(tcp_hs_t) : sizeof(uint32_t);
+    for (;;) {
+        ssize_t n = recv(c->fd, (char *)&c->hs + c->hs_got, want - c->hs_got, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            char why[256];
+            snprintf(why, sizeof(why), "closed after %zu of %zu handshake "
+                     "bytes", c->hs_got, want);
+            if (c->kind == C_OUT) {
+                snprintf(why, sizeof(why), "rank %d at %s closed the "
+                         "connection instead of accepting its handshake "
+                         "(another job or secret?)", c->peer, c->from);
+                setup_fail(ep, TUTTI_ERR_PEER, why);
+                pending_drop(ep, c, NULL);
+            } else {
+                pending_drop(ep, c, why);
+            }
+            return;
+        }
+        c->hs_got += (size_t)n;
+        if (c->hs_got < want)
+            continue;
+        if (c->kind == C_IN) {
+            check_incoming(ep, c);
+        } else if (c->hs.ack == TCP_ACK_OK) {
+            join(ep, c, c->peer, (unsigned)c->index);
+        } else {
+            char why[200];
+            snprintf(why, sizeof(why), "rank %d at %s refused socket %d: %s",
+                     c->peer, c->from, c->index,
+                     c->hs.ack == TCP_ACK_NCONN ? "tcp.connections differs "
+                     "between the tasks; expected the same value everywhere"
+                                                : "already joined");
+            setup_fail(ep, TUTTI_ERR_MISMATCH, why);
+            pending_drop(ep, c, NULL);
+        }
+        return;
+    }
+}
+
+static void accept_all(tcp_ep_t *ep)
+{
+    for (;;) {
+        int fd = accept4(ep->lsc.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        conn_t *c = calloc(1, sizeof(*c));
+        if (c == NULL || (c->stage = malloc(STAGE_BYTES)) == NULL) {
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->kind = C_IN;
+        c->fd = fd;
+        c->peer = -1;
+        c->deadline = ep->core->now() + TCP_HS_TIMEOUT;
+        tcp_peer_str(fd, c->from, sizeof(c->from));
+        tcp_nodelay(fd);
+        c->next_pending = ep->pending;
+        ep->pending = c;
+        if (watch(ep, c) != 0)
+            pending_drop(ep, c, "cannot watch it");
+    }
+}
+
+/* ---- the progress thread ---------------------------------------------------------- */
+
+static void take_submitted(tcp_ep_t *ep)
+{
+    tutti_tp_op_t *ops, *op, *next;
+    conn_t *outs, *c, *cn;
+    uint64_t v;
+
+    if (read(ep->evc.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        return;
+    pthread_mutex_lock(&ep->lock);
+    ops = ep->sub_h;
+    outs = ep->new_out;
+    ep->sub_h = ep->sub_t = NULL;
+    ep->new_out = NULL;
+    pthread_mutex_unlock(&ep->lock);
+    for (c = outs; c; c = cn) {
+        cn = c->next_pending;
+        c->next_pending = ep->pending;
+        ep->pending = c;
+        if (watch(ep, c) != 0)
+            pending_drop(ep, c, "cannot watch it");
+    }
+    for (op = ops; op; op = next) {
+        next = op->next;
+        if (op->is_recv)
+            post_recv(ep, op);
+        else
+            post_send(ep, op);
+    }
+}
+
+static void expire_pending(tcp_ep_t *ep)
+{
+    double now = ep->core->now();
+    conn_t *c = ep->pending, *next;
+    for (; c; c = next) {
+        next = c->next_pending;
+        if (now <= c->deadline)
+            continue;
+        if (c->kind == C_OUT) {
+            char why[160];
+            snprintf(why, sizeof(why), "rank %d at %s did not answer the "
+                     "handshake of socket %d", c->peer, c->from, c->index);
+            setup_fail(ep, TUTTI_ERR_TIMEOUT, why);
+            pending_drop(ep, c, NULL);
+        } else {
+            pending_drop(ep, c, "no handshake within the deadline (silent "
+                                "connection)");
+        }
+    }
+}
+
+static void *tcp_main(void *arg)
+{
+    tcp_ep_t *ep = arg;
+    struct epoll_event evs[64];
+
+    while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
+        int n = epoll_wait(ep->epfd, evs, 64, ep->pending ? 100 : 500);
+        for (int i = 0; i < n; i++) {
+            conn_t *c = evs[i].data.ptr;
+            uint32_t e = evs[i].events;
+            switch (c->kind) {
+            case C_EVENT:
+                take_submitted(ep);
+                break;
+            case C_LISTEN:
+                accept_all(ep);
+                break;
+            case C_IN:
+            case C_OUT:
+                read_pending(ep, c);
+                break;
+            default:
+                if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+                    do_recv(ep, c);
+                if ((e & EPOLLOUT) && c->fd >= 0) {
+                    c->writable = 1;
+                    do_send(ep, c);
+                }
+            }
+        }
+        if (ep->pending != NULL)
+            expire_pending(ep);
+    }
+    return NULL;
+}
+
+/* ---- the ops table ------------------------------------------------------------------ */
+
+static void ring(tcp_ep_t *ep)
+{
+    uint64_t one = 1;
+    if (write(ep->evc.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        ep->core->log(0, "tcp", "waking the progress thread: %s",
+                      strerror(errno));
+}
+
+static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
+                             int is_recv)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)tep;
+    if (op->peer < 0 || op->peer >= ep->size || !ep->peers[op->peer].serve)
+        return ep->core->error(TUTTI_ERR_INVALID_ARG, "tcp", "rank %d: peer "
+                               "%d is not a member this transport connects "
+                               "(group of %d)", ep->rank, op->peer, ep->size);
+    if ((uint64_t)op->len > MSG_MAX)
+        return ep->core->error(TUTTI_ERR_INVALID_ARG, "tcp", "rank %d: a "
+                               "message of %zu bytes to rank %d; expected at "
+                               "most 1 TiB", ep->rank, op->len, op->peer);
+    op->is_recv = is_recv;
+    op->done = 0;
+    op->status = TUTTI_INPROGRESS;
+    op->next = NULL;
+    pthread_mutex_lock(&ep->lock);
+    if (ep->sub_t)
+        ep->sub_t->next = op;
+    else
+        ep->sub_h = op;
+    ep->sub_t = op;
+    pthread_mutex_unlock(&ep->lock);
+    ring(ep);
+    return TUTTI_OK;
+}
+
+static tutti_status_t tcp_send(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
+{
+    return submit(tep, op, 0);
+}
+
+static tutti_status_t tcp_recv(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
+{
+    return submit(tep, op, 1);
+}
+
+static int tcp_progress(tutti_tp_ep_t *tep)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)tep;
+    unsigned now = atomic_load_explicit(&ep->completed, memory_order_acquire);
+    int n = (int)(now - ep->reported_completed);
+    ep->reported_completed = now;
+    if (ep->err_st != TUTTI_OK) { /* a racy peek; the lock decides */
+        char text[512];
+        tutti_status_t st;
+        pthread_mutex_lock(&ep->lock);
+        st = ep->err_st;
+        ep->err_st = TUTTI_OK;
+        snprintf(text, sizeof(text), "%s", ep->err_text);
+        pthread_mutex_unlock(&ep->lock);
+        if (st != TUTTI_OK)
+            ep->core->error(st, "tcp", "%s", text);
+    }
+    return n;
+}
+
+static int tcp_peer_alive(tutti_tp_ep_t *tep, int peer)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)tep;
+    if (peer < 0 || peer >= ep->size || !ep->peers[peer].serve)
+        return -1;
+    return !atomic_load(&ep->peers[peer].closed);
+}
+
+/* Lets the peers read what was sent before the sockets go: a close with
+ * unread bytes would reset the connection and lose data in flight. */
+static void drain_and_close(tcp_ep_t *ep)
+{
+    double until = ep->core->now() + 0.2;
+    char sink[4096];
+    int open = 0;
+    for (int r = 0; r < ep->size; r++) {
+        for (unsigned i = 0; i < ep->set.nconn; i++) {
+            conn_t *c = ep->peers[r].conns[i];
+            if (c != NULL && c->fd >= 0) {
+                shutdown(c->fd, SHUT_WR);
+                open++;
+            }
+        }
+    }
+    while (open > 0 && ep->core->now() < until) {
+        open = 0;
+        for (int r = 0; r < ep->size; r++) {
+            for (unsigned i = 0; i < ep->set.nconn; i++) {
+                conn_t *c = ep->peers[r].conns[i];
+                if (c == NULL || c->fd < 0)
+                    continue;
+                ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                    conn_close(ep, c);
+                else
+                    open++;
+            }
+        }
+        if (open > 0) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void tcp_disconnect(tutti_tp_ep_t *tep)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)tep;
+    if (ep == NULL)
+        return;
+    if (ep->running) {
+        atomic_store(&ep->stop, 1);
+        ring(ep);
+        pthread_join(ep->thread, NULL);
+    }
+    while (ep->pending != NULL)
+        pending_drop(ep, ep->pending, NULL);
+    for (conn_t *c = ep->new_out, *n; c; c = n) {
+        n = c->next_pending;
+        close(c->fd);
+        free(c->stage);
+        free(c);
+    }
+    if (ep->peers != NULL) {
+        drain_and_close(ep);
+        for (int r = 0; r < ep->size; r++) {
+            peer_t *p = &ep->peers[r];
+            for (unsigned i = 0; i < 16; i++) {
+                if (p->conns[i] != NULL) {
+                    conn_close(ep, p->conns[i]);
+                    free(p->conns[i]->stage);
+                    free(p->conns[i]);
+                }
+            }
+            while (p->unexp != NULL) {
+                unexp_t *u = p->unexp;
+                p->unexp = u->next;
+                free(u);
+            }
+        }
+    }
+    if (ep->lsc.fd >= 0)
+        close(ep->lsc.fd);
+    if (ep->evc.fd >= 0)
+        close(ep->evc.fd);
+    if (ep->epfd >= 0)
+        close(ep->epfd);
+    pthread_mutex_destroy(&ep->lock);
+    free(ep->peers);
+    free(ep);
+}
+
+/* Opens the sockets to @p peer (a higher rank) and hands them to the
+ * thread, which waits for their answers. */
+static tutti_status_t open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
+                              const char *my_host, double deadline)
+{
+    char why[128] = "no address", addr[64] = "";
+    int same_host = strcmp(reg->host, my_host) == 0;
+
+    for (unsigned i = 0; i < ep->set.nconn; i++) {
+        int fd = -1;
+        /* On one host the loopback address (listed last) is the surest. */
+        for (uint32_t k = 0; fd < 0 && k < reg->naddr; k++) {
+            const tcp_addr_t *a =
+                &reg->addrs[same_host ? reg->naddr - 1 - k : k];
+            tcp_addr_str(a, addr, sizeof(addr));
+            fd = tcp_connect_addr(a, 2.0, why, sizeof(why));
+        }
+        tcp_hs_t hs;
+        tcp_hs_fill(&hs, &ep->cred, TCP_KIND_DATA, ep->group_key, ep->rank,
+                    peer, i, ep->set.nconn);
+        if (fd >= 0 && tcp_write_full(fd, &hs, sizeof(hs)) != 0) {
+            snprintf(why, sizeof(why), "writing the handshake: %s",
+                     strerror(errno));
+            close(fd);
+            fd = -1;
+        }
+        conn_t *c = fd >= 0 ? calloc(1, sizeof(*c)) : NULL;
+        if (c != NULL && (c->stage = malloc(STAGE_BYTES)) == NULL) {
+            free(c);
+            c = NULL;
+        }
+        if (c == NULL) {
+            if (fd >= 0)
+                close(fd);
+            return ep->core->error(fd >= 0 ? TUTTI_ERR_NO_MEMORY
+                                            : TUTTI_ERR_PEER, "tcp",
+                                   "group 0x%llx rank %d: cannot connect to "
+                                   "rank %d (task %d, host %s, last tried "
+                                   "%s): %s",
+                                   (unsigned long long)ep->group_key, ep->rank,
+                                   peer, ep->rank_task[peer], reg->host, addr,
+                                   why);
+        }
+        tcp_nonblock(fd);
+        c->kind = C_OUT;
+        c->fd = fd;
+        c->peer = peer;
+        c->index = (int)i;
+        c->deadline = deadline;
+        snprintf(c->from, sizeof(c->from), "%s", addr);
+        pthread_mutex_lock(&ep->lock);
+        c->next_pending = ep->new_out;
+        ep->new_out = c;
+        pthread_mutex_unlock(&ep->lock);
+        ring(ep);
+    }
+    return TUTTI_OK;
+}
+
+/* Waits until every served peer has all its sockets joined. */
+static tutti_status_t wait_joined(tcp_ep_t *ep, double deadline)
+{
+    for (;;) {
+        int missing = -1;
+        tutti_status_t st;
+        pthread_mutex_lock(&ep->lock);
+        st = ep->setup_err;
+        for (int r = 0; r < ep->size && missing < 0; r++) {
+            if (ep->peers[r].serve && ep->peers[r].joined < ep->set.nconn)
+                missing = r;
+        }
+        pthread_mutex_unlock(&ep->lock);
+        if (st != TUTTI_OK)
+            return ep->core->error(st, "tcp", "group 0x%llx rank %d: %s",
+                                   (unsigned long long)ep->group_key,
+                                   ep->rank, ep->err_text);
+        if (missing < 0)
+            return TUTTI_OK;
+        if (ep->core->now() > deadline)
+            return ep->core->error(TUTTI_ERR_TIMEOUT, "tcp", "group 0x%llx "
+                                   "rank %d: rank %d (task %d) did not "
+                                   "connect within the timeout",
+                                   (unsigned long long)ep->group_key,
+                                   ep->rank, missing, ep->rank_task[missing]);
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static tutti_status_t start(tcp_ep_t *ep, const tutti_tp_group_t *g)
+{
+    const tutti_tp_core_ops_t *core = g->core;
+    struct epoll_event ev = {EPOLLIN | EPOLLET, {0}};
+    ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+    ep->evc.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep->epfd < 0 || ep->evc.fd < 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "epoll/eventfd: %s",
+                           strerror(errno));
+    ep->evc.kind = C_EVENT;
+    ep->lsc.kind = C_LISTEN;
+    ev.data.ptr = &ep->evc;
+    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->evc.fd, &ev);
+    ev.data.ptr = &ep->lsc;
+    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lsc.fd, &ev);
+    if (pthread_create(&ep->thread, NULL, tcp_main, ep) != 0)
+        return core->error(TUTTI_ERR_INTERNAL, "tcp", "cannot start the "
+                           "progress thread");
+    ep->running = 1;
+    return TUTTI_OK;
+}
+
+static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
+                                  tutti_tp_ep_t **ep_out)
+{
+    const tutti_tp_core_ops_t *core = g->core;
+    double deadline = core->now() + g->timeout;
+    tcp_reg_t reg, *peers = NULL;
+    unsigned char *want = NULL;
+    tutti_status_t st = TUTTI_ERR_NO_MEMORY;
+    const char *garble = getenv("TUTTI_TCP_TEST_GARBLE");
+    tcp_ep_t *ep = calloc(1, sizeof(*ep));
+
+    if (ep == NULL)
+        return core->error(st, "tcp", "out of memory for an endpoint");
+    ep->core = core;
+    ep->rank = g->rank;
+    ep->size = g->group_size;
+    ep->task = g->task;
+    ep->group_key = g->group_key;
+    ep->rank_task = g->rank_task;
+    ep->epfd = ep->evc.fd = ep->lsc.fd = -1;
+    pthread_mutex_init(&ep->lock, NULL);
+    snprintf(ep->job, sizeof(ep->job), "%s", g->job_id);
+    ep->peers = calloc((size_t)g->group_size, sizeof(peer_t));
+    peers = calloc((size_t)g->group_size, sizeof(tcp_reg_t));
+    want = calloc((size_t)g->group_size, 1);
+    if (ep->peers == NULL || peers == NULL || want == NULL)
+        goto err;
+    if (garble != NULL && atoi(garble) == g->rank && *garble != '\0' &&
+        g->group_key != CTRL_GROUP_KEY)
+        ep->garble = 3;
+    if ((st = tcp_settings_read(g, &ep->set)) != TUTTI_OK ||
+        (st = tcp_cred_read(core, g->job_id, &ep->cred)) != TUTTI_OK)
+        goto err;
+    ep->cred.job_id = ep->job;
+    for (int r = 0; r < g->group_size; r++) {
+        ep->peers[r].serve = r != g->rank && (g->serve == NULL || g->serve[r]);
+        want[r] = ep->peers[r].serve && r > g->rank;
+    }
+    memset(&reg, 0, sizeof(reg));
+    if ((st = tcp_listen(core, &ep->set, &ep->lsc.fd, &reg)) != TUTTI_OK ||
+        (st = start(ep, g)) != TUTTI_OK)
+        goto err;
+    reg.group_key = g->group_key;
+    reg.rank = g->rank;
+    reg.group_size = g->group_size;
+    reg.nconn = ep->set.nconn;
+    if (gethostname(reg.host, sizeof(reg.host) - 1) != 0)
+        snprintf(reg.host, sizeof(reg.host), "unknown");
+    if ((st = tcp_rendezvous(g, &ep->set, &ep->cred, &reg, want, deadline,
+                             peers)) != TUTTI_OK)
+        goto err;
+    for (int r = g->rank + 1; r < g->group_size; r++) {
+        if (want[r] && (st = open_to(ep, r, &peers[r], reg.host, deadline)) !=
+                           TUTTI_OK)
+            goto err;
+    }
+    if ((st = wait_joined(ep, deadline)) != TUTTI_OK)
+        goto err;
+    free(peers);
+    free(want);
+    *ep_out = (tutti_tp_ep_t *)ep;
+    return TUTTI_OK;
+
+err:
+    free(peers);
+    free(want);
+    tcp_disconnect((tutti_tp_ep_t *)ep);
+    return st;
+}
+
+static const tutti_tp_ops_t tcp_ops = {
+    sizeof(tutti_tp_ops_t), "tcp", tcp_connect, tcp_send, tcp_recv,
+    tcp_progress, tcp_disconnect, tcp_peer_alive, NULL, /* every peer */
+};
+
+TUTTI_TP_MODULE_DEFINE("tcp", "0.1.0", tcp_ops);
