@@ -90,6 +90,7 @@ static tutti_status_t learn_job(tutti_context_t *ctx,
     snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", b.job_id);
     ctx->task = b.task;
     ctx->num_tasks = b.num_tasks;
+    ctx->local_num_tasks = b.local_num_tasks;
     tutti__log_set_task(b.task);
     tutti__log(TUTTI_LOG_INFO, "bootstrap", "task %d of %d from %s (%s), "
                "job %s (%s), %s", b.task, b.num_tasks, b.source, b.vars,

@@ -27,6 +27,7 @@ struct tutti_context {
     tutti__registry_t reg;
     tutti__strlist_t module_dirs;   /* searched, in order */
     int task, num_tasks;
+    int local_num_tasks;            /* tasks on this host, -1: not known */
     char job_id[TUTTI_JOB_ID_MAX];
     pthread_mutex_t lock;
     int num_groups;

@@ -31,6 +31,7 @@ struct tutti__ctrl {
     const tutti_tp_ops_t *tp;
     tutti_tp_ep_t *ep;
     int *task_ids;
+    int *task_host;           /* for the transports' reachable() */
     uint32_t *out_seq;        /* per destination task */
     recv_slot_t *in;          /* one posted receive per source task */
     send_rec_t *sending;      /* frames in flight */
@@ -161,19 +162,29 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
     c->handle = handle;
     c->tp = &tutti__tp_mux_ops;
     c->task_ids = malloc((size_t)n * sizeof(int));
+    c->task_host = malloc((size_t)n * sizeof(int));
     c->out_seq = calloc((size_t)n, sizeof(uint32_t));
     c->in = calloc((size_t)n, sizeof(recv_slot_t));
     c->dead = calloc((size_t)n, 1);
-    if (c->task_ids == NULL || c->out_seq == NULL || c->in == NULL ||
+    if (c->task_ids == NULL || c->task_host == NULL || c->out_seq == NULL ||
+        c->in == NULL ||
         c->dead == NULL)
         goto err_free;
     for (int t = 0; t < n; t++)
         c->task_ids[t] = t;
     if (n > 1) {
+        /* Which tasks share a host is learnt later, over this plane.  When
+         * the launcher says not every task is on this host, each task
+         * counts as a host of its own here, so the control plane uses a
+         * transport that reaches any host (shm then serves data groups
+         * only, where the hosts are known). */
+        int split = ctx->local_num_tasks >= 0 && ctx->local_num_tasks < n;
+        for (int t = 0; t < n; t++)
+            c->task_host[t] = split ? t : 0;
         tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, CTRL_GROUP_KEY,
                                ctx->task, n, c->task_ids, ctx->task,
                                ctx->cfg.timeout, &ctx->cfg, 8, 4096,
-                               &tutti__tp_core_ops, NULL, NULL};
+                               &tutti__tp_core_ops, NULL, c->task_host};
         if ((st = tutti__tp_mux_connect(ctx, &tg, &c->tp, &c->ep)) !=
             TUTTI_OK)
             goto err_free;
@@ -219,6 +230,7 @@ void tutti__ctrl_stop(tutti__ctrl_t *c)
         c->sending = next;
     }
     free(c->task_ids);
+    free(c->task_host);
     free(c->out_seq);
     free(c->in);
     free(c->dead);

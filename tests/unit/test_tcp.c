@@ -227,6 +227,49 @@ static void test_garbled_frame_fails_peer(void **state)
         fail_msg("no error naming rank 1's garbled frame:\n%s", out);
 }
 
+/* The launcher says each task is alone on its host (local size 1): the
+ * control plane takes tcp, as it would across hosts, while the data group,
+ * whose members the resolver found on one host, takes shm; results exact. */
+static void test_control_plane_across_hosts(void **state)
+{
+    char cmd[768], out[16384], log[96];
+    (void)state;
+    snprintf(log, sizeof(log), "/tmp/tutti-tcp-split-%ld.log", (long)getpid());
+    snprintf(cmd, sizeof(cmd), "TUTTI_TRANSPORTS=shm,tcp TUTTI_LOG_LEVEL=debug "
+             "%s --timeout 120 -n 2 sh -c 'TUTTI_LOCAL_SIZE=1 "
+             "TUTTI_LOCAL_RANK=0 exec %s -b 8 -e 4M -f 64 -n 2 -w 1' 2>%s",
+             RUN, PERF, log);
+    int rc = test_run(cmd, 0, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    /* Rows: size count type redop root time algbw busbw #wrong impl coll. */
+    int rows = 0;
+    for (char *l = out, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        nl = strchr(l, '\n');
+        if (nl)
+            *nl = '\0';
+        long long size, wrong;
+        if (l[0] == '#' || sscanf(l, "%lld %*s %*s %*s %*s %*s %*s %*s %lld",
+                                  &size, &wrong) != 2)
+            continue;
+        rows++;
+        if (wrong != 0)
+            fail_msg("%lld bytes: %lld wrong", size, wrong);
+    }
+    assert_int_equal(rows, 4); /* 8, 512, 32K, 2M: -e 4M -f 64 */
+    for (int r = 0; r < 2; r++) {
+        char want[128];
+        snprintf(want, sizeof(want), "group 0xc0c0c0c0c0c0c0c0 rank %d: tcp "
+                 "to 1 peer(s)", r);
+        if (!test_file_has(log, want))
+            fail_msg("missing '%s' in %s", want, log);
+        snprintf(want, sizeof(want), "rank %d: shm to 1 peer(s)", r);
+        if (!test_file_has(log, want))
+            fail_msg("missing '%s' in %s", want, log);
+    }
+    unlink(log);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_perf),
         cmocka_unit_test(test_strangers_refused),
         cmocka_unit_test(test_garbled_frame_fails_peer),
+        cmocka_unit_test(test_control_plane_across_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
