@@ -16,7 +16,7 @@ top=$(pwd)
 build_dir=${TUTTI_BUILD_DIR:-build}
 
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
-          libyaml-dev libcmocka-dev openmpi-bin)
+          libyaml-dev libcmocka-dev openmpi-bin iproute2 util-linux)
 
 deps() {
     local missing=()
