@@ -85,6 +85,33 @@ static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
     return st;
 }
 
+/* A transfer failed: a transport that completes operations from its own
+ * thread records why on a progress call (perhaps the one of this pass), so
+ * make one now; if no detail was recorded on this thread, say at least
+ * which transfer failed. */
+static tutti_status_t transfer_failed(tutti_alg_exec_t *exec,
+                                      const tutti_tp_op_t *op)
+{
+    tutti_request_t *req = exec->core_private;
+    tutti_group_t *g = req->group;
+    const char *why = NULL;
+    if (g->ep != NULL && g->tp->size >= sizeof(tutti_tp_ops_t) &&
+        g->tp->peer_error != NULL)
+        why = g->tp->peer_error(g->ep, op->peer);
+    if (why != NULL)
+        return tutti__error(op->status, "exec", "%s", why);
+    if (g->ep != NULL)
+        g->tp->progress(g->ep);
+    if (tutti_last_error()[0] == '\0')
+        tutti__error(op->status, "exec", "group 0x%llx rank %d: %s rank %d "
+                     "(instance 0x%llx step %u tag %u) failed: %s",
+                     (unsigned long long)g->key, g->rank,
+                     op->is_recv ? "receive from" : "send to", op->peer,
+                     (unsigned long long)op->key.instance, op->key.step,
+                     op->key.tag, tutti_strerror(op->status));
+    return op->status;
+}
+
 /* A receive seen complete is counted off once (is_recv 1 -> 2), for the
  * flight recorder's account of who was heard from. */
 static tutti_status_t core_test(tutti_alg_exec_t *exec, tutti_xfer_t *xfer)
@@ -97,6 +124,8 @@ static tutti_status_t core_test(tutti_alg_exec_t *exec, tutti_xfer_t *xfer)
         if (op->peer < 64)
             req->heard_from |= 1ULL << op->peer;
     }
+    if (op->status < 0)
+        return transfer_failed(exec, op);
     return op->status;
 }
 

@@ -234,5 +234,5 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
 const tutti_tp_ops_t tutti__tp_local_ops = {
     sizeof(tutti_tp_ops_t), "local", local_connect, tutti__chan_tp_send,
     tutti__chan_tp_recv, tutti__chan_tp_progress, local_disconnect,
-    NULL, NULL,
+    NULL, NULL, NULL,
 };

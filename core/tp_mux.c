@@ -250,6 +250,17 @@ static int mux_peer_alive(tutti_tp_ep_t *tep, int peer)
     return c->ops->peer_alive ? c->ops->peer_alive(c->ep, peer) : -1;
 }
 
+static const char *mux_peer_error(tutti_tp_ep_t *tep, int peer)
+{
+    mux_ep_t *m = (mux_ep_t *)tep;
+    if (peer < 0 || peer >= m->size)
+        return NULL;
+    mux_child_t *c = &m->child[m->via[peer]];
+    if (c->ops->size < sizeof(tutti_tp_ops_t) || c->ops->peer_error == NULL)
+        return NULL;
+    return c->ops->peer_error(c->ep, peer);
+}
+
 static tutti_status_t mux_connect_unused(const tutti_tp_group_t *g,
                                          tutti_tp_ep_t **ep_out)
 {
@@ -260,5 +271,5 @@ static tutti_status_t mux_connect_unused(const tutti_tp_group_t *g,
 
 const tutti_tp_ops_t tutti__tp_mux_ops = {
     sizeof(tutti_tp_ops_t), "mux", mux_connect_unused, mux_send, mux_recv,
-    mux_progress, mux_disconnect, mux_peer_alive, NULL,
+    mux_progress, mux_disconnect, mux_peer_alive, NULL, mux_peer_error,
 };

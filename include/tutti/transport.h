@@ -168,6 +168,10 @@ typedef struct {
     /** Optional.  1 if this transport can reach rank @p peer of @p group
      *  (e.g. shm: same host), 0 if not; absent: every peer. */
     int (*reachable)(const tutti_tp_group_t *group, int peer);
+    /** Optional.  Why operations with @p peer failed (a line naming the
+     *  peer), or NULL if they did not; borrowed until disconnect.  The core
+     *  asks when a transfer fails, whichever thread noticed first. */
+    const char *(*peer_error)(tutti_tp_ep_t *ep, int peer);
 } tutti_tp_ops_t;
 
 /** A transport module's descriptor: the first six fields as in

@@ -11,7 +11,7 @@ static tutti_status_t no_connect(const tutti_tp_group_t *g,
 
 static const tutti_tp_ops_t ops = {
     sizeof(tutti_tp_ops_t), "testtp", no_connect, NULL, NULL, NULL, NULL,
-    NULL, NULL,
+    NULL, NULL, NULL,
 };
 
 TUTTI_TP_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {

@@ -227,6 +227,89 @@ static void test_garbled_frame_fails_peer(void **state)
         fail_msg("no error naming rank 1's garbled frame:\n%s", out);
 }
 
+/* Rank 1 sends a frame's header and closes before its body: rank 0's
+ * executions fail naming rank 1 and the truncation, nothing crashes. */
+static void test_truncated_frame_fails_peer(void **state)
+{
+    static char out[1 << 18]; /* every failing execution says why */
+    char cmd[512];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_TCP_TEST_GARBLE=1:truncate "
+             "TUTTI_TRANSPORTS=tcp TUTTI_TIMEOUT=20 %s --timeout 120 -n 2 %s "
+             "--selection-only allreduce", RUN, WORKER);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc >= 128)
+        fail_msg("%s died of a signal (%d):\n%s", cmd, rc, out);
+    if (rc == 0)
+        fail_msg("%s succeeded although rank 1 cut a frame:\n%s", cmd, out);
+    if (strstr(out, "peer rank 1") == NULL ||
+        strstr(out, "in the middle of a frame (truncated)") == NULL)
+        fail_msg("no error naming rank 1's truncated frame:\n%s", out);
+}
+
+/* Runs tutti-perf over tcp with @p settings; every "listening on" line of
+ * the debug log must satisfy @p ok; results exact.  Returns the lines. */
+static int listen_lines(const char *settings,
+                        int (*ok)(const char *addr, void *arg), void *arg)
+{
+    char cmd[768], out[16384], log[96], line[512];
+    snprintf(log, sizeof(log), "/tmp/tutti-tcp-listen-%ld.log",
+             (long)getpid());
+    snprintf(cmd, sizeof(cmd), "%s TUTTI_TRANSPORTS=tcp TUTTI_LOG_LEVEL=debug "
+             "%s --timeout 120 -n 2 %s -b 8 -e 1M -f 64 -n 2 -w 1 2>%s",
+             settings, RUN, PERF, log);
+    int rc = test_run(cmd, 0, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    if (strstr(out, "  0  R") == NULL || strstr(out, "  1  R") != NULL)
+        fail_msg("wrong results over tcp with %s:\n%s", settings, out);
+    FILE *f = fopen(log, "r");
+    int n = 0;
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *at = strstr(line, ": listening on ");
+        if (at == NULL)
+            continue;
+        n++;
+        if (!ok(at + strlen(": listening on "), arg))
+            fail_msg("%s: %s", settings, line);
+    }
+    fclose(f);
+    unlink(log);
+    return n;
+}
+
+static int ipv4_in_range(const char *addr, void *arg)
+{
+    const int *range = arg;
+    const char *colon = strrchr(addr, ':');
+    int port = colon ? atoi(colon + 1) : -1;
+    return addr[0] != '[' && port >= range[0] && port <= range[1];
+}
+
+static int ipv6_only(const char *addr, void *arg)
+{
+    (void)arg;
+    return addr[0] == '[';
+}
+
+/* tcp.family and tcp.ports decide where members listen. */
+static void test_family_and_ports(void **state)
+{
+    char settings[128];
+    int range[2] = {40000 + (int)(getpid() % 20000), 0};
+    (void)state;
+    range[1] = range[0] + 40;
+    snprintf(settings, sizeof(settings), "TUTTI_TCP_FAMILY=ipv4 "
+             "TUTTI_TCP_PORTS=%d-%d", range[0], range[1]);
+    assert_true(listen_lines(settings, ipv4_in_range, range) >= 4);
+    if (access("/proc/net/if_inet6", R_OK) == 0)
+        assert_true(listen_lines("TUTTI_TCP_FAMILY=ipv6", ipv6_only, NULL) >=
+                    4);
+    else
+        print_message("no IPv6 on this host: ipv6 part not run\n");
+}
+
 /* The launcher says each task is alone on its host (local size 1): the
  * control plane takes tcp, as it would across hosts, while the data group,
  * whose members the resolver found on one host, takes shm; results exact. */
@@ -279,6 +362,8 @@ int main(void)
         cmocka_unit_test(test_perf),
         cmocka_unit_test(test_strangers_refused),
         cmocka_unit_test(test_garbled_frame_fails_peer),
+        cmocka_unit_test(test_truncated_frame_fails_peer),
+        cmocka_unit_test(test_family_and_ports),
         cmocka_unit_test(test_control_plane_across_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

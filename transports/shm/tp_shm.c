@@ -571,7 +571,7 @@ static int shm_progress(tutti_tp_ep_t *tep)
 
 static const tutti_tp_ops_t shm_ops = {
     sizeof(tutti_tp_ops_t), "shm", shm_connect, shm_send, shm_recv,
-    shm_progress, shm_disconnect, shm_peer_alive, shm_reachable,
+    shm_progress, shm_disconnect, shm_peer_alive, shm_reachable, NULL,
 };
 
 TUTTI_TP_MODULE_DEFINE("shm", "0.2.0", shm_ops);

@@ -26,8 +26,10 @@
  * rank of each pair opens the sockets, the higher accepts them after the
  * handshake (job id, secret, group key, both ranks, socket index).
  *
- * Test hook, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
- * every group (not the control plane) corrupt the magic of its 3rd frame.
+ * Test hooks, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
+ * every group (not the control plane) corrupt the magic of its 3rd frame;
+ * TUTTI_TCP_TEST_GARBLE=R:truncate makes it send only the header of its
+ * first frame with a body from the 3rd on, then end that socket.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -117,6 +119,7 @@ typedef struct {
     unexp_t *unexp;
     char why[320];
     char addr[64];
+    char fail_text[512];            /* why its operations failed */
 } peer_t;
 
 typedef struct {
@@ -143,6 +146,7 @@ typedef struct {
     char err_text[512];             /* under lock: for progress() */
     tutti_status_t err_st;
     int garble;                     /* frames to send before garbling */
+    int truncate;                   /* ...or cutting the frame short */
     unsigned frames_sent;
 } tcp_ep_t;
 
@@ -249,6 +253,8 @@ static void peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
         chain(&fail, u->op);
         free(u);
     }
+    if (!p->left)
+        snprintf(p->fail_text, sizeof(p->fail_text), "%s", text);
     if (fail != NULL && !p->left)
         note_error(ep, TUTTI_ERR_PEER, text);
     for (op = fail; op; op = next) {
@@ -342,8 +348,19 @@ static void do_send(tcp_ep_t *ep, conn_t *c)
             c->shdr.key = op->key;
             c->shdr.msg_len = op->len;
             c->shdr.frag_off = pc->off;
-            if (ep->garble > 0 && ++ep->frames_sent == (unsigned)ep->garble)
+            if (ep->garble > 0 && ++ep->frames_sent >= (unsigned)ep->garble &&
+                !ep->truncate) {
                 c->shdr.magic ^= 0x5a5a5a5au; /* TUTTI_TCP_TEST_GARBLE */
+                ep->garble = 0;
+            } else if (ep->garble > 0 && ep->frames_sent >= (unsigned)ep->garble
+                       && pc->len > 0) {
+                /* TUTTI_TCP_TEST_GARBLE=R:truncate: the header, no body. */
+                ep->garble = 0;
+                (void)send(c->fd, &c->shdr, sizeof(frame_t), MSG_NOSIGNAL);
+                shutdown(c->fd, SHUT_WR);
+                peer_fail(ep, c->peer, 0, "test hook: frame cut short");
+                return;
+            }
             c->shdr_ready = 1;
             c->ssent = 0;
         }
@@ -1009,6 +1026,17 @@ static int tcp_progress(tutti_tp_ep_t *tep)
     return n;
 }
 
+/* The failure text is written once, by the progress thread, before the
+ * operations it fails complete (their release store publishes it). */
+static const char *tcp_peer_error(tutti_tp_ep_t *tep, int peer)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)tep;
+    if (peer < 0 || peer >= ep->size || !ep->peers[peer].serve ||
+        ep->peers[peer].fail_text[0] == '\0')
+        return NULL;
+    return ep->peers[peer].fail_text;
+}
+
 static int tcp_peer_alive(tutti_tp_ep_t *tep, int peer)
 {
     tcp_ep_t *ep = (tcp_ep_t *)tep;
@@ -1240,8 +1268,10 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     if (ep->peers == NULL || peers == NULL || want == NULL)
         goto err;
     if (garble != NULL && atoi(garble) == g->rank && *garble != '\0' &&
-        g->group_key != CTRL_GROUP_KEY)
+        g->group_key != CTRL_GROUP_KEY) {
         ep->garble = 3;
+        ep->truncate = strstr(garble, ":truncate") != NULL;
+    }
     if ((st = tcp_settings_read(g, &ep->set)) != TUTTI_OK ||
         (st = tcp_cred_read(core, g->job_id, &ep->cred)) != TUTTI_OK)
         goto err;
@@ -1254,6 +1284,12 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     if ((st = tcp_listen(core, &ep->set, &ep->lsc.fd, &reg)) != TUTTI_OK ||
         (st = start(ep, g)) != TUTTI_OK)
         goto err;
+    for (uint32_t i = 0; i < reg.naddr; i++) {
+        char a[80];
+        tcp_addr_str(&reg.addrs[i], a, sizeof(a));
+        core->log(3, "tcp", "rank %d of group 0x%llx: listening on %s",
+                  g->rank, (unsigned long long)g->group_key, a);
+    }
     reg.group_key = g->group_key;
     reg.rank = g->rank;
     reg.group_size = g->group_size;
@@ -1285,6 +1321,7 @@ err:
 static const tutti_tp_ops_t tcp_ops = {
     sizeof(tutti_tp_ops_t), "tcp", tcp_connect, tcp_send, tcp_recv,
     tcp_progress, tcp_disconnect, tcp_peer_alive, NULL, /* every peer */
+    tcp_peer_error,
 };
 
 TUTTI_TP_MODULE_DEFINE("tcp", "0.1.0", tcp_ops);
