@@ -293,6 +293,34 @@ static int ipv6_only(const char *addr, void *arg)
     return addr[0] == '[';
 }
 
+static int any_addr(const char *addr, void *arg)
+{
+    (void)arg;
+    return addr[0] != '\0';
+}
+
+/* TUTTI_RENDEZVOUS_FILE: task 0 writes its rendezvous address there (as on
+ * a filesystem every host sees) and the others read it; results exact. */
+static void test_rendezvous_file(void **state)
+{
+    char settings[160], path[96];
+    FILE *f;
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/tutti-tcp-rdv-%ld", (long)getpid());
+    unlink(path);
+    snprintf(settings, sizeof(settings), "TUTTI_RENDEZVOUS_FILE=%s", path);
+    assert_true(listen_lines(settings, any_addr, NULL) >= 4);
+    f = fopen(path, "r");
+    if (f == NULL)
+        fail_msg("task 0 wrote no rendezvous file at %s", path);
+    char line[128] = "";
+    if (fgets(line, sizeof(line), f) == NULL || strchr(line, ' ') == NULL)
+        fail_msg("rendezvous file %s holds '%s': expected 'address port'",
+                 path, line);
+    fclose(f);
+    unlink(path);
+}
+
 /* tcp.family and tcp.ports decide where members listen. */
 static void test_family_and_ports(void **state)
 {
@@ -364,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_garbled_frame_fails_peer),
         cmocka_unit_test(test_truncated_frame_fails_peer),
         cmocka_unit_test(test_family_and_ports),
+        cmocka_unit_test(test_rendezvous_file),
         cmocka_unit_test(test_control_plane_across_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
