@@ -327,43 +327,31 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
     m->abi_major = d->abi_major;
     m->abi_minor = d->abi_minor;
     m->kind = d->kind;
-    if (d->kind == TUTTI_MODULE_KIND_TP) {
-        /* The first six fields are common: the rest is a transport's. */
-        const tutti_tp_module_desc_t *td = (const void *)d;
-        if (d->abi_major == TUTTI_TP_ABI_MAJOR && name_ok(d->name)) {
-            m->name = strdup(d->name);
-            m->version = d->version ? strdup(d->version) : NULL;
-        }
-        if (!tp_desc_ok(reg, td, why, sizeof(why)))
-            goto refuse;
-        if (load_only->count > 0 && !listed(load_only, d->name)) {
-            snprintf(why, sizeof(why), "not listed in modules.load");
-            goto refuse;
-        }
-        m->tp = td;
-        const lt_dlinfo *tinfo = lt_dlgetinfo(m->handle);
-        m->file_hash = file_hash(tinfo ? tinfo->filename : NULL);
-        tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded transport module "
-                   "'%s' %s (transport %s) from %s", d->name, d->version,
-                   td->ops->name, path);
-        return TUTTI_OK;
-    }
-    if (d->abi_major == TUTTI_MODULE_ABI_MAJOR && name_ok(d->name)) {
+    /* The first six fields are common to both kinds of descriptor. */
+    int tp = d->kind == TUTTI_MODULE_KIND_TP;
+    const tutti_tp_module_desc_t *td = (const void *)d;
+    if (d->abi_major == (tp ? TUTTI_TP_ABI_MAJOR : TUTTI_MODULE_ABI_MAJOR) &&
+        name_ok(d->name)) {
         m->name = strdup(d->name);
         m->version = d->version ? strdup(d->version) : NULL;
     }
-    if (!desc_ok(reg, d, why, sizeof(why)))
+    if (tp ? !tp_desc_ok(reg, td, why, sizeof(why))
+           : !desc_ok(reg, d, why, sizeof(why)))
         goto refuse;
     if (load_only->count > 0 && !listed(load_only, d->name)) {
         snprintf(why, sizeof(why), "not listed in modules.load");
         goto refuse;
     }
-    m->desc = d;
     const lt_dlinfo *info = lt_dlgetinfo(m->handle);
     m->file_hash = file_hash(info ? info->filename : NULL);
-    tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded module '%s' %s from %s "
-               "(hash %016llx)", d->name, d->version, path,
-               (unsigned long long)m->file_hash);
+    tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded %s module '%s' %s from %s "
+               "(hash %016llx)", tp ? "transport" : "algorithm", d->name,
+               d->version, path, (unsigned long long)m->file_hash);
+    if (tp) {
+        m->tp = td;
+        return TUTTI_OK;
+    }
+    m->desc = d;
     return add_impls(reg, reg->num_modules - 1);
 
 refuse:
