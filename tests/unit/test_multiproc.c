@@ -316,6 +316,39 @@ static void test_plan_comes_from_the_resolver(void **state)
     expect_clean_ranks(out, 3, &checks, &sampled);
 }
 
+/* RingReduce with 3 subdivisions (rings of different orders in flight
+ * together), through the selection pass of the matrix on 3 processes:
+ * results exact, and the plan says 3 where the count allows it. */
+static void test_ring_subdivisions(void **state)
+{
+    char dir[] = "/tmp/tutti-subdiv-XXXXXX", cfg[64], log[64], cmd[1024];
+    char out[8192];
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg), "%s/s3.yaml", dir);
+    snprintf(log, sizeof(log), "%s/log", dir);
+    FILE *f = fopen(cfg, "w");
+    assert_non_null(f);
+    fputs("selection:\n"
+          "  - { collective: allreduce, algorithm: RingReduce,\n"
+          "      params: { subdivisions: 3 } }\n", f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_LOG_LEVEL=debug %s "
+             "--timeout 120 -n 3 %s --selection-only allreduce 2>%s", cfg,
+             RUN, WORKER, log);
+    int rc = test_run(cmd, 0, out, sizeof(out));
+    int planned = test_file_has_anywhere(log, "bytes, 3 subdivisions");
+    unlink(cfg);
+    unlink(log);
+    rmdir(dir);
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    int checks = 0, sampled = 0;
+    expect_clean_ranks(out, 3, &checks, &sampled);
+    if (!planned)
+        fail_msg("no RingReduce plan with 3 subdivisions in the debug log");
+}
+
 #define GOOD_SO TUTTI_TEST_BUILDDIR "/tests/modules/good/.libs/mod_good.so"
 
 /* Task 0 loads modules from @p dir_a, task 1 from @p dir_b; both try to
@@ -414,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_perf_table),
         cmocka_unit_test(test_info_resolve),
         cmocka_unit_test(test_plan_comes_from_the_resolver),
+        cmocka_unit_test(test_ring_subdivisions),
         cmocka_unit_test(test_module_builds_must_agree),
         cmocka_unit_test(test_second_execution_skips_resolution),
         cmocka_unit_test(test_abort_reaches_every_task),
