@@ -348,7 +348,8 @@ static const char usage_text[] =
     "When a rank exits with a non-zero status or is killed by a signal, the\n"
     "other ranks get SIGTERM and, 2 seconds later, SIGKILL.  SIGINT, SIGTERM,\n"
     "SIGHUP and SIGQUIT sent to tutti-run are passed on to the ranks.\n"
-    "Afterwards /dev/shm/tutti-ID-* segments of the job are removed.\n"
+    "Afterwards /dev/shm/tutti-ID-* segments of the job and its tcp\n"
+    "rendezvous file /tmp/tutti-rdv-ID are removed.\n"
     "\n"
     "Exit status: 0 if every rank succeeded; else the status of the first\n"
     "rank that failed (128+N if signal N killed it); 124 on timeout; 125 if\n"
@@ -1158,6 +1159,11 @@ static void remove_job_shm(const char *job_id)
     if (removed > 0)
         fprintf(stderr, "tutti-run: removed %d shared-memory segment%s left "
                 "by job %s\n", removed, removed == 1 ? "" : "s", job_id);
+    /* The tcp transport's one-host rendezvous file, if task 0 died before
+     * removing it (job ids need no escaping: [A-Za-z0-9_-]). */
+    char rdv[MAX_JOB_ID + 32];
+    snprintf(rdv, sizeof rdv, "/tmp/tutti-rdv-%s", job_id);
+    unlink(rdv);
 }
 
 /* Make sure fds 0-2 are open, so pipes never land on them. */
