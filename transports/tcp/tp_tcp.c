@@ -100,6 +100,7 @@ typedef struct conn {
     frame_t rhdr;
     size_t rgot;
     int in_body;
+    int held;                 /* a header no receive matches: not read on */
     uint64_t body_got, rdone;
     tutti_tp_op_t *rop;
     unexp_t *rux;
@@ -443,6 +444,27 @@ static void truncated(tcp_ep_t *ep, tutti_tp_op_t *op, uint64_t msg_len)
     complete(ep, op, TUTTI_ERR_TRUNCATED);
 }
 
+static int match_fragment(tcp_ep_t *ep, conn_t *c);
+static void fragment_done(tcp_ep_t *ep, conn_t *c);
+static void do_recv(tcp_ep_t *ep, conn_t *c);
+
+/* A receive was posted: place the headers that waited for one, and read
+ * on. */
+static void resume_held(tcp_ep_t *ep, peer_t *p)
+{
+    for (unsigned i = 0; i < ep->set.nconn; i++) {
+        conn_t *c = p->conns[i];
+        if (c == NULL || !c->held || c->fd < 0)
+            continue;
+        c->held = 0;
+        if (match_fragment(ep, c) != 0)
+            continue;
+        if (c->rhdr.frag_len == 0)
+            fragment_done(ep, c);
+        do_recv(ep, c);
+    }
+}
+
 static void post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
 {
     peer_t *p = &ep->peers[op->peer];
@@ -476,9 +498,11 @@ static void post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
     else
         p->posted_h = op;
     p->posted_t = op;
+    resume_held(ep, p);
 }
 
-/* Where the fragment whose header @p c just read goes; 0 or -1 (failed). */
+/* Where the fragment whose header @p c just read goes; 0, 1 (held until a
+ * receive is posted) or -1 (failed). */
 static int match_fragment(tcp_ep_t *ep, conn_t *c)
 {
     peer_t *p = &ep->peers[c->peer];
@@ -519,7 +543,18 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
             }
         }
     }
+    if (c->rop == NULL && c->rux == NULL && !dropped &&
+        p->posted_h == NULL) {
+        /* No receive from this peer is posted: its receive usually comes a
+         * moment later, so leave the body in the socket (the sender waits
+         * on a full socket at worst) rather than copying it aside.  Once a
+         * receive is posted, post_recv() looks again. */
+        c->held = 1;
+        return 1;
+    }
     if (c->rop == NULL && c->rux == NULL && !dropped) {
+        /* A receive for another message is waiting behind this one: take
+         * this one aside so the socket flows again. */
         unexp_t *u = malloc(sizeof(*u) + h->msg_len);
         if (u == NULL) {
             peer_fail(ep, c->peer, 0, "no memory to hold an unexpected "
@@ -641,7 +676,7 @@ static ssize_t read_body(conn_t *c)
 
 static void do_recv(tcp_ep_t *ep, conn_t *c)
 {
-    while (c->fd >= 0) {
+    while (c->fd >= 0 && !c->held) {
         ssize_t n;
         if (!c->in_body) {
             n = recv(c->fd, (char *)&c->rhdr + c->rgot,
