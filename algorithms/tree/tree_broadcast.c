@@ -1,19 +1,20 @@
 /*
- * HierarchicalTreeBroadcast: broadcast from any root, first across tasks,
- * then inside each task.
+ * HierarchicalTreeBroadcast: broadcast from any root, first across hosts,
+ * then across the tasks of each host, then inside each task.
  *
- * Each task has one leader: the root in the root's task, the lowest rank
- * in every other.  The leaders form a k-ary tree ordered by their distance
- * from the root (rank - root, modulo the group size): the leader at
- * position v receives from position (v - 1) / fanout and forwards to
- * positions v * fanout + 1 .. v * fanout + fanout.  Inside each task the
- * members form the same kind of tree below their leader, ordered by their
- * distance from it.  A leader forwards to the other tasks' leaders first
- * (the slower, longer path), then to its own task.  A group whose members
- * all share one task, or that has one device per task, gets one flat tree
- * over every member in order of distance from the root.  The tree is built
- * in init_context from the instance's localities (which every member sees
- * alike); init_params only reads the rule's parameters.
+ * Each host has one leader: the root on the root's host, the lowest rank
+ * on every other.  Each task has one leader: its host's leader if that one
+ * is in the task, else its lowest rank.  At each level the leaders (or, at
+ * the last, a task's members) form a k-ary tree ordered by their distance
+ * from the level's origin (the root, the host's leader, the task's leader;
+ * distance = rank - origin modulo the group size): position v receives
+ * from (v - 1) / fanout and forwards to v * fanout + 1 .. v * fanout +
+ * fanout.  A member sends to its children of the upper levels first (the
+ * slower, longer paths).  So data crosses each host boundary and each task
+ * boundary once.  One host, one task, or one device per task make levels
+ * of one member, and the tree is then the flat one over every member.
+ * The tree is built in init_context from the instance's localities (which
+ * every member sees alike); init_params only reads the rule's parameters.
  *
  * The buffer travels in chunks, several in flight (one per lane), so a
  * member forwards one chunk while the next arrives.  Each member posts its
@@ -31,7 +32,7 @@
 #include "tree.h"
 
 #define BCAST_LANES 8
-#define BCAST_MAX_CHILDREN (2 * TUTTI_ALG_TREE_MAX_FANOUT)
+#define BCAST_MAX_CHILDREN (3 * TUTTI_ALG_TREE_MAX_FANOUT)
 
 static const char impl_name[] = "HierarchicalTreeBroadcast";
 
@@ -125,72 +126,85 @@ static tutti_status_t bcast_init_params(const tutti_alg_instance_t *inst,
 
 /* ---- the tree ------------------------------------------------------------- */
 
-/* Task of rank @p r; all members share task 0 without localities. */
-static int task_of(const tutti_alg_instance_t *inst, int r)
+/* Host (level 0) or task (level 1) of rank @p r; all members share one
+ * without localities. */
+static int unit_of(const tutti_alg_instance_t *inst, int level, int r)
 {
-    return inst->localities == NULL ? 0 : inst->localities[r].task;
+    if (inst->localities == NULL)
+        return 0;
+    return level == 0 ? inst->localities[r].host : inst->localities[r].task;
 }
 
-/* Appends to @p s's children the members at positions v * k + 1 ..
- * v * k + k of @p list (@p len members). */
-static void add_children(bcast_state_t *s, const int *list, int len, int v,
-                         int k)
+/* Leaders at @p level: in the unit of @p upper[r] (the leader one level
+ * up, or the root at the top), that leader; in every other unit its
+ * lowest rank. */
+static void leaders(const tutti_alg_instance_t *inst, int level,
+                    const int *upper, int *lead)
 {
-    for (int i = 1; i <= k && (long)v * k + i < len; i++)
-        s->children[s->nchildren++] = list[v * k + i];
-}
-
-/* Finds this member's parent and children in the task-then-device tree.
- * @p leader_of and @p list are scratch for group_size entries. */
-static void build_tree(bcast_state_t *s, int k, int *leader_of, int *list)
-{
-    const tutti_alg_instance_t *inst = s->inst;
-    int n = inst->group_size, root = inst->root, me = inst->rank;
-
-    /* A task's leader: the root in its task, else its lowest rank. */
+    int n = inst->group_size;
     for (int r = 0; r < n; r++) {
-        leader_of[r] = r;
-        if (task_of(inst, r) == task_of(inst, root)) {
-            leader_of[r] = root;
+        int up = upper ? upper[r] : inst->root;
+        lead[r] = r;
+        if (unit_of(inst, level, r) == unit_of(inst, level, up)) {
+            lead[r] = up;
             continue;
         }
         for (int q = 0; q < r; q++) {
-            if (task_of(inst, q) == task_of(inst, r)) {
-                leader_of[r] = leader_of[q];
+            if (unit_of(inst, level, q) == unit_of(inst, level, r)) {
+                lead[r] = lead[q];
                 break;
             }
         }
     }
-    int lead = leader_of[me], len = 0, pos = 0;
-    s->parent = -1;
-    s->nchildren = 0;
-    if (lead == me) {
-        /* Across tasks: the leaders in order of distance from the root. */
-        for (int v = 0; v < n; v++) {
-            int r = (root + v) % n;
-            if (leader_of[r] == r) {
-                if (r == me)
-                    pos = len;
-                list[len++] = r;
-            }
-        }
-        if (pos > 0)
-            s->parent = list[(pos - 1) / k];
-        add_children(s, list, len, pos, k);
-    }
-    /* Inside the task: its members in order of distance from the leader. */
-    len = 0;
+}
+
+/* One level of the tree: the members @p in marks, in order of distance
+ * from @p origin, form a k-ary tree; this member (if it is one) takes its
+ * parent there (unless it is the level's top) and its children. */
+static void level_tree(bcast_state_t *s, int k, const unsigned char *in,
+                       int origin, int *list)
+{
+    int n = s->inst->group_size, me = s->inst->rank, len = 0, pos = -1;
     for (int v = 0; v < n; v++) {
-        int r = (lead + v) % n;
-        if (leader_of[r] == lead) {
-            if (r == me)
-                pos = len;
-            list[len++] = r;
-        }
+        int r = (origin + v) % n;
+        if (!in[r])
+            continue;
+        if (r == me)
+            pos = len;
+        list[len++] = r;
     }
+    if (pos < 0)
+        return;
     if (pos > 0)
         s->parent = list[(pos - 1) / k];
-    add_children(s, list, len, pos, k);
+    for (int i = 1; i <= k && (long)pos * k + i < len; i++)
+        s->children[s->nchildren++] = list[pos * k + i];
+}
+
+/* Finds this member's parent and children: across hosts (one leader per
+ * host), then across the tasks of each host (one leader per task), then
+ * inside each task.  @p tmp is scratch for 3 x group_size ints and
+ * group_size bytes after them. */
+static void build_tree(bcast_state_t *s, int k, int *tmp)
+{
+    const tutti_alg_instance_t *inst = s->inst;
+    int n = inst->group_size, me = inst->rank;
+    int *host_lead = tmp, *task_lead = tmp + n, *list = tmp + 2 * n;
+    unsigned char *in = (unsigned char *)(tmp + 3 * n);
+
+    leaders(inst, 0, NULL, host_lead);
+    leaders(inst, 1, host_lead, task_lead);
+    s->parent = -1;
+    s->nchildren = 0;
+    for (int r = 0; r < n; r++)
+        in[r] = host_lead[r] == r;
+    level_tree(s, k, in, inst->root, list);
+    for (int r = 0; r < n; r++)
+        in[r] = task_lead[r] == r && host_lead[r] == host_lead[me];
+    level_tree(s, k, in, host_lead[me], list);
+    for (int r = 0; r < n; r++)
+        in[r] = task_lead[r] == task_lead[me];
+    level_tree(s, k, in, task_lead[me], list);
 }
 
 static tutti_status_t bcast_init_context(const tutti_alg_instance_t *inst,
@@ -205,7 +219,7 @@ static tutti_status_t bcast_init_context(const tutti_alg_instance_t *inst,
     if (st != TUTTI_OK)
         return st;
     bcast_state_t *s = calloc(1, sizeof(*s));
-    int *tmp = calloc(2 * (size_t)inst->group_size, sizeof(int));
+    int *tmp = calloc(4 * (size_t)inst->group_size, sizeof(int));
     if (s == NULL || tmp == NULL) {
         free(s);
         free(tmp);
@@ -214,7 +228,7 @@ static tutti_status_t bcast_init_context(const tutti_alg_instance_t *inst,
                            inst->group_size);
     }
     s->inst = inst;
-    build_tree(s, (int)plan.fanout, tmp, tmp + inst->group_size);
+    build_tree(s, (int)plan.fanout, tmp);
     free(tmp);
     {
         char kids[BCAST_MAX_CHILDREN * 12 + 1];

@@ -12,8 +12,8 @@ static const tutti_alg_impl_t tree_impls[] = {
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
      &tutti_alg_tree_rd_ops, 0},
     {"HierarchicalTreeBroadcast",
-     "broadcast from any root across tasks, then inside each, down "
-     "k-ary trees pipelined in chunks",
+     "broadcast from any root across hosts, then tasks, then inside "
+     "each, down k-ary trees pipelined in chunks",
      TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
      &tutti_alg_tree_bcast_ops, 0},
     {"TreeReduce",
