@@ -529,8 +529,9 @@ static tutti_status_t check_same(const tutti__instance_t *inst,
                             (unsigned long long)f->instance_key, f->pre_scale,
                             f->post_scale, p->pre_scale, p->post_scale);
     else if (inst->permutation != NULL &&
-             memcmp(inst->permutation, p->permutation,
-                    (size_t)inst->alg.group_size * sizeof(int)) != 0)
+             (p->permutation == NULL ||
+              memcmp(inst->permutation, p->permutation,
+                     (size_t)inst->alg.group_size * sizeof(int)) != 0))
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
                             "first executed with another permutation",
                             (unsigned long long)f->instance_key);
@@ -895,19 +896,25 @@ tutti_status_t tutti_execute(tutti_group_t *g,
         return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
                             "earlier and must be left: %s",
                             (unsigned long long)g->key, g->rank, g->failure);
-    if ((st = check_instance_params(g, params)) != TUTTI_OK)
-        return st;
+    if (params == NULL || params->size < sizeof(*params))
+        return check_instance_params(g, params);
+    /* What is fixed for the instance is checked in full on its first
+     * execution; later ones must repeat it (check_same), which costs a
+     * few comparisons instead of the full check. */
     uint64_t bytes = 0;
-    if ((st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
-                                     recvbuf, &bytes)) != TUTTI_OK)
-        return st;
     inst = instance_find(g, params->instance_key);
     if (inst == NULL) {
-        if ((st = instance_new(g, params, &inst)) != TUTTI_OK)
+        if ((st = check_instance_params(g, params)) != TUTTI_OK ||
+            (st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
+                                         recvbuf, &bytes)) != TUTTI_OK ||
+            (st = instance_new(g, params, &inst)) != TUTTI_OK)
             return st;
     } else if (inst->failed != TUTTI_OK) {
         return tutti__error(inst->failed, "exec", "%s", inst->failure);
-    } else if ((st = check_same(inst, params)) != TUTTI_OK) {
+    } else if ((st = check_same(inst, params)) != TUTTI_OK ||
+               (st = tutti__coll_check_exec(params, g->rank, g->size,
+                                            sendbuf, recvbuf, &bytes)) !=
+                   TUTTI_OK) {
         return st;
     }
     if (params->num_wait_for > TUTTI_MAX_WAIT_FOR ||

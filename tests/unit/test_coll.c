@@ -269,6 +269,15 @@ static void other_permutation(member_t *m)
             NULL)
         member_fail(m, "later permutation [0,1]: %s: %s",
                     tutti_status_name(st), tutti_last_error());
+    /* Later calls are checked against the first, not in full: a missing
+     * permutation must still be refused, not read. */
+    p.permutation = NULL;
+    st = exec_wait(m->g, &p, in, out);
+    if (st != TUTTI_ERR_MISMATCH ||
+        strstr(tutti_last_error(), "first executed with another permutation") ==
+            NULL)
+        member_fail(m, "later permutation NULL: %s: %s",
+                    tutti_status_name(st), tutti_last_error());
 }
 
 static void test_later_execution_other_permutation(void **state)
