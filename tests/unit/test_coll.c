@@ -280,6 +280,83 @@ static void other_permutation(member_t *m)
                     tutti_status_name(st), tutti_last_error());
 }
 
+/* Every blocking helper on 3 members: rank r contributes 10*r + i at
+ * element i (alltoall: 100*r + 10*j + i to rank j), results exact. */
+static void blocking_helpers(member_t *m)
+{
+    enum { C = 4, N = 3 };
+    int r = m->index;
+    int32_t in[N * C], out[N * C], want;
+    tutti_status_t st;
+
+    for (int i = 0; i < N * C; i++)
+        in[i] = 10 * r + i;
+    /* reduce (sum) to root 2: sum over ranks of 10*q + i = 30 + 3i */
+    memset(out, 0xff, sizeof(out));
+    st = tutti_reduce(m->g, in, out, C, TUTTI_INT32, TUTTI_OP_SUM, 2);
+    for (int i = 0; st == TUTTI_OK && r == 2 && i < C; i++)
+        if (out[i] != 30 + 3 * i)
+            member_fail(m, "tutti_reduce: out[%d] = %d, want %d", i, out[i],
+                        30 + 3 * i);
+    if (st != TUTTI_OK)
+        member_fail(m, "tutti_reduce: %s", tutti_last_error());
+    /* allgather and gather to root 1: block q holds 10*q + i */
+    st = tutti_allgather(m->g, in, out, C, TUTTI_INT32);
+    for (int i = 0; st == TUTTI_OK && i < N * C; i++)
+        if (out[i] != 10 * (i / C) + i % C)
+            member_fail(m, "tutti_allgather: out[%d] = %d", i, out[i]);
+    if (st != TUTTI_OK)
+        member_fail(m, "tutti_allgather: %s", tutti_last_error());
+    memset(out, 0xff, sizeof(out));
+    st = tutti_gather(m->g, in, r == 1 ? out : NULL, C, TUTTI_INT32, 1);
+    for (int i = 0; st == TUTTI_OK && r == 1 && i < N * C; i++)
+        if (out[i] != 10 * (i / C) + i % C)
+            member_fail(m, "tutti_gather: out[%d] = %d", i, out[i]);
+    if (st != TUTTI_OK)
+        member_fail(m, "tutti_gather: %s", tutti_last_error());
+    /* reduce_scatter (max): block r of max over q of 10*q + i = 20 + i */
+    st = tutti_reduce_scatter(m->g, in, out, C, TUTTI_INT32, TUTTI_OP_MAX);
+    for (int i = 0; st == TUTTI_OK && i < C; i++)
+        if (out[i] != 20 + r * C + i)
+            member_fail(m, "tutti_reduce_scatter: out[%d] = %d", i, out[i]);
+    if (st != TUTTI_OK)
+        member_fail(m, "tutti_reduce_scatter: %s", tutti_last_error());
+    /* alltoall: block j of rank q's input goes to rank j */
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < C; i++)
+            in[j * C + i] = 100 * r + 10 * j + i;
+    st = tutti_alltoall(m->g, in, out, C, TUTTI_INT32);
+    for (int q = 0; st == TUTTI_OK && q < N; q++)
+        for (int i = 0; i < C; i++)
+            if (out[q * C + i] != (want = 100 * q + 10 * r + i))
+                member_fail(m, "tutti_alltoall: out[%d] = %d, want %d",
+                            q * C + i, out[q * C + i], want);
+    if (st != TUTTI_OK)
+        member_fail(m, "tutti_alltoall: %s", tutti_last_error());
+    /* allgatherv: rank q gives q + 1 elements of value q; first the sizes
+     * alone, then the data */
+    size_t counts[N], total = 0;
+    int32_t mine[N] = {r, r, r};
+    st = tutti_allgatherv(m->g, mine, (size_t)r + 1, NULL, 0, TUTTI_INT32,
+                          counts, &total);
+    if (st != TUTTI_OK || total != 6 || counts[0] != 1 || counts[2] != 3)
+        member_fail(m, "tutti_allgatherv sizes: %s, total %zu: %s",
+                    tutti_status_name(st), total, tutti_last_error());
+    st = tutti_allgatherv(m->g, mine, (size_t)r + 1, out, 6, TUTTI_INT32,
+                          NULL, NULL);
+    static const int32_t gathered[6] = {0, 1, 1, 2, 2, 2};
+    for (int i = 0; st == TUTTI_OK && i < 6; i++)
+        if (out[i] != gathered[i])
+            member_fail(m, "tutti_allgatherv: out[%d] = %d", i, out[i]);
+    if (st != TUTTI_OK)
+        member_fail(m, "tutti_allgatherv: %s", tutti_last_error());
+}
+
+static void test_blocking_helpers(void **state)
+{
+    run_group(*state, 3, blocking_helpers, NULL);
+}
+
 static void test_later_execution_other_permutation(void **state)
 {
     run_group(*state, 2, other_permutation, NULL);
@@ -534,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_argument_errors),
         cmocka_unit_test(test_later_execution_other_scale),
         cmocka_unit_test(test_later_execution_other_permutation),
+        cmocka_unit_test(test_blocking_helpers),
         cmocka_unit_test(test_avg_truncates_integers),
         cmocka_unit_test(test_scales_on_float_types),
         cmocka_unit_test(test_float_sum_accuracy),
