@@ -227,6 +227,27 @@ static void test_garbled_frame_fails_peer(void **state)
         fail_msg("no error naming rank 1's garbled frame:\n%s", out);
 }
 
+/* Rank 1's 3rd frame claims a message over the 1 TiB limit: rank 0
+ * refuses it before reading on, and its executions fail naming rank 1. */
+static void test_oversized_frame_fails_peer(void **state)
+{
+    static char out[1 << 18];
+    char cmd[512];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_TCP_TEST_GARBLE=1:oversize "
+             "TUTTI_TRANSPORTS=tcp TUTTI_TIMEOUT=20 %s --timeout 120 -n 2 %s "
+             "--selection-only allreduce", RUN, WORKER);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc >= 128)
+        fail_msg("%s died of a signal (%d):\n%s", cmd, rc, out);
+    if (rc == 0)
+        fail_msg("%s succeeded although rank 1 sent an oversized frame:\n%s",
+                 cmd, out);
+    if (strstr(out, "peer rank 1") == NULL ||
+        strstr(out, "message length over 1 TiB") == NULL)
+        fail_msg("no error naming rank 1's oversized frame:\n%.4000s", out);
+}
+
 /* Rank 1 sends a frame's header and closes before its body: rank 0's
  * executions fail naming rank 1 and the truncation, nothing crashes. */
 static void test_truncated_frame_fails_peer(void **state)
@@ -391,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_strangers_refused),
         cmocka_unit_test(test_garbled_frame_fails_peer),
         cmocka_unit_test(test_truncated_frame_fails_peer),
+        cmocka_unit_test(test_oversized_frame_fails_peer),
         cmocka_unit_test(test_family_and_ports),
         cmocka_unit_test(test_rendezvous_file),
         cmocka_unit_test(test_control_plane_across_hosts),

@@ -29,7 +29,9 @@
  * Test hooks, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
  * every group (not the control plane) corrupt the magic of its 3rd frame;
  * TUTTI_TCP_TEST_GARBLE=R:truncate makes it send only the header of its
- * first frame with a body from the 3rd on, then end that socket.
+ * first frame with a body from the 3rd on, then end that socket;
+ * TUTTI_TCP_TEST_GARBLE=R:oversize makes its 3rd frame claim a message
+ * over the 1 TiB limit.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -148,6 +150,7 @@ typedef struct {
     tutti_status_t err_st;
     int garble;                     /* frames to send before garbling */
     int truncate;                   /* ...or cutting the frame short */
+    int oversize;                   /* ...or claiming too long a message */
     unsigned frames_sent;
 } tcp_ep_t;
 
@@ -351,7 +354,10 @@ static void do_send(tcp_ep_t *ep, conn_t *c)
             c->shdr.frag_off = pc->off;
             if (ep->garble > 0 && ++ep->frames_sent >= (unsigned)ep->garble &&
                 !ep->truncate) {
-                c->shdr.magic ^= 0x5a5a5a5au; /* TUTTI_TCP_TEST_GARBLE */
+                if (ep->oversize) /* TUTTI_TCP_TEST_GARBLE=R:oversize */
+                    c->shdr.msg_len = MSG_MAX + 1;
+                else /* TUTTI_TCP_TEST_GARBLE=R */
+                    c->shdr.magic ^= 0x5a5a5a5au;
                 ep->garble = 0;
             } else if (ep->garble > 0 && ep->frames_sent >= (unsigned)ep->garble
                        && pc->len > 0) {
@@ -1306,6 +1312,7 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
         g->group_key != CTRL_GROUP_KEY) {
         ep->garble = 3;
         ep->truncate = strstr(garble, ":truncate") != NULL;
+        ep->oversize = strstr(garble, ":oversize") != NULL;
     }
     if ((st = tcp_settings_read(g, &ep->set)) != TUTTI_OK ||
         (st = tcp_cred_read(core, g->job_id, &ep->cred)) != TUTTI_OK)
