@@ -476,7 +476,9 @@ static tutti_status_t instance_new(tutti_group_t *g,
         inst->permutation = malloc((size_t)g->size * sizeof(int));
         if (inst->permutation == NULL) {
             free(inst);
-            return TUTTI_ERR_NO_MEMORY;
+            return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance 0x%llx: "
+                                "out of memory for a permutation of %d",
+                                (unsigned long long)p->instance_key, g->size);
         }
         memcpy(inst->permutation, p->permutation,
                (size_t)g->size * sizeof(int));

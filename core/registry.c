@@ -101,23 +101,47 @@ const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
     return NULL;
 }
 
+/* Checks a descriptor's ABI version against the core's (@p what: "module"
+ * or "transport"); writes why not. */
+static int abi_ok(const char *what, unsigned major, unsigned minor,
+                  unsigned core_major, unsigned core_minor, char *why,
+                  size_t len)
+{
+    if (major != core_major) {
+        snprintf(why, len, "%s ABI %u.%u, core %sABI %u.%u: major versions "
+                 "differ", what, major, minor,
+                 strcmp(what, "module") == 0 ? "" : "transport ", core_major,
+                 core_minor);
+        return 0;
+    }
+    if (minor > core_minor) {
+        snprintf(why, len, "%s ABI %u.%u is newer than the core's %u.%u",
+                 what, major, minor, core_major, core_minor);
+        return 0;
+    }
+    return 1;
+}
+
+/* 1 if no module registered @p name yet, else writes who did. */
+static int name_free(const tutti__registry_t *reg, const char *name,
+                     char *why, size_t len)
+{
+    const tutti__module_t *other = find_module(reg, name);
+    if (other == NULL)
+        return 1;
+    snprintf(why, len, "module name '%s' already registered by %s", name,
+             other->path);
+    return 0;
+}
+
 /* Checks a transport module's descriptor; writes why it is refused. */
 static int tp_desc_ok(const tutti__registry_t *reg,
                       const tutti_tp_module_desc_t *d, char *why, size_t len)
 {
     const tutti_tp_ops_t *ops = d->ops;
-    if (d->abi_major != TUTTI_TP_ABI_MAJOR) {
-        snprintf(why, len, "transport ABI %u.%u, core transport ABI %u.%u: "
-                 "major versions differ", d->abi_major, d->abi_minor,
-                 TUTTI_TP_ABI_MAJOR, TUTTI_TP_ABI_MINOR);
+    if (!abi_ok("transport", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
+                TUTTI_TP_ABI_MINOR, why, len))
         return 0;
-    }
-    if (d->abi_minor > TUTTI_TP_ABI_MINOR) {
-        snprintf(why, len, "transport ABI %u.%u is newer than the core's "
-                 "%u.%u", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
-                 TUTTI_TP_ABI_MINOR);
-        return 0;
-    }
     if (d->size < sizeof(tutti_tp_module_desc_t) || !name_ok(d->name) ||
         d->version == NULL) {
         snprintf(why, len, "malformed transport descriptor: size %u (core "
@@ -133,12 +157,8 @@ static int tp_desc_ok(const tutti__registry_t *reg,
                  "connect, send, recv, progress and disconnect");
         return 0;
     }
-    const tutti__module_t *other = find_module(reg, d->name);
-    if (other != NULL) {
-        snprintf(why, len, "module name '%s' already registered by %s",
-                 d->name, other->path);
+    if (!name_free(reg, d->name, why, len))
         return 0;
-    }
     if (strcmp(ops->name, "local") == 0 ||
         tutti__registry_find_tp(reg, ops->name) != NULL) {
         snprintf(why, len, "transport '%s' already provided%s", ops->name,
@@ -186,18 +206,9 @@ static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
 static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
                    char *why, size_t len)
 {
-    if (d->abi_major != TUTTI_MODULE_ABI_MAJOR) {
-        snprintf(why, len, "module ABI %u.%u, core ABI %u.%u: major versions "
-                 "differ", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
-                 TUTTI_MODULE_ABI_MINOR);
+    if (!abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
+                TUTTI_MODULE_ABI_MINOR, why, len))
         return 0;
-    }
-    if (d->abi_minor > TUTTI_MODULE_ABI_MINOR) {
-        snprintf(why, len, "module ABI %u.%u is newer than the core's %u.%u",
-                 d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
-                 TUTTI_MODULE_ABI_MINOR);
-        return 0;
-    }
     if (d->size < sizeof(tutti_module_desc_t) ||
         d->kind != TUTTI_MODULE_KIND_ALG) {
         snprintf(why, len, "malformed descriptor: size %u (core reads %zu), "
@@ -217,12 +228,8 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
                  MAX_IMPLS_PER_MODULE);
         return 0;
     }
-    const tutti__module_t *other = find_module(reg, d->name);
-    if (other != NULL) {
-        snprintf(why, len, "module name '%s' already registered by %s",
-                 d->name, other->path);
+    if (!name_free(reg, d->name, why, len))
         return 0;
-    }
     for (uint32_t i = 0; i < d->num_impls; i++) {
         const tutti_alg_impl_t *impl = &d->impls[i];
         if (!impl_ok(impl, i, why, len))

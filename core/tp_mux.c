@@ -97,20 +97,28 @@ static void mux_disconnect(tutti_tp_ep_t *tep)
     free(m);
 }
 
-/* The child for transport @p ops, added if new; -1 when full. */
-static int child_of(mux_ep_t *m, const tutti_tp_ops_t *ops)
+/* The child for transport @p ops, added if new. */
+static tutti_status_t child_of(mux_ep_t *m, const tutti_tp_ops_t *ops,
+                               int *index_out)
 {
     for (int i = 0; i < m->nchild; i++) {
-        if (m->child[i].ops == ops)
-            return i;
+        if (m->child[i].ops == ops) {
+            *index_out = i;
+            return TUTTI_OK;
+        }
     }
     if (m->nchild == MUX_MAX)
-        return -1;
+        return tutti__error(TUTTI_ERR_UNSUPPORTED, "transport", "transport "
+                            "'%s' would be the %dth of one endpoint; at most "
+                            "%d serve one group member", ops->name,
+                            MUX_MAX + 1, MUX_MAX);
     m->child[m->nchild].ops = ops;
     m->child[m->nchild].serve = calloc((size_t)m->size, 1);
     if (m->child[m->nchild].serve == NULL)
-        return -1;
-    return m->nchild++;
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "transport", "out of memory "
+                            "for the peers of transport '%s'", ops->name);
+    *index_out = m->nchild++;
+    return TUTTI_OK;
 }
 
 /* Assigns every peer a transport; the error names the first peer none can
@@ -122,8 +130,10 @@ static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
     /* local first, so every member lists its transports in one order */
     for (int r = 0; r < g->group_size; r++) {
         if (r != g->rank && g->rank_task[r] == g->task) {
-            if (child_of(m, &tutti__tp_local_ops) < 0)
-                return TUTTI_ERR_NO_MEMORY;
+            int c = 0;
+            tutti_status_t st = child_of(m, &tutti__tp_local_ops, &c);
+            if (st != TUTTI_OK)
+                return st;
             break;
         }
     }
@@ -149,9 +159,10 @@ static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
                                 names->count ? names->items[0] : "empty",
                                 tutti__source_name(ctx->cfg.transports_src),
                                 r, g->rank_task[r]);
-        int c = child_of(m, use);
-        if (c < 0)
-            return TUTTI_ERR_NO_MEMORY;
+        int c = 0;
+        tutti_status_t st = child_of(m, use, &c);
+        if (st != TUTTI_OK)
+            return st;
         m->child[c].serve[r] = 1;
         m->via[r] = (unsigned char)c;
     }
