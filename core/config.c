@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -747,53 +748,72 @@ static tutti_status_t env_transports(tutti__config_t *cfg, const char *var,
     return TUTTI_OK;
 }
 
-static tutti_status_t env_single_copy(tutti__config_t *cfg, const char *var,
-                                      const char *value)
+static bool set_single_copy(tutti__config_t *cfg, const char *s)
 {
-    if (!tutti__cfg_single_copy_value(value, &cfg->shm_single_copy))
-        return env_error(var, value, "not a single-copy mode",
-                         TUTTI__CFG_SINGLE_COPY_EXPECTED);
-    cfg->shm_single_copy_src = TUTTI_SRC_ENV;
-    return TUTTI_OK;
+    return tutti__cfg_single_copy_value(s, &cfg->shm_single_copy);
 }
 
-static tutti_status_t env_tcp_ifname(tutti__config_t *cfg, const char *var,
-                                     const char *value)
+static bool set_tcp_interface(tutti__config_t *cfg, const char *s)
 {
-    if (!tutti__cfg_ifname_value(value, cfg->tcp_interface))
-        return env_error(var, value, "not an interface name",
-                         TUTTI__CFG_IFNAME_EXPECTED);
-    cfg->tcp_interface_src = TUTTI_SRC_ENV;
-    return TUTTI_OK;
+    return tutti__cfg_ifname_value(s, cfg->tcp_interface);
 }
 
-static tutti_status_t env_tcp_family(tutti__config_t *cfg, const char *var,
-                                     const char *value)
+static bool set_tcp_family(tutti__config_t *cfg, const char *s)
 {
-    if (!tutti__cfg_family_value(value, &cfg->tcp_family))
-        return env_error(var, value, "not an address family",
-                         TUTTI__CFG_FAMILY_EXPECTED);
-    cfg->tcp_family_src = TUTTI_SRC_ENV;
-    return TUTTI_OK;
+    return tutti__cfg_family_value(s, &cfg->tcp_family);
 }
 
-static tutti_status_t env_tcp_ports(tutti__config_t *cfg, const char *var,
-                                    const char *value)
+static bool set_tcp_ports(tutti__config_t *cfg, const char *s)
 {
-    if (!tutti__cfg_ports_value(value, &cfg->tcp_port_lo, &cfg->tcp_port_hi))
-        return env_error(var, value, "not a port range",
-                         TUTTI__CFG_PORTS_EXPECTED);
-    cfg->tcp_ports_src = TUTTI_SRC_ENV;
-    return TUTTI_OK;
+    return tutti__cfg_ports_value(s, &cfg->tcp_port_lo, &cfg->tcp_port_hi);
 }
 
-static tutti_status_t env_tcp_connections(tutti__config_t *cfg,
-                                          const char *var, const char *value)
+static bool set_tcp_connections(tutti__config_t *cfg, const char *s)
 {
-    if (!tutti__cfg_connections_value(value, &cfg->tcp_connections))
-        return env_error(var, value, "not a number of connections",
-                         TUTTI__CFG_CONNECTIONS_EXPECTED);
-    cfg->tcp_connections_src = TUTTI_SRC_ENV;
+    return tutti__cfg_connections_value(s, &cfg->tcp_connections);
+}
+
+#define SCALAR_SRC(field) offsetof(tutti__config_t, field)
+
+const tutti__cfg_scalar_t tutti__cfg_scalars[] = {
+    {"shm", "single_copy", "TUTTI_SHM_SINGLE_COPY",
+     TUTTI__CFG_SINGLE_COPY_EXPECTED, "not a single-copy mode",
+     set_single_copy, SCALAR_SRC(shm_single_copy_src)},
+    {"tcp", "interface", "TUTTI_TCP_IFNAME", TUTTI__CFG_IFNAME_EXPECTED,
+     "not an interface name", set_tcp_interface,
+     SCALAR_SRC(tcp_interface_src)},
+    {"tcp", "family", "TUTTI_TCP_FAMILY", TUTTI__CFG_FAMILY_EXPECTED,
+     "not an address family", set_tcp_family, SCALAR_SRC(tcp_family_src)},
+    {"tcp", "ports", "TUTTI_TCP_PORTS", TUTTI__CFG_PORTS_EXPECTED,
+     "not a port range", set_tcp_ports, SCALAR_SRC(tcp_ports_src)},
+    {"tcp", "connections", "TUTTI_TCP_CONNECTIONS",
+     TUTTI__CFG_CONNECTIONS_EXPECTED, "not a number of connections",
+     set_tcp_connections, SCALAR_SRC(tcp_connections_src)},
+    {NULL, NULL, NULL, NULL, NULL, NULL, 0},
+};
+
+const tutti__cfg_scalar_t *tutti__cfg_scalar_find(const char *section,
+                                                  const char *key,
+                                                  const char *env)
+{
+    for (const tutti__cfg_scalar_t *d = tutti__cfg_scalars; d->key; d++) {
+        if (env != NULL ? strcmp(d->env, env) == 0
+                        : strcmp(d->section, section) == 0 &&
+                              strcmp(d->key, key) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+/* TUTTI_SHM_SINGLE_COPY, TUTTI_TCP_*: see tutti__cfg_scalars. */
+static tutti_status_t env_scalar(tutti__config_t *cfg, const char *var,
+                                 const char *value)
+{
+    const tutti__cfg_scalar_t *d = tutti__cfg_scalar_find(NULL, NULL, var);
+    if (d == NULL || !d->set(cfg, value))
+        return env_error(var, value, d ? d->not_what : "unknown",
+                         d ? d->expected : "");
+    *(tutti__source_t *)((char *)cfg + d->src_offset) = TUTTI_SRC_ENV;
     return TUTTI_OK;
 }
 
@@ -873,11 +893,11 @@ static const struct {
     {"TUTTI_TIMEOUT", env_timeout},
     {"TUTTI_MODULE_PATH", env_module_path},
     {"TUTTI_TRANSPORTS", env_transports},
-    {"TUTTI_SHM_SINGLE_COPY", env_single_copy},
-    {"TUTTI_TCP_IFNAME", env_tcp_ifname},
-    {"TUTTI_TCP_FAMILY", env_tcp_family},
-    {"TUTTI_TCP_PORTS", env_tcp_ports},
-    {"TUTTI_TCP_CONNECTIONS", env_tcp_connections},
+    {"TUTTI_SHM_SINGLE_COPY", env_scalar},
+    {"TUTTI_TCP_IFNAME", env_scalar},
+    {"TUTTI_TCP_FAMILY", env_scalar},
+    {"TUTTI_TCP_PORTS", env_scalar},
+    {"TUTTI_TCP_CONNECTIONS", env_scalar},
     {ALGO_ENV, env_algo},
 };
 

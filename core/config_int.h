@@ -134,6 +134,24 @@ bool tutti__cfg_family_value(const char *s, tutti__tcp_family_t *out);
 bool tutti__cfg_ports_value(const char *s, uint16_t *lo, uint16_t *hi);
 bool tutti__cfg_connections_value(const char *s, uint32_t *out);
 
+/** A setting given as one scalar, in YAML (section.key) and in the
+ * environment alike: its parser writes the value into the config. */
+typedef struct {
+    const char *section, *key;  /* "tcp", "family" */
+    const char *env;            /* "TUTTI_TCP_FAMILY" */
+    const char *expected;       /* TUTTI__CFG_*_EXPECTED */
+    const char *not_what;       /* "not an address family" (env errors) */
+    bool (*set)(tutti__config_t *cfg, const char *text);
+    size_t src_offset;          /* offsetof the setting's source field */
+} tutti__cfg_scalar_t;
+
+/** The scalar settings of shm and tcp, ended by a NULL key. */
+extern const tutti__cfg_scalar_t tutti__cfg_scalars[];
+/** The one named @p section.@p key, or the one read from @p env. */
+const tutti__cfg_scalar_t *tutti__cfg_scalar_find(const char *section,
+                                                  const char *key,
+                                                  const char *env);
+
 /** Names of the values above, for printing. */
 const char *tutti__cfg_single_copy_name(tutti__single_copy_t v);
 const char *tutti__cfg_family_name(tutti__tcp_family_t v);

@@ -550,87 +550,36 @@ static tutti_status_t key_slots(const parse_t *p, yaml_node_t *v, void *target)
     return TUTTI_OK;
 }
 
-static tutti_status_t key_single_copy(const parse_t *p, yaml_node_t *v,
-                                      void *target)
+/* shm.single_copy and the tcp keys: see tutti__cfg_scalars.  No value,
+ * like "", leaves the text empty (tcp.interface: any). */
+static tutti_status_t key_scalar(const parse_t *p, yaml_node_t *v,
+                                 const tutti__cfg_scalar_t *d, void *target)
 {
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    tutti_status_t st =
-        get_scalar(p, v, TUTTI__CFG_SINGLE_COPY_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__cfg_single_copy_value(s, &cfg->shm_single_copy))
-        return value_error(p, v, "single_copy",
-                           TUTTI__CFG_SINGLE_COPY_EXPECTED);
-    cfg->shm_single_copy_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-/* No value, like "", means any interface. */
-static tutti_status_t key_tcp_interface(const parse_t *p, yaml_node_t *v,
-                                        void *target)
-{
-    tutti__config_t *cfg = target;
     const char *s = "";
     tutti_status_t st = TUTTI_OK;
 
     if (!is_null(v))
-        st = get_scalar(p, v, TUTTI__CFG_IFNAME_EXPECTED, &s);
+        st = get_scalar(p, v, d->expected, &s);
     if (st != TUTTI_OK)
         return st;
-    if (!tutti__cfg_ifname_value(s, cfg->tcp_interface))
-        return value_error(p, v, "interface", TUTTI__CFG_IFNAME_EXPECTED);
-    cfg->tcp_interface_src = TUTTI_SRC_FILE;
+    if (!d->set(target, s))
+        return value_error(p, v, d->key, d->expected);
+    *(tutti__source_t *)((char *)target + d->src_offset) = TUTTI_SRC_FILE;
     return TUTTI_OK;
 }
 
-static tutti_status_t key_tcp_family(const parse_t *p, yaml_node_t *v,
-                                     void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    tutti_status_t st = get_scalar(p, v, TUTTI__CFG_FAMILY_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__cfg_family_value(s, &cfg->tcp_family))
-        return value_error(p, v, "family", TUTTI__CFG_FAMILY_EXPECTED);
-    cfg->tcp_family_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-static tutti_status_t key_tcp_ports(const parse_t *p, yaml_node_t *v,
-                                    void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    tutti_status_t st = get_scalar(p, v, TUTTI__CFG_PORTS_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__cfg_ports_value(s, &cfg->tcp_port_lo, &cfg->tcp_port_hi))
-        return value_error(p, v, "ports", TUTTI__CFG_PORTS_EXPECTED);
-    cfg->tcp_ports_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-static tutti_status_t key_tcp_connections(const parse_t *p, yaml_node_t *v,
-                                          void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    tutti_status_t st =
-        get_scalar(p, v, TUTTI__CFG_CONNECTIONS_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__cfg_connections_value(s, &cfg->tcp_connections))
-        return value_error(p, v, "connections",
-                           TUTTI__CFG_CONNECTIONS_EXPECTED);
-    cfg->tcp_connections_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
+#define SCALAR_KEY(sec, name)                                                  \
+    static tutti_status_t key_##sec##_##name(const parse_t *p,                 \
+                                             yaml_node_t *v, void *target)     \
+    {                                                                          \
+        return key_scalar(p, v, tutti__cfg_scalar_find(#sec, #name, NULL),    \
+                          target);                                             \
+    }
+SCALAR_KEY(shm, single_copy)
+SCALAR_KEY(tcp, interface)
+SCALAR_KEY(tcp, family)
+SCALAR_KEY(tcp, ports)
+SCALAR_KEY(tcp, connections)
 
 static const keydef_t module_keys[] = {
     {"path", key_module_path}, {"load", key_module_load}, {NULL, NULL}};
@@ -638,7 +587,7 @@ static const section_t module_section = {"in modules", module_keys};
 
 static const keydef_t shm_keys[] = {{"slot_size", key_slot_size},
                                     {"slots", key_slots},
-                                    {"single_copy", key_single_copy},
+                                    {"single_copy", key_shm_single_copy},
                                     {NULL, NULL}};
 static const section_t shm_section = {"in shm", shm_keys};
 
