@@ -309,30 +309,33 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
     [TUTTI_##DTYPE] = {OPS_FLT(TABLE_OP, dtype, isa)},
 
 /*
- * Scaling kernels, dst[i] = src[i] * f (dst may be src): in float32 for
- * float32, float16 and bfloat16, in float64 for float64.  Integers are not
- * scaled (the core refuses that); their avg divides, see tutti__divide().
+ * Scaling kernels, dst[i] = src[i] * f (dst may be src), and dividing ones,
+ * dst[i] = src[i] / f (avg: correctly rounded, so exact whenever the
+ * quotient is representable, which a multiplication by 1/f is not): in
+ * float32 for float32, float16 and bfloat16, in float64 for float64.
+ * Integers are not scaled (the core refuses that); their avg divides, see
+ * tutti__divide().
  */
-#define DEF_SCALE_NATIVE(dtype, T, isa, attr)                                  \
-    static attr void s_##dtype##_##isa(void *dst, const void *src, size_t n,   \
-                                       double f)                               \
+#define DEF_SCALE_NATIVE(name, OPER, dtype, T, isa, attr)                      \
+    static attr void name##_##dtype##_##isa(void *dst, const void *src,        \
+                                            size_t n, double f)                \
     {                                                                          \
         T *d = dst;                                                            \
         const T *x = src;                                                      \
         T m = (T)f;                                                            \
         if (d == x) {                                                          \
             for (size_t i = 0; i < n; i++)                                     \
-                d[i] *= m;                                                     \
+                d[i] = d[i] OPER m;                                            \
         } else {                                                               \
             T *restrict dr = d;                                                \
             const T *restrict xr = x;                                          \
             for (size_t i = 0; i < n; i++)                                     \
-                dr[i] = xr[i] * m;                                             \
+                dr[i] = xr[i] OPER m;                                          \
         }                                                                      \
     }
-#define DEF_SCALE_WIDENED(DTYPE, dtype, isa, attr)                             \
-    static attr void s_##dtype##_##isa(void *dst, const void *src, size_t n,   \
-                                       double f)                               \
+#define DEF_SCALE_WIDENED(name, OPER, dtype, isa, attr)                        \
+    static attr void name##_##dtype##_##isa(void *dst, const void *src,        \
+                                            size_t n, double f)                \
     {                                                                          \
         const uint16_t *px = src;                                              \
         uint16_t *pd = dst;                                                    \
@@ -341,15 +344,24 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
             size_t k = n - off < REDUCE_BLOCK ? n - off : REDUCE_BLOCK;        \
             dtype##_in_##isa(fx, px + off, k);                                 \
             for (size_t i = 0; i < k; i++)                                     \
-                fx[i] *= m;                                                    \
+                fx[i] = fx[i] OPER m;                                          \
             dtype##_out_##isa(pd + off, fx, k);                                \
         }                                                                      \
     }
-#define TABLE_SCALE(DTYPE, dtype, isa) [TUTTI_##DTYPE] = s_##dtype##_##isa,
+#define DEF_SCALE_SET(name, OPER, isa, attr)                                   \
+    DEF_SCALE_NATIVE(name, OPER, float32, float, isa, attr)                    \
+    DEF_SCALE_NATIVE(name, OPER, float64, double, isa, attr)                   \
+    DEF_SCALE_WIDENED(name, OPER, float16, isa, attr)                          \
+    DEF_SCALE_WIDENED(name, OPER, bfloat16, isa, attr)                         \
+    static const scale_table_t name##_table_##isa = {                          \
+        [TUTTI_FLOAT32] = name##_float32_##isa,                                \
+        [TUTTI_FLOAT64] = name##_float64_##isa,                                \
+        [TUTTI_FLOAT16] = name##_float16_##isa,                                \
+        [TUTTI_BFLOAT16] = name##_bfloat16_##isa};
 
 /*
  * The kernels of one ISA and their tables, table_<isa> and
- * scale_table_<isa>.  The float16 and bfloat16 converters of that ISA must
+ * scale_table_<isa> and div_table_<isa>.  The float16 and bfloat16 converters of that ISA must
  * be defined first.
  */
 #define DEF_KERNEL_SET(isa, attr)                                              \
@@ -357,12 +369,8 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
     WIDENED_TYPES(DEF_WIDENED_TYPE, isa, attr)                                 \
     static const reduce_table_t table_##isa = {                                \
         NATIVE_TYPES(TABLE_NATIVE, isa) WIDENED_TYPES(TABLE_WIDENED, isa)};    \
-    DEF_SCALE_NATIVE(float32, float, isa, attr)                                \
-    DEF_SCALE_NATIVE(float64, double, isa, attr)                               \
-    WIDENED_TYPES(DEF_SCALE_WIDENED, isa, attr)                                \
-    static const scale_table_t scale_table_##isa = {                           \
-        TABLE_SCALE(FLOAT32, float32, isa) TABLE_SCALE(FLOAT64, float64, isa)  \
-            WIDENED_TYPES(TABLE_SCALE, isa)};
+    DEF_SCALE_SET(scale, *, isa, attr)                                         \
+    DEF_SCALE_SET(div, /, isa, attr)
 
 /* ---- the kernel sets ----------------------------------------------------- */
 
@@ -433,13 +441,14 @@ static const reduce_table_t *pick_table(void)
     return &table_base;
 }
 
-static const scale_table_t *pick_scale_table(void)
+/* The scaling (@p divide 0) or dividing kernels for the CPU we run on. */
+static const scale_table_t *pick_scale_table(int divide)
 {
 #if REDUCE_HAVE_AVX2
     if (have_avx2())
-        return &scale_table_avx2;
+        return divide ? &div_table_avx2 : &scale_table_avx2;
 #endif
-    return &scale_table_base;
+    return divide ? &div_table_base : &scale_table_base;
 }
 
 void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst, const void *a,
@@ -462,23 +471,31 @@ void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst, const void *a,
     (*table)[dtype][op](dst, a, b, count);
 }
 
-int tutti__scale(tutti_dtype_t dtype, void *dst, const void *src,
-                 size_t count, double factor)
+/* dst = src * f, or src / f when @p divide; -1 for a type without one. */
+static int scale_or_divide(int divide, tutti_dtype_t dtype, void *dst,
+                           const void *src, size_t count, double f)
 {
-    static _Atomic(const scale_table_t *) table_cache;
+    static _Atomic(const scale_table_t *) table_cache[2];
     const scale_table_t *table =
-        atomic_load_explicit(&table_cache, memory_order_relaxed);
+        atomic_load_explicit(&table_cache[divide], memory_order_relaxed);
 
     if ((unsigned)dtype >= TUTTI_DTYPE_COUNT)
         return -1;
     if (table == NULL) {
-        table = pick_scale_table();
-        atomic_store_explicit(&table_cache, table, memory_order_relaxed);
+        table = pick_scale_table(divide);
+        atomic_store_explicit(&table_cache[divide], table,
+                              memory_order_relaxed);
     }
     if ((*table)[dtype] == NULL)
         return -1;
-    (*table)[dtype](dst, src, count, factor);
+    (*table)[dtype](dst, src, count, f);
     return 0;
+}
+
+int tutti__scale(tutti_dtype_t dtype, void *dst, const void *src,
+                 size_t count, double factor)
+{
+    return scale_or_divide(0, dtype, dst, src, count, factor);
 }
 
 #define DIVIDE_CASE(DTYPE, T)                                                  \
@@ -502,6 +519,6 @@ int tutti__divide(tutti_dtype_t dtype, void *buf, size_t count, int divisor)
         DIVIDE_CASE(INT64, int64_t)
         DIVIDE_CASE(UINT64, uint64_t)
     default:
-        return tutti__scale(dtype, buf, buf, count, 1.0 / divisor);
+        return scale_or_divide(1, dtype, buf, buf, count, divisor);
     }
 }

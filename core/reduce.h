@@ -23,7 +23,9 @@ void tutti__reduce(tutti_dtype_t dtype, tutti_op_t op, void *dst,
 int tutti__scale(tutti_dtype_t dtype, void *dst, const void *src,
                  size_t count, double factor);
 /** buf[i] /= divisor: integers truncate toward zero (int8 -128/2 = -64);
- *  floating types multiply by 1/divisor.  For op avg. */
+ *  floating types divide, correctly rounded in float32 (float16, bfloat16,
+ *  float32) or float64, so a representable quotient is exact.  For op
+ *  avg.  Returns -1 for divisor <= 0 or an invalid type. */
 int tutti__divide(tutti_dtype_t dtype, void *buf, size_t count, int divisor);
 
 float tutti__half_to_float(uint16_t h);
