@@ -125,15 +125,17 @@ static size_t sum_counts(const size_t *counts, int n)
 }
 
 /* Elements read from sendbuf and written to recvbuf by this member;
- * recvbuf's for per-rank allgather and alltoall is its capacity. */
-static tutti_status_t io_elems(const tutti_instance_params_t *p, int rank,
-                               int n, size_t *in_out, size_t *out_out)
+ * recvbuf's for per-rank allgather and alltoall is its capacity.  Per-rank
+ * counts are the execution's, @p counts (the instance keeps none). */
+static tutti_status_t io_elems(const tutti_instance_params_t *p,
+                               const size_t *counts, int rank, int n,
+                               size_t *in_out, size_t *out_out)
 {
     size_t c = p->count, in = c, out = c;
     int root = rank == p->root;
 
     if (tutti__coll_per_rank(p)) {
-        if (p->collective != TUTTI_COLL_ALLGATHER && p->counts == NULL)
+        if (p->collective != TUTTI_COLL_ALLGATHER && counts == NULL)
             return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
                                 "0x%llx: %s with per-rank counts needs "
                                 "counts (%d entries)",
@@ -145,11 +147,11 @@ static tutti_status_t io_elems(const tutti_instance_params_t *p, int rank,
             out = p->recv_capacity;
             break;
         case TUTTI_COLL_REDUCE_SCATTER:
-            in = sum_counts(p->counts, n);
-            out = p->counts[rank];
+            in = sum_counts(counts, n);
+            out = counts[rank];
             break;
         default: /* alltoall */
-            in = sum_counts(p->counts, n);
+            in = sum_counts(counts, n);
             out = p->recv_capacity;
             break;
         }
@@ -191,7 +193,8 @@ tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
                                       uint64_t *bytes_out)
 {
     size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
-    tutti_status_t st = io_elems(p, rank, group_size, &in, &out);
+    tutti_status_t st = io_elems(p, p->counts, rank, group_size, &in,
+                                  &out);
     int query = tutti__coll_per_rank(p) && recvbuf == NULL &&
                 p->recv_capacity == 0 &&
                 (p->collective == TUTTI_COLL_ALLGATHER ||
@@ -209,12 +212,6 @@ tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
                             tutti_collective_name(p->collective), rank,
                             in > 0 && sendbuf == NULL ? "sendbuf" : "recvbuf",
                             in > 0 && sendbuf == NULL ? in : out);
-    if (tutti__coll_per_rank(p) && p->collective == TUTTI_COLL_ALLTOALL &&
-        sendbuf != NULL && sendbuf == recvbuf)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "alltoall with per-rank counts cannot run in "
-                            "place (sendbuf == recvbuf)",
-                            (unsigned long long)p->instance_key);
     *bytes_out = (uint64_t)in * esize;
     return TUTTI_OK;
 }
@@ -225,64 +222,117 @@ size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,
     size_t in = 0, out = 0;
     if (tutti__coll_per_rank(p) && p->collective != TUTTI_COLL_REDUCE_SCATTER)
         return 0; /* the implementation says */
-    if (io_elems(p, rank, group_size, &in, &out) != TUTTI_OK)
+    if (io_elems(p, p->counts, rank, group_size, &in, &out) != TUTTI_OK)
         return 0;
     return out;
 }
 
-int tutti__coll_scaled(const tutti_instance_params_t *p)
+int tutti__coll_prepared(const tutti_instance_params_t *p)
 {
-    return tutti_collective_reduces(p->collective) &&
-           (p->op == TUTTI_OP_AVG || scales(p->pre_scale) ||
-            scales(p->post_scale));
+    if (tutti__coll_per_rank(p) && p->collective == TUTTI_COLL_ALLTOALL)
+        return 1;
+    return tutti_collective_reduces(p->collective) && scales(p->pre_scale);
 }
 
-tutti_status_t tutti__coll_prescale(const tutti_instance_params_t *p,
-                                    int rank, int group_size,
-                                    tutti__stage_t *stage,
-                                    tutti_alg_exec_t *x)
+int tutti__coll_postscaled(const tutti_instance_params_t *p)
+{
+    return tutti_collective_reduces(p->collective) &&
+           (p->op == TUTTI_OP_AVG || scales(p->post_scale));
+}
+
+/* Makes @p stage hold at least @p bytes; it only grows. */
+static tutti_status_t stage_reserve(const tutti_instance_params_t *p,
+                                    tutti__stage_t *stage, size_t bytes,
+                                    const char *what)
+{
+    if (stage->len >= bytes)
+        return TUTTI_OK;
+    void *buf = realloc(stage->buf, bytes);
+    if (buf == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance 0x%llx: "
+                            "no memory for %zu bytes of %s",
+                            (unsigned long long)p->instance_key, bytes, what);
+    stage->buf = buf;
+    stage->len = bytes;
+    return TUTTI_OK;
+}
+
+/* 1 if this member's recvbuf is an output it may use before the result
+ * lands there: the whole input fits where the result goes. */
+static int output_takes_input(const tutti_instance_params_t *p, int rank)
+{
+    switch (p->collective) {
+    case TUTTI_COLL_ALLREDUCE:
+        return 1;
+    case TUTTI_COLL_REDUCE:
+        return rank == p->root;
+    default:
+        return 0;
+    }
+}
+
+tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
+                                   int rank, int group_size,
+                                   tutti__stage_t *stage, tutti_alg_exec_t *x)
 {
     size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
+    int in_place = x->sendbuf == x->recvbuf;
+    tutti_status_t st;
     void *dst;
 
+    if (tutti__coll_per_rank(p) && p->collective == TUTTI_COLL_ALLTOALL &&
+        in_place && x->sendbuf != NULL) {
+        /* The blocks leave and arrive in other layouts: the input moves
+         * aside first, so the implementation sees an out-of-place call. */
+        if ((st = io_elems(p, x->counts, rank, group_size, &in, &out)) !=
+                TUTTI_OK ||
+            (st = stage_reserve(p, stage, in * esize, "alltoall input")) !=
+                TUTTI_OK)
+            return st;
+        if (in > 0)
+            memcpy(stage->buf, x->sendbuf, in * esize);
+        x->sendbuf = stage->buf;
+        return TUTTI_OK;
+    }
     if (!tutti_collective_reduces(p->collective) || !scales(p->pre_scale))
         return TUTTI_OK;
-    if (io_elems(p, rank, group_size, &in, &out) != TUTTI_OK || in == 0)
+    if ((st = io_elems(p, x->counts, rank, group_size, &in, &out)) !=
+        TUTTI_OK)
+        return st;
+    if (in == 0)
         return TUTTI_OK;
-    if (x->sendbuf == x->recvbuf) {
-        dst = x->recvbuf; /* in place: the input may be overwritten */
-    } else if (p->collective == TUTTI_COLL_ALLREDUCE ||
-               (p->collective == TUTTI_COLL_REDUCE && rank == p->root)) {
+    if (in_place && p->collective == TUTTI_COLL_REDUCE_SCATTER) {
+        dst = x->recvbuf; /* the input may be overwritten */
+    } else if (output_takes_input(p, rank)) {
         dst = x->recvbuf; /* scale into the output, then reduce in place */
     } else {
-        if (stage->len < in * esize) {
-            void *buf = realloc(stage->buf, in * esize);
-            if (buf == NULL)
-                return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance "
-                                    "0x%llx: no memory for %zu bytes of "
-                                    "pre-scaled input",
-                                    (unsigned long long)p->instance_key,
-                                    in * esize);
-            stage->buf = buf;
-            stage->len = in * esize;
-        }
+        /* reduce_scatter out of place, a reduce's other ranks (whose one
+         * buffer is only an input, in place or not): scale aside. */
+        if ((st = stage_reserve(p, stage, in * esize, "pre-scaled input")) !=
+            TUTTI_OK)
+            return st;
         dst = stage->buf;
     }
-    tutti__scale(p->dtype, dst, x->sendbuf, in, p->pre_scale);
+    if (tutti__scale(p->dtype, dst, x->sendbuf, in, p->pre_scale) != 0)
+        return tutti__error(TUTTI_ERR_INTERNAL, "exec", "instance 0x%llx: "
+                            "no scaling kernel for %s",
+                            (unsigned long long)p->instance_key,
+                            tutti_dtype_name(p->dtype));
     x->sendbuf = dst;
     return TUTTI_OK;
 }
 
-void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
-                           int group_size, const tutti_alg_exec_t *x)
+tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,
+                                     int rank, int group_size,
+                                     const tutti_alg_exec_t *x)
 {
     size_t esize = tutti_dtype_size(p->dtype), out = p->count, off = 0;
-    double f = scales(p->post_scale) ? p->post_scale : 1.0;
+    int rc = 0;
 
     if (!tutti_collective_reduces(p->collective) || x->recvbuf == NULL)
-        return;
+        return TUTTI_OK;
     if (p->collective == TUTTI_COLL_REDUCE && rank != p->root)
-        return;
+        return TUTTI_OK;
     if (p->collective == TUTTI_COLL_REDUCE_SCATTER) {
         if (tutti__coll_per_rank(p)) {
             out = x->counts[rank];
@@ -294,12 +344,16 @@ void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
             off = 0; /* out of place: the result starts recvbuf */
     }
     char *buf = (char *)x->recvbuf + off * esize;
-    if (p->op == TUTTI_OP_AVG && !tutti_dtype_is_float(p->dtype)) {
-        tutti__divide(p->dtype, buf, out, group_size);
-        return;
-    }
+    /* avg divides (exact whenever the quotient is representable), then
+     * post_scale multiplies: two roundings, not one by n's inverse. */
     if (p->op == TUTTI_OP_AVG)
-        f /= group_size;
-    if (f != 1.0)
-        tutti__scale(p->dtype, buf, buf, out, f);
+        rc = tutti__divide(p->dtype, buf, out, group_size);
+    if (rc == 0 && scales(p->post_scale))
+        rc = tutti__scale(p->dtype, buf, buf, out, p->post_scale);
+    if (rc != 0)
+        return tutti__error(TUTTI_ERR_INTERNAL, "exec", "instance 0x%llx: "
+                            "no avg or scaling kernel for %s",
+                            (unsigned long long)p->instance_key,
+                            tutti_dtype_name(p->dtype));
+    return TUTTI_OK;
 }

@@ -12,8 +12,8 @@
 #include <tutti/module.h>
 #include <tutti/tutti.h>
 
-/** Scratch for pre-scaled input that cannot be written in place; an
- *  instance's, grown to the largest input seen. */
+/** Scratch for input the core prepares aside (pre-scaled, or an in-place
+ *  per-rank alltoall's); an instance's, grown to the largest input seen. */
 typedef struct {
     void *buf;
     size_t len;
@@ -44,16 +44,25 @@ tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
 size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,
                               int group_size);
 
-/** 1 if the core scales around the implementation for this instance. */
-int tutti__coll_scaled(const tutti_instance_params_t *p);
-/** Before run: multiplies the input by pre_scale, in place when the call
- *  is, else into recvbuf or @p stage; points x->sendbuf at it. */
-tutti_status_t tutti__coll_prescale(const tutti_instance_params_t *p,
-                                    int rank, int group_size,
-                                    tutti__stage_t *stage,
-                                    tutti_alg_exec_t *x);
-/** After success: applies post_scale and avg's division to the output. */
-void tutti__coll_postscale(const tutti_instance_params_t *p, int rank,
-                           int group_size, const tutti_alg_exec_t *x);
+/** 1 if the core may stage or scale this instance's input before the
+ *  implementation runs (tutti__coll_prepare has work to do). */
+int tutti__coll_prepared(const tutti_instance_params_t *p);
+/** 1 if the core scales the output after the implementation (avg,
+ *  post_scale). */
+int tutti__coll_postscaled(const tutti_instance_params_t *p);
+/** Before run, so the implementation sees what it expects whatever this
+ *  member chose alone: multiplies the input by pre_scale (in place where
+ *  the buffer is this member's output, else into recvbuf or @p stage), and
+ *  moves a per-rank alltoall's input aside when the call is in place.
+ *  Points x->sendbuf at the result.  @p stage only grows. */
+tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
+                                   int rank, int group_size,
+                                   tutti__stage_t *stage,
+                                   tutti_alg_exec_t *x);
+/** After success: avg's division (exact where the quotient is
+ *  representable), then post_scale, on this member's output. */
+tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,
+                                     int rank, int group_size,
+                                     const tutti_alg_exec_t *x);
 
 #endif

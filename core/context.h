@@ -22,6 +22,16 @@ typedef struct tutti__resolver tutti__resolver_t;
 typedef struct tutti__decision tutti__decision_t;
 #define TUTTI_INSTANCE_BUCKETS 64
 
+/* tutti_context_sum()'s state (job_sum.c), under resolver_lock. */
+typedef struct {
+    uint64_t seq;            /* this task's next round */
+    int busy, done;          /* a call waits; its total arrived */
+    uint64_t result;
+    uint64_t coord_seq;      /* task 0: the round it adds */
+    int coord_arrived;
+    uint64_t coord_total;
+} tutti__job_sum_t;
+
 struct tutti_context {
     tutti__config_t cfg;
     tutti__registry_t reg;
@@ -39,6 +49,7 @@ struct tutti_context {
     tutti_status_t abort_status;    /* TUTTI_OK, or what executions fail with */
     char abort_reason[512];
     atomic_int *task_dead;          /* one flag per task */
+    tutti__job_sum_t sum;
 };
 
 /* Marks the context aborted (the first reason stays); wakes joins. */
@@ -88,8 +99,9 @@ struct tutti__instance {
     tutti_status_t failed;           /* resolution refused it: why */
     char failure[512];
     int *permutation;                /* permute: group_size entries */
-    tutti__stage_t stage;            /* pre-scaled input, when needed */
-    int scaled;                      /* the core scales around the impl */
+    tutti__stage_t stage;            /* input prepared aside, when needed */
+    int prepared;                    /* the core may stage or scale input */
+    int postscaled;                  /* the core scales the output */
 };
 
 struct tutti_group {

@@ -484,7 +484,8 @@ static tutti_status_t instance_new(tutti_group_t *g,
                (size_t)g->size * sizeof(int));
         inst->params.permutation = inst->permutation;
     }
-    inst->scaled = tutti__coll_scaled(p);
+    inst->prepared = tutti__coll_prepared(p);
+    inst->postscaled = tutti__coll_postscaled(p);
     if (p->algorithm) {
         snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
         inst->params.algorithm = inst->algorithm;
@@ -629,6 +630,8 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
     tutti_group_t *g = r->group;
+    if (st == TUTTI_OK && inst->postscaled)
+        st = tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
     if (st != TUTTI_OK) {
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
         /* Transfers of a failed execution may still be queued: the group
@@ -641,8 +644,6 @@ static void request_complete(tutti_request_t *r, tutti_status_t st)
             snprintf(g->failure, sizeof(g->failure), "%s", r->error);
         }
     }
-    if (st == TUTTI_OK && inst->scaled)
-        tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
     r->status = st;
     tutti__flight_finish(&g->flight, r->flight_seq, st);
     if (inst->running == r)
@@ -664,8 +665,8 @@ static void request_start(tutti_request_t *r)
     if (r->exec.step + 1 > inst->launched_through)
         inst->launched_through = r->exec.step + 1;
     tutti_status_t st = TUTTI_OK;
-    if (inst->scaled)
-        st = tutti__coll_prescale(&inst->params, g->rank, g->size,
+    if (inst->prepared)
+        st = tutti__coll_prepare(&inst->params, g->rank, g->size,
                                   &inst->stage, &r->exec);
     if (st == TUTTI_OK)
         st = ops->run(inst->state, &r->exec);

@@ -1,20 +1,23 @@
 /*
  * AllToAll: pairwise exchange, as a sequence of ring shifts.
  *
- * At step k (1 .. n-1) a member sends its block for rank+k and receives
- * the block from rank-k, straight between the callers' buffers; its own
- * block is copied locally.  Every member talks to one peer in each
- * direction per step, so the load spreads over all pairs, and at most
- * WINDOW steps are in flight at once, so large groups do not post
+ * At step k (0 .. n-1) member r exchanges blocks with its partner
+ * (k - r) mod n, the same peer in both directions (the pairing is its own
+ * inverse, so every member has one partner per step, or itself, which
+ * makes the step idle).  Blocks go straight between the callers'
+ * buffers; out of place, the own block is copied locally.  Every member
+ * talks to one peer per step, so the load spreads over all pairs, and at
+ * most WINDOW steps are in flight at once, so large groups do not post
  * everything at the start.
  *
- * In place (equal counts only), a block may be overwritten only once it
- * has left; so the partner of step k is (k - rank) mod n, the same peer in
- * both directions: the block for the partner is copied to a scratch slot
- * (WINDOW blocks, made at init_context), sent from there, and the
- * partner's block arrives in its place.  (A member whose partner is itself
- * idles that step.)
- *
+ * In place, a block may be overwritten only once it has left: the block
+ * for the partner is copied to a scratch slot (WINDOW blocks, made at
+ * init_context), sent from there, and the partner's block arrives in its
+ * place.  The schedule is the same in place and out of place, so members
+ * may differ in whether they run in place (each decides by its own
+ * buffers).  With per-rank counts the core moves an in-place call's input
+ * aside first, so this implementation never sees one.
+
  * Per-rank counts: each member first sends every peer how many elements it
  * will send it, then every member sends every other what it must receive
  * in all and what its recvbuf holds, so all decide alike whether any
@@ -113,7 +116,7 @@ static tutti_status_t a2a_init_context(const tutti_alg_instance_t *inst,
             s->slen[i] = s->rlen[i] = inst->count;
         }
         /* Whether a call will be in place is known only per call.  Step i
-         * uses slot i mod WINDOW (steps 0 .. n-1 in place). */
+         * uses slot i mod WINDOW. */
         size_t slots = n < WINDOW ? n : WINDOW;
         if (n > 1 && inst->count > 0 &&
             (s->scratch = malloc(slots * inst->count * s->esize)) == NULL)
@@ -129,18 +132,13 @@ err_free_state:
                        inst->count == TUTTI_COUNT_PER_RANK ? 0 : inst->count);
 }
 
-/* The peer of data step @p i, both directions, or -1: an idle step. */
+/* The partner of data step @p i, both directions, or -1: an idle step. */
 static void step_peers(const a2a_state_t *s, int i, int *to, int *from)
 {
     int n = s->inst->group_size, r = s->inst->rank;
-    if (s->in_place) {
-        *to = *from = tutti_alg_ring_mod(i - r, n);
-        if (*to == r)
-            *to = *from = -1;
-        return;
-    }
-    *to = tutti_alg_ring_mod(r + i + 1, n);
-    *from = tutti_alg_ring_mod(r - i - 1, n);
+    *to = *from = tutti_alg_ring_mod(i - r, n);
+    if (*to == r)
+        *to = *from = -1;
 }
 
 static tutti_status_t post_step(a2a_state_t *s, tutti_alg_exec_t *x, int i)
@@ -263,7 +261,7 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
     tutti_status_t st;
 
     s->in_place = !s->per_rank && x->sendbuf == x->recvbuf;
-    s->steps = s->in_place ? n : n - 1;
+    s->steps = n;
     if (!s->per_rank) {
         if (in->count == 0 || (s->in_place && n == 1))
             return TUTTI_OK;

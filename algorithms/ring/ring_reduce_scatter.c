@@ -15,6 +15,8 @@
  * (rule parameter "chunk", bytes, default 1M): blocks longer than that
  * are reduced in rounds of one chunk-sized piece of every block, which
  * bounds the scratch also for per-rank counts, unknown until each call.
+ * Members in place cut the same rounds, so members may differ in whether
+ * they run in place.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -208,9 +210,12 @@ static tutti_status_t rs_run(void *state, tutti_alg_exec_t *x)
             memcpy(x->recvbuf, x->sendbuf, s->len[0] * s->esize);
         return TUTTI_OK;
     }
-    /* Pieces as long as the longest block where no scratch holds them. */
+    /* Pieces of at most one scratch buffer in groups that keep partials
+     * in scratch.  In place needs none, but every member must cut the
+     * same pieces, whatever each chose alone: a member's in place is not
+     * its peers' (each decides by its own buffers, as NCCL's callers do). */
     s->piece = maxlen;
-    if (x->sendbuf != x->recvbuf && n > 2 && s->chunk < maxlen)
+    if (n > 2 && s->chunk < maxlen)
         s->piece = s->chunk;
     s->rounds = (maxlen + s->piece - 1) / s->piece;
     s->round = 0;

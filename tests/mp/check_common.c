@@ -89,7 +89,9 @@ static void describe(const tutti_check_case_t *k, char *buf, size_t len)
     if (k->perm != NULL)
         n += snprintf(buf + n, len - (size_t)n, " perm[0]=%d", k->perm[0]);
     snprintf(buf + n, len - (size_t)n, " %s",
-             k->in_place ? "in-place" : "out-of-place");
+             k->in_place == 2 ? "in place on odd ranks"
+             : k->in_place    ? "in-place"
+                              : "out-of-place");
 }
 
 static int fail(tutti_checker_t *c, const tutti_check_case_t *k,
@@ -127,10 +129,13 @@ int tutti_check_case(tutti_checker_t *c, const tutti_check_case_t *k)
     size_t es = tutti_dtype_size(k->dtype), first = 0;
     size_t nin = tutti_pattern_in_count(&pat, rank);
     size_t nout = tutti_pattern_out_count(&pat, rank);
-    /* A gather's non-root has no output to share its buffer with: it passes
-     * recvbuf NULL in the in-place runs. */
-    int gather_leaf = k->coll == TUTTI_COLL_GATHER && rank != k->root;
-    int ip = k->in_place && !gather_leaf;
+    /* Each member decides alone whether it runs in place (mixed: the odd
+     * ranks do).  A reduce's or gather's other ranks have no output: in
+     * place their one buffer is only an input and must come back as it
+     * was; out of place they pass recvbuf NULL for odd counts. */
+    int ip = k->in_place == 1 || (k->in_place == 2 && rank % 2 == 1);
+    int leaf = (k->coll == TUTTI_COLL_GATHER || k->coll == TUTTI_COLL_REDUCE) &&
+               rank != k->root;
     size_t in_off = ip ? tutti_pattern_in_offset(&pat, rank) : 0;
     size_t out_off = ip ? tutti_pattern_out_offset(&pat, rank) : 0;
     size_t span = ip ? tutti_pattern_inplace_count(&pat, rank) : 0;
@@ -157,13 +162,14 @@ int tutti_check_case(tutti_checker_t *c, const tutti_check_case_t *k)
     if (ip) {
         memset(c->in, FILL, span * es + GUARD);
         tutti_pattern_fill(&pat, rank, c->in + in_off * es);
+        memcpy(c->copy, c->in, span * es + GUARD);
         recv = c->in;
     } else {
         tutti_pattern_fill(&pat, rank, c->in);
         memset(c->in + nin * es, FILL, GUARD);
         memcpy(c->copy, c->in, nin * es + GUARD);
         memset(c->out, FILL, nout * es + GUARD);
-        recv = gather_leaf && k->in_place ? NULL : c->out;
+        recv = leaf && k->count % 2 == 1 ? NULL : c->out;
     }
     tutti_status_t st = tutti_execute(c->g, &p, send, recv, &req);
     if (st == TUTTI_OK) {
@@ -190,6 +196,9 @@ int tutti_check_case(tutti_checker_t *c, const tutti_check_case_t *k)
     if (ip && !untouched(c->in + span * es, GUARD))
         return fail(c, k, "wrote past the end of its buffer (%zu elements)",
                     span);
+    if (ip && leaf && memcmp(c->in, c->copy, span * es) != 0)
+        return fail(c, k, "changed its in-place buffer, an input only on "
+                    "this rank (%zu elements)", span);
     if (!ip && !untouched(c->out + nout * es, GUARD))
         return fail(c, k, "wrote past the output (%zu elements)", nout);
     if (!ip && memcmp(c->in, c->copy, nin * es + GUARD) != 0)
@@ -252,12 +261,12 @@ static int keep(const matrix_t *m, int mode, int impl_ix, int coll, int d,
 {
     uint64_t h = mix(mix(mix(mix(0x7475747469u, (uint64_t)impl_ix),
                              (uint64_t)coll), (uint64_t)m->n),
-                     (uint64_t)(((d * 8 + o) * 8 + s) * 8 + k) * 2 + ip);
+                     (uint64_t)(((d * 8 + o) * 8 + s) * 8 + k) * 3 + ip);
     int small = m->counts[k] <= (size_t)m->n + 1;
     if (mode == FULL)
         return 1;
     if (o == d % nops && k == d % m->num_counts &&
-        ip == (d + d / m->num_counts) % 2 && s == d % nsc)
+        ip == (d + d / m->num_counts) % 3 && s == d % nsc)
         return small || v == (int)(h % (uint64_t)nv);
     h = mix(h, (uint64_t)v);
     if (mode == COVER_ONLY)
@@ -282,7 +291,7 @@ static void run_collective(matrix_t *m, int mode, int impl_ix,
         for (int o = 0; o < nops; o++)
             for (int s = 0; s < nsc; s++)
                 for (int k = 0; k < m->num_counts; k++)
-                    for (int ip = 0; ip < 2; ip++)
+                    for (int ip = 0; ip < 3; ip++)
                         for (int v = 0; v < nv; v++) {
                             tutti_check_case_t kc = {
                                 coll, (tutti_dtype_t)d,
@@ -328,6 +337,8 @@ static const tutti_dtype_t scenario_dtype[] = {TUTTI_INT32, TUTTI_FLOAT32,
                                                TUTTI_FLOAT16, TUTTI_BFLOAT16};
 static const tutti_op_t scenario_op[] = {TUTTI_OP_SUM, TUTTI_OP_MAX,
                                          TUTTI_OP_AVG, TUTTI_OP_PROD};
+/* reduce_scatter's pre_scale per scenario (float types only). */
+static const double scenario_pre[] = {0, -2, 4, 0.5};
 
 /* What recv_counts[j] must say on @p rank. */
 static size_t want_recv_count(const tutti_pattern_t *p, int rank, int j)
@@ -380,16 +391,18 @@ static tutti_status_t exec_wait(tutti_checker_t *c,
 }
 
 /* The sizes-only query, then the last rank short by one element, then the
- * real call; in place (allgather, reduce_scatter) when @p in_place. */
+ * real call; in place when @p in_place (2: on odd ranks only; alltoall:
+ * the core stages it). */
 static void per_rank_one(tutti_checker_t *c, tutti_collective_t coll,
                          const char *algorithm, int sc, int in_place)
 {
     int rank = tutti_group_rank(c->g), n = tutti_group_size(c->g);
     size_t *mat = calloc((size_t)n * (size_t)n, sizeof(size_t)), first = 0;
+    double pre = coll == TUTTI_COLL_REDUCE_SCATTER ? scenario_pre[sc] : 0;
     tutti_pattern_t pat = {coll, scenario_dtype[sc], scenario_op[sc], n, 0,
-                           TUTTI_COUNT_PER_RANK, mat, NULL, 0, 0};
+                           TUTTI_COUNT_PER_RANK, mat, NULL, pre, 0};
     tutti_check_case_t k = {coll, pat.dtype, pat.op, TUTTI_COUNT_PER_RANK, 0,
-                            in_place, 0, 0, NULL, algorithm};
+                            in_place, pre, 0, NULL, algorithm};
     tutti_instance_params_t p;
     tutti_request_info_t info;
     tutti_status_t st;
@@ -415,6 +428,7 @@ static void per_rank_one(tutti_checker_t *c, tutti_collective_t coll,
     p.dtype = pat.dtype;
     p.op = pat.op;
     p.count = TUTTI_COUNT_PER_RANK;
+    p.pre_scale = pre;
     p.algorithm = algorithm;
     p.counts = coll == TUTTI_COLL_ALLTOALL ? mat + (size_t)rank * (size_t)n
                                           : mat;
@@ -461,7 +475,8 @@ static void per_rank_one(tutti_checker_t *c, tutti_collective_t coll,
     /* The real call, with exactly the room needed. */
     p.recv_capacity = nout;
     unsigned char *res = c->out;
-    if (in_place) {
+    int ip = in_place == 1 || (in_place == 2 && rank % 2 == 1);
+    if (ip) {
         memset(c->in, FILL, span * es + GUARD);
         tutti_pattern_fill(&pat, rank,
                            c->in + tutti_pattern_in_offset(&pat, rank) * es);
@@ -483,11 +498,11 @@ static void per_rank_one(tutti_checker_t *c, tutti_collective_t coll,
              "got %g, want %g", sc, wrong, first,
              tutti_pattern_get(res, pat.dtype, first),
              tutti_pattern_expected(&pat, rank, first));
-    else if (in_place && !untouched(c->in + span * es, GUARD))
+    else if (ip && !untouched(c->in + span * es, GUARD))
         fail(c, &k, "counts scenario %d: wrote past its buffer", sc);
-    else if (!in_place && !untouched(c->out + nout * es, GUARD))
+    else if (!ip && !untouched(c->out + nout * es, GUARD))
         fail(c, &k, "counts scenario %d: wrote past the output", sc);
-    else if (!in_place && memcmp(c->in, c->copy, nin * es + GUARD) != 0)
+    else if (!ip && memcmp(c->in, c->copy, nin * es + GUARD) != 0)
         fail(c, &k, "counts scenario %d: wrote into its input", sc);
 out:
     free(mat);
@@ -497,7 +512,7 @@ void tutti_check_per_rank(tutti_checker_t *c, tutti_collective_t coll,
                           const char *algorithm)
 {
     for (int sc = 0; sc < 4; sc++)
-        for (int ip = 0; ip < (coll == TUTTI_COLL_ALLTOALL ? 1 : 2); ip++)
+        for (int ip = 0; ip < 3; ip++)
             per_rank_one(c, coll, algorithm, sc, ip);
 }
 

@@ -51,7 +51,8 @@ typedef struct {
     tutti_op_t op;
     size_t count;
     int root;
-    int in_place;
+    int in_place;           /* 0 out of place, 1 in place, 2 mixed: odd
+                               ranks in place, even ranks not */
     double pre_scale, post_scale;
     const int *perm;        /* permute */
     const char *algorithm;  /* NULL: selection */
