@@ -31,6 +31,8 @@ typedef enum {
     TUTTI_CTRL_TASK_DEAD,     /* the control thread saw from_task's process
                                  gone (never on the wire) */
     TUTTI_CTRL_BYE,           /* task -> every task: context destroyed */
+    TUTTI_CTRL_SUM,           /* task -> coordinator: its value of a sum */
+    TUTTI_CTRL_SUM_DONE,      /* coordinator -> every task: the total */
 } tutti__ctrl_type_t;
 
 typedef struct {

@@ -877,6 +877,8 @@ static void dispatch(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
     case TUTTI_CTRL_INST_TIMEOUT: coord_inst_timeout(ctx, msg); break;
     case TUTTI_CTRL_INST_OK:
     case TUTTI_CTRL_INST_ERR: member_decision(ctx, msg); break;
+    case TUTTI_CTRL_SUM:
+    case TUTTI_CTRL_SUM_DONE: tutti__job_sum_handle(ctx, msg); break;
     default:
         tutti__log(TUTTI_LOG_ERROR, "resolve", "control frame of unknown "
                    "type %u from task %d", msg->type, msg->from_task);
@@ -1156,6 +1158,30 @@ void tutti__resolve_timeout(tutti_group_t *g, uint64_t instance_key)
     pthread_mutex_lock(&g->ctx->resolver_lock);
     send_to(g->ctx, COORDINATOR_TASK, &m);
     pthread_mutex_unlock(&g->ctx->resolver_lock);
+}
+
+tutti_status_t tutti__resolver_send(tutti_context_t *ctx, int task,
+                                    tutti__ctrl_msg_t *msg)
+{
+    return send_to(ctx, task, msg);
+}
+
+void tutti__resolver_broadcast(tutti_context_t *ctx, tutti__ctrl_msg_t *msg)
+{
+    msg->from_task = ctx->task;
+    ctx->resolver->frames_sent += (uint64_t)(ctx->num_tasks - 1);
+    tutti__ctrl_broadcast(ctx->resolver->ctrl, msg);
+}
+
+int tutti__resolver_wait(tutti_context_t *ctx, const struct timespec *until)
+{
+    return pthread_cond_timedwait(&ctx->resolver->cond, &ctx->resolver_lock,
+                                  until);
+}
+
+void tutti__resolver_wake(tutti_context_t *ctx)
+{
+    pthread_cond_broadcast(&ctx->resolver->cond);
 }
 
 int tutti__resolver_poll(tutti_context_t *ctx)

@@ -15,6 +15,8 @@
 #ifndef TUTTI_CORE_RESOLVE_H
 #define TUTTI_CORE_RESOLVE_H
 
+#include <time.h>
+
 #include "context.h"
 #include "ctrl.h"
 
@@ -81,6 +83,19 @@ void tutti__resolver_abort(tutti_context_t *ctx, const char *text);
 
 /** Drive the control plane from a thread waiting for a decision. */
 int tutti__resolver_poll(tutti_context_t *ctx);
+
+/** For the other users of the control plane (job_sum.c), with the
+ *  resolver lock held: send @p msg to @p task (in place to this one), or
+ *  to every other task; wait for a wake-up until @p until (0, or the
+ *  error of pthread_cond_timedwait); wake every waiter. */
+tutti_status_t tutti__resolver_send(tutti_context_t *ctx, int task,
+                                    tutti__ctrl_msg_t *msg);
+void tutti__resolver_broadcast(tutti_context_t *ctx, tutti__ctrl_msg_t *msg);
+int tutti__resolver_wait(tutti_context_t *ctx, const struct timespec *until);
+void tutti__resolver_wake(tutti_context_t *ctx);
+
+/** A TUTTI_CTRL_SUM or _SUM_DONE frame (job_sum.c). */
+void tutti__job_sum_handle(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg);
 
 /** Control frames this context has sent (for measurements and tests). */
 uint64_t tutti__resolver_frames_sent(const tutti_context_t *ctx);

@@ -239,13 +239,13 @@ static void prepare(bench_t *b, const tutti_pattern_t *pat)
 
 /* Times one size; fills time (slowest rank) and wrong (all ranks). */
 static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
-                                 double *time_us_out, long long *wrong_out)
+                                 double *time_us_out, uint64_t *wrong_out)
 {
     const options_t *o = b->o;
     tutti_instance_params_t p;
     tutti_status_t st;
     double t, tmax;
-    long long wrong = 0, total;
+    uint64_t wrong = 0, total;
 
     tutti_instance_params_init(&p);
     p.instance_key = key;
@@ -272,13 +272,15 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
         if ((st = run_n(b, &p, 1)) != TUTTI_OK)
             return st;
         size_t off = o->inplace ? tutti_pattern_out_offset(&pat, b->rank) : 0;
-        wrong = (long long)tutti_pattern_check(
+        wrong = tutti_pattern_check(
             &pat, b->rank, b->recvbuf + off * tutti_dtype_size(o->dtype), NULL);
     }
+    /* #wrong is totalled over the control plane, which no selection rule
+     * or module under test takes part in: a broken allreduce cannot hide
+     * its own errors. */
     if ((st = tutti_allreduce(b->group, &t, &tmax, 1, TUTTI_FLOAT64,
                               TUTTI_OP_MAX)) != TUTTI_OK ||
-        (st = tutti_allreduce(b->group, &wrong, &total, 1, TUTTI_INT64,
-                              TUTTI_OP_SUM)) != TUTTI_OK)
+        (st = tutti_context_sum(b->ctx, wrong, &total)) != TUTTI_OK)
         return st;
     *time_us_out = tmax;
     *wrong_out = total;
@@ -326,7 +328,7 @@ static int sweep(bench_t *b)
         size_t count = (size_t)sz / esize / blocks;
         size_t bytes = count * esize * blocks;
         double t;
-        long long wrong;
+        uint64_t wrong;
         tutti_status_t st = bench_size(b, key, count, &t, &wrong);
         if (st != TUTTI_OK) {
             fprintf(stderr, "tutti-perf: rank %d: %s of %zu bytes: %s: %s\n",
@@ -338,11 +340,11 @@ static int sweep(bench_t *b)
         if (b->rank != 0)
             continue;
         double algbw = t > 0 ? (double)bytes / (t * 1e3) : 0;
-        printf("%12zu %12zu %9s %6s %5d %11.2f %11.3f %11.3f %7lld  %s  %s\n",
+        printf("%12zu %12zu %9s %6s %5d %11.2f %11.3f %11.3f %7llu  %s  %s\n",
                bytes, count, tutti_dtype_name(o->dtype),
                ci->reduction ? tutti_op_name(o->op) : "none",
                ci->rooted ? o->root : -1, t, algbw,
-               algbw * bus_factor(o->coll, b->size), wrong, b->impl,
+               algbw * bus_factor(o->coll, b->size), (unsigned long long)wrong, b->impl,
                tutti_collective_name(o->coll));
         fflush(stdout);
     }

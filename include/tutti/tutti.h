@@ -87,6 +87,22 @@ tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason);
 int tutti_context_task(const tutti_context_t *ctx);
 int tutti_context_num_tasks(const tutti_context_t *ctx);
 
+/**
+ * Sum @p value over every task of the job into @p sum_out, through the
+ * control plane: task 0 adds the values and tells every task.  No
+ * algorithm module, selection rule or data transport takes part, so a
+ * tool can total its checks of those (tutti-perf's #wrong) without
+ * trusting them.  Every task calls it the same number of times, one call
+ * at a time per context (another waiting call on the context is refused
+ * with TUTTI_ERR_INVALID_ARG); the n-th calls of all tasks are added
+ * together.  Blocks until the total arrives; fails with TUTTI_ERR_TIMEOUT
+ * after the config's timeout, TUTTI_ERR_PEER if a task is gone,
+ * TUTTI_ERR_ABORTED after an abort.  A round trip through task 0: a
+ * check, not a data path.  The sum wraps modulo 2^64.
+ */
+tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
+                                 uint64_t *sum_out);
+
 /* ---- groups ------------------------------------------------------------- */
 
 typedef struct {

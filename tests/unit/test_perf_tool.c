@@ -194,6 +194,39 @@ static void test_help_and_bad_collective(void **state)
     assert_non_null(strstr(out, "-c 'barrier': invalid value"));
 }
 
+/* A wrong result planted by a module that writes zeros for every
+ * allreduce of the job, the ones tutti-perf itself makes included: #wrong
+ * still counts every element of every rank (it is totalled over the
+ * control plane), and the run fails.  Before, the total went through the
+ * same broken allreduce and read 0. */
+static void test_planted_wrong_result_counted(void **state)
+{
+    char cmd[768], out[16384];
+    int rows = 0;
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_MODULE_PATH=%s/tests/modules/wrong "
+             "TUTTI_ALGO=allreduce:TestZeroAllreduce %s --timeout 60 -n 3 %s "
+             "-c allreduce -b 64 -e 4096 -f 8 -n 2 -w 1", TUTTI_TEST_BUILDDIR,
+             RUN, PERF);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 1) {
+        show(cmd, out);
+        fail_msg("tutti-perf with a broken allreduce exited %d, want 1", rc);
+    }
+    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
+        long long size, count, wrong;
+        char impl[64];
+        if (l[0] == '#' || sscanf(l, "%lld %lld %*s %*s %*d %*f %*f %*f %lld "
+                                  "%63s", &size, &count, &wrong, impl) != 4)
+            continue;
+        assert_string_equal(impl, "TestZeroAllreduce");
+        /* Every element of all 3 ranks is wrong (the pattern has no 0). */
+        assert_int_equal(wrong, 3 * count);
+        rows++;
+    }
+    assert_int_equal(rows, 3); /* 64, 512, 4096 bytes */
+}
+
 /* The collectives: name, redop column, rooted, n blocks, ring factor. */
 static const struct {
     const char *name;
@@ -214,7 +247,7 @@ static char names[NCOLLS * VARIANTS][64];
 
 int main(void)
 {
-    struct CMUnitTest tests[NCOLLS * VARIANTS + 3];
+    struct CMUnitTest tests[NCOLLS * VARIANTS + 4];
     size_t k = 0;
 
     for (size_t i = 0; i < NCOLLS; i++) {
@@ -241,5 +274,7 @@ int main(void)
         test_unknown_implementation_fails);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(
         test_help_and_bad_collective);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(
+        test_planted_wrong_result_counted);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

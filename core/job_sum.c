@@ -1,0 +1,135 @@
+/*
+ * A sum over the tasks of a job through the control plane (see
+ * tutti_context_sum() in tutti.h): every task sends its value to the
+ * coordinator (task 0), which adds them and sends the total to every task.
+ * No algorithm module, selection rule or data transport takes part, so
+ * tools can total their checks of those without trusting them.  A task has
+ * one sum in flight at a time, and a task sends its next value only after
+ * it learned the previous total, which needs every task's value: so the
+ * coordinator only ever adds one round.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "resolve.h"
+
+#define COORDINATOR_TASK 0
+
+typedef struct {
+    uint64_t seq;   /* the round, counted by every task alike */
+    uint64_t value; /* a task's value, or the total */
+} sum_payload_t;
+
+static void send_sum(tutti_context_t *ctx, int task, uint32_t type,
+                     uint64_t seq, uint64_t value)
+{
+    tutti__ctrl_msg_t m;
+    memset(&m, 0, offsetof(tutti__ctrl_msg_t, payload));
+    m.type = type;
+    m.device_index = -1;
+    sum_payload_t p = {seq, value};
+    memcpy(m.payload, &p, sizeof(p));
+    m.len = sizeof(p);
+    if (task < 0)
+        tutti__resolver_broadcast(ctx, &m);
+    else
+        tutti__resolver_send(ctx, task, &m);
+}
+
+static void total_arrived(tutti_context_t *ctx, uint64_t seq, uint64_t total)
+{
+    tutti__job_sum_t *s = &ctx->sum;
+    if (!s->busy || seq != s->seq)
+        return; /* a waiter that gave up; its round still completed */
+    s->result = total;
+    s->done = 1;
+    tutti__resolver_wake(ctx);
+}
+
+void tutti__job_sum_handle(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
+{
+    tutti__job_sum_t *s = &ctx->sum;
+    sum_payload_t p;
+    memcpy(&p, msg->payload, sizeof(p));
+    if (msg->type == TUTTI_CTRL_SUM_DONE) {
+        total_arrived(ctx, p.seq, p.value);
+        return;
+    }
+    /* The coordinator: one round at a time (see above). */
+    if (p.seq != s->coord_seq) {
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "task %d sent its value of "
+                   "sum round %llu while round %llu is open: tasks called "
+                   "tutti_context_sum a different number of times",
+                   msg->from_task, (unsigned long long)p.seq,
+                   (unsigned long long)s->coord_seq);
+        return;
+    }
+    s->coord_total += p.value;
+    if (++s->coord_arrived < ctx->num_tasks)
+        return;
+    uint64_t total = s->coord_total;
+    s->coord_seq++;
+    s->coord_arrived = 0;
+    s->coord_total = 0;
+    send_sum(ctx, -1, TUTTI_CTRL_SUM_DONE, p.seq, total);
+    total_arrived(ctx, p.seq, total);
+}
+
+/* Why this task cannot expect the total: an abort, or a task gone. */
+static tutti_status_t cannot_finish(const tutti_context_t *ctx)
+{
+    if (ctx->abort_status != TUTTI_OK)
+        return tutti__error(ctx->abort_status, "resolve", "sum over the "
+                            "job's tasks: %s", ctx->abort_reason);
+    for (int t = 0; t < ctx->num_tasks; t++)
+        if (atomic_load_explicit(&ctx->task_dead[t], memory_order_relaxed))
+            return tutti__error(TUTTI_ERR_PEER, "resolve", "sum over the "
+                                "job's tasks: task %d is gone: its process "
+                                "exited or was killed", t);
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
+                                 uint64_t *sum_out)
+{
+    tutti__job_sum_t *s;
+    struct timespec until;
+    tutti_status_t st;
+
+    tutti__error_clear();
+    if (ctx == NULL || sum_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "resolve",
+                            "tutti_context_sum: context or sum_out is NULL");
+    s = &ctx->sum;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)ctx->cfg.timeout + 1;
+    pthread_mutex_lock(&ctx->resolver_lock);
+    if (s->busy) {
+        pthread_mutex_unlock(&ctx->resolver_lock);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "resolve", "task %d: "
+                            "tutti_context_sum called while another call "
+                            "of it waits on this context", ctx->task);
+    }
+    s->busy = 1;
+    s->done = 0;
+    send_sum(ctx, COORDINATOR_TASK, TUTTI_CTRL_SUM, s->seq, value);
+    while (!s->done && (st = cannot_finish(ctx)) == TUTTI_OK &&
+           tutti__resolver_wait(ctx, &until) == 0)
+        ;
+    if (s->done)
+        st = TUTTI_OK;
+    else if (st == TUTTI_OK)
+        st = tutti__error(TUTTI_ERR_TIMEOUT, "resolve", "task %d: sum over "
+                          "the job's %d tasks: no total within %.1f s; not "
+                          "every task called tutti_context_sum", ctx->task,
+                          ctx->num_tasks, ctx->cfg.timeout);
+    s->seq++;
+    s->busy = 0;
+    if (st == TUTTI_OK)
+        *sum_out = s->result;
+    pthread_mutex_unlock(&ctx->resolver_lock);
+    return st;
+}
