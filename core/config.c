@@ -1031,10 +1031,18 @@ static bool rule_mismatch(const tutti__rule_t *r,
         mask_mismatch(&tutti__cfg_dtype_kind, r->dtypes, (int)q->dtype, why,
                       len))
         return true;
-    if ((uint64_t)q->bytes < r->size_min || (uint64_t)q->bytes > r->size_max) {
+    /* Per-rank counts are known only per execution: they match as the
+     * largest size, so the bandwidth algorithms, which take any counts,
+     * are chosen. */
+    uint64_t bytes = q->per_rank ? UINT64_MAX : (uint64_t)q->bytes;
+    if (bytes < r->size_min || bytes > r->size_max) {
         format_range(r->size_min, r->size_max, UINT64_MAX, false, range,
                      sizeof(range));
-        snprintf(why, len, "size %zu outside %s", q->bytes, range);
+        if (q->per_rank)
+            snprintf(why, len, "per-rank counts match as the largest size, "
+                     "outside %s", range);
+        else
+            snprintf(why, len, "size %zu outside %s", q->bytes, range);
         return true;
     }
     return int_mismatch("group_size", q->group_size, r->group_min,
@@ -1060,9 +1068,21 @@ const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
     return NULL;
 }
 
+const char *tutti__config_query_size(const tutti_select_query_t *q,
+                                     char *buf, size_t len)
+{
+    if (q->per_rank)
+        snprintf(buf, len, "per-rank counts");
+    else
+        snprintf(buf, len, "%zu bytes", q->bytes);
+    return buf;
+}
+
 const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
                                           const tutti_select_query_t *q,
-                                          char *explain, size_t explain_len)
+                                          tutti__rule_accept_fn accept,
+                                          void *arg, char *explain,
+                                          size_t explain_len)
 {
     tutti__cfg_sbuf_t sb = {explain_len > 0 ? explain : NULL, explain_len, 0};
     char where[300], why[400];
@@ -1078,7 +1098,9 @@ const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
             tutti__cfg_sb_printf(&sb, "%s: %s: skipped (%s)\n", where,
                                  rule_algo(r),
                                  r->skip_reason != NULL ? r->skip_reason : "");
-        } else if (rule_mismatch(r, q, why, sizeof(why))) {
+        } else if (rule_mismatch(r, q, why, sizeof(why)) ||
+                   (accept != NULL && r->algorithm != NULL &&
+                    !accept(arg, r->algorithm, q, why, sizeof(why)))) {
             tutti__cfg_sb_printf(&sb, "%s: %s: no (%s)\n", where, rule_algo(r),
                                  why);
         } else {

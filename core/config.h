@@ -120,20 +120,34 @@ typedef int (*tutti__impl_lookup_fn)(void *arg, const char *name,
 void tutti__config_check_rules(tutti__config_t *cfg,
                                tutti__impl_lookup_fn has_impl, void *arg);
 
+/** Whether the implementation a matching rule names can serve @p q (the
+ *  registry's knowledge, which the config lacks); 0 with the reason in
+ *  @p why when it cannot. */
+typedef int (*tutti__rule_accept_fn)(void *arg, const char *algorithm,
+                                     const tutti_select_query_t *q, char *why,
+                                     size_t len);
+
 /**
- * First rule (not skipped) matching @p q, or NULL.  If @p explain is not
- * NULL, write one line per rule considered ("<file>:<line>: <algorithm>:
- * matches" / "no: size 2048 outside 0-1024" / "skipped: ...").
+ * First rule (not skipped) matching @p q whose implementation @p accept
+ * (if not NULL) takes, or NULL.  If @p explain is not NULL, write one line
+ * per rule considered ("<file>:<line>: <algorithm>: matches" / "no: size
+ * 2048 outside 0-1024" / "no: <accept's reason>" / "skipped: ...").
  */
 const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
                                           const tutti_select_query_t *q,
-                                          char *explain, size_t explain_len);
+                                          tutti__rule_accept_fn accept,
+                                          void *arg, char *explain,
+                                          size_t explain_len);
 
 /** First rule (not skipped) matching @p q that names @p algorithm, or
  *  NULL: where a call that names its implementation takes its params. */
 const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
                                                 const tutti_select_query_t *q,
                                                 const char *algorithm);
+
+/** "per-rank counts" or "<bytes> bytes", for messages about @p q. */
+const char *tutti__config_query_size(const tutti_select_query_t *q,
+                                     char *buf, size_t len);
 
 /** A setting by its dotted key ("shm.slots", "timeout", "tcp.ports") as
  *  text in @p buf, for transport modules; NULL for a key not known here.

@@ -432,6 +432,34 @@ const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
     return name ? find_impl(reg, name) : NULL;
 }
 
+int tutti__registry_accept(void *arg, const char *name,
+                           const tutti_select_query_t *q, char *why,
+                           size_t len)
+{
+    const tutti__registry_t *reg = arg;
+    const tutti__impl_entry_t *e = tutti__registry_find(reg, name);
+    const char *coll = tutti_collective_name(q->collective);
+    if (e == NULL) {
+        snprintf(why, len, "%s is not provided by any loaded module", name);
+        return 0;
+    }
+    if (!(e->impl->collectives & TUTTI_COLL_BIT(q->collective)) ||
+        !(e->impl->device_types & TUTTI_DEVICE_BIT(q->device_type))) {
+        snprintf(why, len, "%s (module %s) does not run %s on %s devices",
+                 name, reg->modules[e->module].name, coll ? coll : "?",
+                 tutti_device_type_name(q->device_type));
+        return 0;
+    }
+    if (q->per_rank &&
+        !(e->impl->per_rank_collectives & TUTTI_COLL_BIT(q->collective))) {
+        snprintf(why, len, "%s (module %s) runs %s with equal counts only, "
+                 "not per-rank counts", name, reg->modules[e->module].name,
+                 coll);
+        return 0;
+    }
+    return 1;
+}
+
 void tutti__registry_free(tutti__registry_t *reg)
 {
     if (reg == NULL)

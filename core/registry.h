@@ -53,6 +53,12 @@ tutti_status_t tutti__registry_load(tutti__registry_t *reg,
                                     const tutti__strlist_t *load_only);
 const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
                                                 const char *name);
+/** A tutti__rule_accept_fn over @p reg (a tutti__registry_t *): the
+ *  implementation is loaded, runs q's collective on q's device type and,
+ *  for per-rank counts, runs the collective with them. */
+int tutti__registry_accept(void *reg, const char *name,
+                           const tutti_select_query_t *q, char *why,
+                           size_t len);
 /** The loaded transport module whose transport is named @p name. */
 const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
                                               const char *name);

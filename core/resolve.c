@@ -575,6 +575,19 @@ static int disagreement(const coord_inst_t *ci, char *why, size_t len)
     return 0;
 }
 
+/* What selection sees of an agreed instance. */
+static void query_of(const inst_payload_t *p, tutti_select_query_t *q)
+{
+    int per_rank = p->count == (uint64_t)TUTTI_COUNT_PER_RANK;
+    *q = (tutti_select_query_t){
+        (tutti_collective_t)p->collective, (tutti_device_type_t)p->device_type,
+        (tutti_dtype_t)p->dtype,
+        per_rank ? SIZE_MAX
+                 : tutti__coll_select_bytes((tutti_collective_t)p->collective,
+                                            (tutti_dtype_t)p->dtype, p->count),
+        p->size, p->num_tasks, per_rank};
+}
+
 /* Runs the implementation's init_params once, for every member: its bytes
  * travel in the decision. */
 static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
@@ -587,13 +600,8 @@ static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
     d->details_len = 0;
     if (ops->init_params == NULL)
         return TUTTI_OK;
-    tutti_select_query_t q = {(tutti_collective_t)p->collective,
-                              (tutti_device_type_t)p->device_type,
-                              (tutti_dtype_t)p->dtype,
-                              tutti__coll_select_bytes(
-                                  (tutti_collective_t)p->collective,
-                                  (tutti_dtype_t)p->dtype, p->count),
-                              p->size, p->num_tasks};
+    tutti_select_query_t q;
+    query_of(p, &q);
     tutti_alg_instance_t inst = {
         sizeof(inst), (tutti_collective_t)p->collective,
         (tutti_dtype_t)p->dtype, (tutti_op_t)p->op, p->count, p->root, 0,
@@ -603,7 +611,8 @@ static tutti_status_t plan(tutti_context_t *ctx, const coord_inst_t *ci,
          * the first rule for it that matches the call. */
         p->algorithm[0]
             ? tutti__config_select_named(&ctx->cfg, &q, p->algorithm)
-            : tutti__config_select(&ctx->cfg, &q, NULL, 0),
+            : tutti__config_select(&ctx->cfg, &q, tutti__registry_accept,
+                                   &ctx->reg, NULL, 0),
         NULL, NULL};
     if (inst.op == TUTTI_OP_AVG)
         inst.op = TUTTI_OP_SUM;
@@ -636,22 +645,21 @@ static tutti_status_t choose(tutti_context_t *ctx, const coord_inst_t *ci,
 
     snprintf(d->detail, sizeof(d->detail), "named by the call");
     if (name == NULL) {
-        tutti_select_query_t q = {(tutti_collective_t)p->collective,
-                                  (tutti_device_type_t)p->device_type,
-                                  (tutti_dtype_t)p->dtype,
-                                  tutti__coll_select_bytes(
-                                      (tutti_collective_t)p->collective,
-                                      (tutti_dtype_t)p->dtype, p->count),
-                                  p->size, p->num_tasks};
-        const tutti__rule_t *rule = tutti__config_select(&ctx->cfg, &q, NULL,
-                                                         0);
+        char size[32];
+        tutti_select_query_t q;
+        query_of(p, &q);
+        const tutti__rule_t *rule = tutti__config_select(
+            &ctx->cfg, &q, tutti__registry_accept, &ctx->reg, NULL, 0);
         if (rule == NULL) {
             snprintf(d->detail, sizeof(d->detail),
-                     "no selection rule matches %s (%s, %s, %zu bytes, group "
-                     "of %d, %d tasks); add one to %s or set TUTTI_ALGO",
+                     "no selection rule matches %s (%s, %s, %s, group of "
+                     "%d, %d tasks) with an implementation that runs it; "
+                     "add one to %s or set TUTTI_ALGO (tutti-info --explain "
+                     "shows each rule's reason)",
                      tutti_collective_name(q.collective),
                      dev_name(p->device_type), tutti_dtype_name(q.dtype),
-                     q.bytes, q.group_size, q.num_tasks,
+                     tutti__config_query_size(&q, size, sizeof(size)),
+                     q.group_size, q.num_tasks,
                      ctx->cfg.path ? ctx->cfg.path : "the config");
             return TUTTI_ERR_NOT_FOUND;
         }

@@ -229,7 +229,7 @@ int main(int argc, char **argv)
         {0, 0, 0, 0}};
     tutti_context_params_t cp;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 1u << 20, 2, -1};
+                              TUTTI_FLOAT32, 1u << 20, 2, -1, 0};
     tutti_context_t *ctx;
     int c, li = 0, want_explain = 0, want_resolve = 0, bad = 0, rc;
 

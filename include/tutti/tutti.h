@@ -374,12 +374,20 @@ typedef struct {
     size_t bytes;        /**< message size in bytes (count x dtype size) */
     int group_size;
     int num_tasks;
+    int per_rank;        /**< 1: counts given per rank per execution
+                              (TUTTI_COUNT_PER_RANK); bytes is then ignored,
+                              rules match as at the largest size, and only
+                              implementations that run the collective with
+                              per-rank counts are chosen */
 } tutti_select_query_t;
 
 /**
  * Explain which rule picks which implementation for @p query.  Writes a
  * human-readable account (one line per rule considered) into @p buf and the
  * chosen implementation name into @p impl_out (borrowed, context's life).
+ * A rule is passed over when its implementation is not loaded, does not run
+ * the collective on the device type, or (per_rank) runs it with equal
+ * counts only: the next matching rule is considered, as calls do.
  */
 tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
                                   const tutti_select_query_t *query, char *buf,

@@ -669,7 +669,7 @@ static void test_check_rules_skips_missing(void **state)
         "  - { collective: broadcast,\n"
         "      algorithm: HierarchicalTreeBroadcast }\n");
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 4096, 4, 1};
+                              TUTTI_FLOAT32, 4096, 4, 1, 0};
     const tutti__rule_t *r;
     char explain[2048], *text;
     int calls = 0;
@@ -688,7 +688,7 @@ static void test_check_rules_skips_missing(void **state)
     assert_null(f->cfg.rules[2].skip_reason);
     assert_false(f->cfg.rules[3].skipped);
 
-    r = tutti__config_select(&f->cfg, &q, explain, sizeof(explain));
+    r = tutti__config_select(&f->cfg, &q, NULL, NULL, explain, sizeof(explain));
     assert_ptr_equal(r, &f->cfg.rules[2]);
     assert_non_null(strstr(explain, ":2: NcclReduce: skipped (rule names "));
     assert_non_null(strstr(explain, ":4: RingReduce: matches"));
@@ -749,7 +749,7 @@ static void test_env_algo_rules_first(void **state)
         "  - { collective: broadcast,\n"
         "      algorithm: HierarchicalTreeBroadcast }\n");
     tutti_select_query_t q = {TUTTI_COLL_BROADCAST, TUTTI_DEVICE_CPU,
-                              TUTTI_INT32, 64, 2, 1};
+                              TUTTI_INT32, 64, 2, 1, 0};
     const tutti__rule_t *r;
 
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
@@ -770,7 +770,7 @@ static void test_env_algo_rules_first(void **state)
     assert_int_equal(r[2].line, 2);
     assert_string_equal(r[3].algorithm, "HierarchicalTreeBroadcast");
 
-    r = tutti__config_select(&f->cfg, &q, NULL, 0);
+    r = tutti__config_select(&f->cfg, &q, NULL, NULL, NULL, 0);
     assert_non_null(r);
     assert_string_equal(r->algorithm, "EnvTree");
 

@@ -226,7 +226,7 @@ static const char *run_with(const char *config, const char *log_path,
     tutti_group_params_t gp;
     tutti_group_t *g;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 8, 1, 1};
+                              TUTTI_FLOAT32, 8, 1, 1, 0};
     const char *chosen = NULL;
     char explain[2048];
     float in[2] = {3, 4}, out[2] = {0, 0};
@@ -281,6 +281,92 @@ static void test_rule_change_changes_what_runs(void **state)
     tutti_context_destroy(ctx);
     unlink(cfg);
     unlink(log);
+    rmdir(dir);
+}
+
+/* A per-rank call whose first matching rule names an implementation with
+ * equal counts only goes on to the next rule, in explain and in a call;
+ * messages say "per-rank counts", never a size.  Before, the call failed
+ * with ERR_UNSUPPORTED, naming 18446744073709551615 bytes. */
+static void test_per_rank_falls_through(void **state)
+{
+    char dir[] = "/tmp/tutti-perrank-XXXXXX", cfg[64], explain[2048];
+    tutti_context_params_t p;
+    tutti_context_t *ctx;
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_instance_params_t ip;
+    tutti_request_t *r;
+    tutti_request_info_t info;
+    tutti_select_query_t q = {TUTTI_COLL_ALLGATHER, TUTTI_DEVICE_CPU,
+                              TUTTI_INT32, 0, 1, 1, 1};
+    const char *chosen = NULL;
+    int32_t in[3] = {7, 8, 9}, out[4] = {0, 0, 0, -1};
+    FILE *f;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg), "%s/t.yaml", dir);
+    assert_non_null(f = fopen(cfg, "w"));
+    fprintf(f, "selection:\n"
+            "  - { collective: allgather, algorithm: BruckAllgather }\n"
+            "  - { collective: allgather, size: \"0-1K\", "
+            "algorithm: RingGather }\n"
+            "  - { collective: allgather, algorithm: RingGather }\n");
+    fclose(f);
+    tutti_context_params_init(&p);
+    p.config_path = cfg;
+    p.log_level = "off";
+    p.task = 0;
+    p.num_tasks = 1;
+    assert_int_equal(tutti_context_create(&p, &ctx), TUTTI_OK);
+    assert_int_equal(tutti_info_explain(ctx, &q, explain, sizeof(explain),
+                                        &chosen), TUTTI_OK);
+    assert_string_equal(chosen, "RingGather");
+    assert_non_null(strstr(explain, "t.yaml:2: BruckAllgather: no "
+                           "(BruckAllgather (module tree) runs allgather "
+                           "with equal counts only, not per-rank counts)"));
+    assert_non_null(strstr(explain, "t.yaml:3: RingGather: no (per-rank "
+                           "counts match as the largest size, outside "
+                           "0-1024)"));
+    assert_non_null(strstr(explain, "t.yaml:4: RingGather: matches"));
+    assert_null(strstr(explain, "18446744073709551615"));
+
+    tutti_group_params_init(&gp);
+    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    tutti_instance_params_init(&ip);
+    ip.instance_key = 5;
+    ip.collective = TUTTI_COLL_ALLGATHER;
+    ip.dtype = TUTTI_INT32;
+    ip.count = TUTTI_COUNT_PER_RANK;
+    ip.send_count = 3;
+    ip.recv_capacity = 3;
+    assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_OK);
+    tutti_request_info(r, &info);
+    assert_string_equal(info.algorithm, "RingGather");
+    tutti_request_free(r);
+    assert_memory_equal(out, ((int32_t[]){7, 8, 9, -1}), sizeof(out));
+
+    /* Nothing left that runs it: the message names per-rank counts. */
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    assert_non_null(f = fopen(cfg, "w"));
+    fprintf(f, "selection:\n"
+            "  - { collective: allgather, algorithm: BruckAllgather }\n");
+    fclose(f);
+    assert_int_equal(tutti_context_create(&p, &ctx), TUTTI_OK);
+    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_ERR_NOT_FOUND);
+    tutti_request_free(r);
+    assert_non_null(strstr(tutti_last_error(), "no selection rule matches "
+                           "allgather (cpu, int32, per-rank counts, group of "
+                           "1, 1 tasks) with an implementation that runs "
+                           "it"));
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    unlink(cfg);
     rmdir(dir);
 }
 
@@ -354,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_good_module_runs),
         cmocka_unit_test(test_missing_module_fails_clearly),
         cmocka_unit_test(test_rule_change_changes_what_runs),
+        cmocka_unit_test(test_per_rank_falls_through),
         cmocka_unit_test(test_details_made_once_for_all),
     };
     return cmocka_run_group_tests_name("registry", tests, setup, teardown);

@@ -64,7 +64,7 @@ static void load_rules(fixture_t *f, const char *rules)
 static tutti_select_query_t query(tutti_collective_t coll, size_t bytes)
 {
     tutti_select_query_t q = {coll, TUTTI_DEVICE_CPU, TUTTI_FLOAT32, bytes, 4,
-                              1};
+                              1, 0};
     return q;
 }
 
@@ -72,7 +72,8 @@ static tutti_select_query_t query(tutti_collective_t coll, size_t bytes)
 static const char *pick(fixture_t *f, const tutti_select_query_t *q)
 {
     const tutti__rule_t *r =
-        tutti__config_select(&f->cfg, q, f->explain, sizeof(f->explain));
+        tutti__config_select(&f->cfg, q, NULL, NULL, f->explain,
+                             sizeof(f->explain));
 
     return r != NULL ? r->algorithm : "-";
 }
@@ -188,7 +189,7 @@ static void test_no_match(void **state)
 
     load_rules(f, "  - { collective: allreduce, algorithm: A }\n"
                   "  - { collective: broadcast, algorithm: B }\n");
-    assert_null(tutti__config_select(&f->cfg, &q, f->explain,
+    assert_null(tutti__config_select(&f->cfg, &q, NULL, NULL, f->explain,
                                      sizeof(f->explain)));
     snprintf(line, sizeof(line),
              "%s:2: A: no (collective reduce_scatter not in allreduce)\n",
@@ -200,7 +201,7 @@ static void test_no_match(void **state)
     /* No rules at all. */
     tutti__config_free(&f->cfg);
     tutti__config_init(&f->cfg);
-    assert_null(tutti__config_select(&f->cfg, &q, NULL, 0));
+    assert_null(tutti__config_select(&f->cfg, &q, NULL, NULL, NULL, 0));
 }
 
 static void test_explain_names_choice(void **state)
@@ -252,7 +253,7 @@ static void test_explain_truncates_safely(void **state)
     memset(small, 'x', sizeof(small));
     load_rules(f, "  - { size: 0-1K, algorithm: Small }\n"
                   "  - { algorithm: Any }\n");
-    r = tutti__config_select(&f->cfg, &q, small, sizeof(small));
+    r = tutti__config_select(&f->cfg, &q, NULL, NULL, small, sizeof(small));
     assert_non_null(r);
     assert_string_equal(r->algorithm, "Any");
     assert_int_equal(strlen(small), sizeof(small) - 1);
