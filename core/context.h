@@ -60,8 +60,6 @@ void tutti__context_task_dead(tutti_context_t *ctx, int task);
 
 typedef struct tutti__instance tutti__instance_t;
 
-#define TUTTI_MAX_WAIT_FOR 8
-
 struct tutti_request {
     tutti_group_t *group;
     tutti__instance_t *inst;

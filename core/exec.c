@@ -1127,10 +1127,11 @@ tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
 tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
                                       size_t n, size_t *index_out)
 {
-    wait_state_t w[64] = {{0, 0}};
-    if (n == 0 || n > 64)
+    wait_state_t w[TUTTI_MAX_WAIT_ANY] = {{0, 0}};
+    if (n == 0 || n > TUTTI_MAX_WAIT_ANY)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "wait_any on %zu "
-                            "requests: expected 1..64", n);
+                            "requests: expected 1..%d", n,
+                            TUTTI_MAX_WAIT_ANY);
     for (;;) {
         for (size_t i = 0; i < n; i++) {
             if (requests[i]->status != TUTTI_INPROGRESS) {

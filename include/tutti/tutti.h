@@ -152,6 +152,10 @@ const char *tutti_group_host(const tutti_group_t *group, int host);
 
 /** tutti_instance_params_t.step: the next step of the instance's sequence. */
 #define TUTTI_STEP_NEXT UINT64_MAX
+/** Most instance keys one execution may wait for (num_wait_for). */
+#define TUTTI_MAX_WAIT_FOR 8
+/** Most requests tutti_request_wait_any() takes. */
+#define TUTTI_MAX_WAIT_ANY 64
 
 typedef struct {
     size_t size;                   /**< sizeof(tutti_instance_params_t) */
@@ -160,14 +164,28 @@ typedef struct {
     tutti_dtype_t dtype;
     size_t count;                  /**< elements per rank (see each
                                         collective), or TUTTI_COUNT_PER_RANK */
-    tutti_op_t op;                 /**< reductions only */
+    tutti_op_t op;                 /**< reductions only.  Integer sum and
+                                        prod wrap modulo 2^N; integer avg is
+                                        the wrapped sum divided by the group
+                                        size, truncated toward zero.
+                                        float16 and bfloat16 are computed in
+                                        float32 and rounded to the type
+                                        after each step; float min and max
+                                        propagate NaN.  The order of
+                                        floating additions is the
+                                        implementation's */
     int root;                      /**< rooted collectives only */
     const char *algorithm;         /**< per-call choice, or NULL: selection */
     double pre_scale;              /**< reductions of floating types: each
                                         input is multiplied by it before the
-                                        reduction; 0 or 1: none */
-    double post_scale;             /**< likewise, the result after it (op
-                                        avg divides by the group size too) */
+                                        reduction.  0 (the default) or 1
+                                        means no scaling, not a product with
+                                        zero.  Integer types refuse any
+                                        other value (ERR_INVALID_ARG) */
+    double post_scale;             /**< likewise, the result after it; op
+                                        avg first divides by the group size
+                                        (the quotient correctly rounded:
+                                        exact where representable) */
     const int *permutation;        /**< permute: group_size entries, the same
                                         on every member: rank r sends its
                                         buffer to rank permutation[r] */
@@ -182,7 +200,8 @@ typedef struct {
     const uint64_t *wait_for;      /**< instance keys whose execution of the
                                         same step must have launched on this
                                         member before this one launches */
-    size_t num_wait_for;
+    size_t num_wait_for;           /**< at most TUTTI_MAX_WAIT_FOR, else
+                                        TUTTI_ERR_INVALID_ARG */
     double timeout;                /**< seconds this execution may go without
                                         progress; <= 0: the group's */
     /* Per-rank counts, per execution, when count is TUTTI_COUNT_PER_RANK: */
@@ -267,7 +286,8 @@ tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
                                       size_t n);
 /** Block until one of @p n requests completed; its index goes to
  *  @p index_out and its status is returned.  Requests already complete
- *  count at once (the lowest index). */
+ *  count at once (the lowest index).  @p n is 1..TUTTI_MAX_WAIT_ANY, else
+ *  TUTTI_ERR_INVALID_ARG. */
 tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
                                       size_t n, size_t *index_out);
 

@@ -210,7 +210,46 @@ static void test_wait_any(void **state)
     }
 }
 
+/* The limits tutti.h states are enforced, with messages naming them. */
+static void test_documented_limits(void **state)
+{
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    tutti_instance_params_t p;
+    tutti_request_t *reqs[TUTTI_MAX_WAIT_ANY + 1], *r;
+    uint64_t keys[TUTTI_MAX_WAIT_FOR + 1] = {0};
+    size_t index = 99;
+    float x = 1, y = 0;
 
+    tutti_group_params_init(&gp);
+    gp.group_key = 950;
+    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
+    tutti_instance_params_init(&p);
+    p.instance_key = 1;
+    p.count = 1;
+    p.wait_for = keys;
+    p.num_wait_for = TUTTI_MAX_WAIT_FOR + 1;
+    assert_int_equal(tutti_execute(g, &p, &x, &y, &r), TUTTI_ERR_INVALID_ARG);
+    assert_non_null(strstr(tutti_last_error(), "9 wait_for keys: expected at "
+                           "most 8"));
+    /* pre_scale 0 is no scaling, not a product with zero. */
+    p.num_wait_for = 0;
+    p.pre_scale = 0;
+    assert_int_equal(tutti_execute(g, &p, &x, &y, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_OK);
+    assert_true(y == 1.0f);
+    for (int i = 0; i <= TUTTI_MAX_WAIT_ANY; i++)
+        reqs[i] = r;
+    assert_int_equal(tutti_request_wait_any(reqs, TUTTI_MAX_WAIT_ANY + 1,
+                                            &index), TUTTI_ERR_INVALID_ARG);
+    assert_non_null(strstr(tutti_last_error(), "wait_any on 65 requests: "
+                           "expected 1..64"));
+    assert_int_equal(tutti_request_wait_any(reqs, TUTTI_MAX_WAIT_ANY,
+                                            &index), TUTTI_OK);
+    assert_int_equal(index, 0);
+    tutti_request_free(r);
+    tutti_group_leave(g);
+}
 
 int main(void)
 {
@@ -219,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_higher_priority_launches_first),
         cmocka_unit_test(test_explicit_steps),
         cmocka_unit_test(test_wait_any),
+        cmocka_unit_test(test_documented_limits),
     };
     return cmocka_run_group_tests_name("exec", tests, test_single_task_setup,
                                        test_context_teardown);
