@@ -943,7 +943,7 @@ static void rule_where(const tutti__rule_t *r, char *buf, size_t len)
         snprintf(buf, len, "%s", file);
 }
 
-static void skip_rule(tutti__rule_t *r, const char *reason)
+static void skip_rule(tutti__rule_t *r, const char *reason, int log_level)
 {
     char where[300];
 
@@ -951,11 +951,11 @@ static void skip_rule(tutti__rule_t *r, const char *reason)
     r->skipped = 1;
     free(r->skip_reason);
     r->skip_reason = strdup(reason);
-    tutti__log(TUTTI_LOG_WARN, "config", "%s: %s; rule skipped", where, reason);
+    tutti__log(log_level, "config", "%s: %s; rule skipped", where, reason);
 }
 
 static void check_rule(tutti__rule_t *r, tutti__impl_lookup_fn has_impl,
-                       void *arg)
+                       void *arg, int log_level)
 {
     uint32_t colls = 0, missing;
     char names[200], reason[400];
@@ -968,7 +968,7 @@ static void check_rule(tutti__rule_t *r, tutti__impl_lookup_fn has_impl,
                  "rule names implementation '%s' that no loaded module "
                  "provides",
                  rule_algo(r));
-        skip_rule(r, reason);
+        skip_rule(r, reason, log_level);
         return;
     }
     missing = r->collectives & ~colls;
@@ -978,17 +978,18 @@ static void check_rule(tutti__rule_t *r, tutti__impl_lookup_fn has_impl,
         snprintf(reason, sizeof(reason),
                  "implementation '%s' does not support %s", rule_algo(r),
                  names);
-        skip_rule(r, reason);
+        skip_rule(r, reason, log_level);
     }
 }
 
 void tutti__config_check_rules(tutti__config_t *cfg,
-                               tutti__impl_lookup_fn has_impl, void *arg)
+                               tutti__impl_lookup_fn has_impl, void *arg,
+                               int log_level)
 {
     if (cfg == NULL || has_impl == NULL)
         return;
     for (size_t i = 0; i < cfg->num_rules; i++)
-        check_rule(&cfg->rules[i], has_impl, arg);
+        check_rule(&cfg->rules[i], has_impl, arg, log_level);
 }
 
 static bool mask_mismatch(const tutti__cfg_name_kind_t *kind, uint32_t mask,

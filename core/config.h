@@ -114,11 +114,14 @@ tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);
 /** Mark rules whose algorithm @p has_impl does not know as skipped, with a
  *  warning "<file>:<line>: rule names implementation 'X' that no loaded
  *  module provides; rule skipped", and rules naming an implementation that
- *  does not support the rule's collective likewise. */
+ *  does not support the rule's collective likewise.  The warning is logged
+ *  at @p log_level (every task finds the same: task 0 warns, others
+ *  debug). */
 typedef int (*tutti__impl_lookup_fn)(void *arg, const char *name,
                                      uint32_t *collectives_out);
 void tutti__config_check_rules(tutti__config_t *cfg,
-                               tutti__impl_lookup_fn has_impl, void *arg);
+                               tutti__impl_lookup_fn has_impl, void *arg,
+                               int log_level);
 
 /** Whether the implementation a matching rule names can serve @p q (the
  *  registry's knowledge, which the config lacks); 0 with the reason in

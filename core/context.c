@@ -73,29 +73,35 @@ static void strlist_free(tutti__strlist_t *list)
 }
 
 /* Task, count and job id from the API, tutti-run or a launcher
- * (bootstrap.c). */
+ * (bootstrap.c); learnt before the config is read, so that what every
+ * task finds alike in it is reported by task 0 alone. */
 static tutti_status_t learn_job(tutti_context_t *ctx,
-                                const tutti_context_params_t *p)
+                                const tutti_context_params_t *p,
+                                tutti__bootstrap_t *b)
 {
-    tutti__bootstrap_t b;
-    char local[64] = "local rank not known";
-    tutti_status_t st = tutti__bootstrap(p, &b);
+    tutti_status_t st = tutti__bootstrap(p, b);
     if (st != TUTTI_OK)
         return st;
-    if (b.local_task >= 0 && b.local_num_tasks >= 0)
-        snprintf(local, sizeof(local), "local rank %d of %d", b.local_task,
-                 b.local_num_tasks);
-    else if (b.local_task >= 0)
-        snprintf(local, sizeof(local), "local rank %d", b.local_task);
-    snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", b.job_id);
-    ctx->task = b.task;
-    ctx->num_tasks = b.num_tasks;
-    ctx->local_num_tasks = b.local_num_tasks;
-    tutti__log_set_task(b.task);
-    tutti__log(TUTTI_LOG_INFO, "bootstrap", "task %d of %d from %s (%s), "
-               "job %s (%s), %s", b.task, b.num_tasks, b.source, b.vars,
-               b.job_id, b.job_source, local);
+    snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", b->job_id);
+    ctx->task = b->task;
+    ctx->num_tasks = b->num_tasks;
+    ctx->local_num_tasks = b->local_num_tasks;
+    tutti__log_set_task(b->task);
     return TUTTI_OK;
+}
+
+/* Once the log level is known: where the task learnt its place. */
+static void log_job(const tutti__bootstrap_t *b)
+{
+    char local[64] = "local rank not known";
+    if (b->local_task >= 0 && b->local_num_tasks >= 0)
+        snprintf(local, sizeof(local), "local rank %d of %d", b->local_task,
+                 b->local_num_tasks);
+    else if (b->local_task >= 0)
+        snprintf(local, sizeof(local), "local rank %d", b->local_task);
+    tutti__log(TUTTI_LOG_INFO, "bootstrap", "task %d of %d from %s (%s), "
+               "job %s (%s), %s", b->task, b->num_tasks, b->source, b->vars,
+               b->job_id, b->job_source, local);
 }
 
 static tutti_status_t read_config(tutti_context_t *ctx,
@@ -166,6 +172,7 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
                                     tutti_context_t **ctx_out)
 {
     tutti_context_params_t defaults;
+    tutti__bootstrap_t boot;
     tutti_context_t *ctx;
     tutti_status_t st;
 
@@ -182,16 +189,25 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
         return TUTTI_ERR_NO_MEMORY;
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_mutex_init(&ctx->resolver_lock, NULL);
-    if ((st = read_config(ctx, params)) != TUTTI_OK)
+    if ((st = learn_job(ctx, params, &boot)) != TUTTI_OK)
         goto err_free;
-    if ((st = learn_job(ctx, params)) != TUTTI_OK)
+    /* Every task reads the same config: task 0 alone logs its errors and
+     * skipped rules as such (each task's call still returns the error). */
+    int alike = ctx->task == 0 ? TUTTI_LOG_ERROR : TUTTI_LOG_DEBUG;
+    int previous = tutti__log_error_level(alike);
+    st = read_config(ctx, params);
+    tutti__log_error_level(previous);
+    if (st != TUTTI_OK)
         goto err_free;
+    log_job(&boot);
     if ((st = module_dirs(ctx, params)) != TUTTI_OK)
         goto err_free;
     if ((st = tutti__registry_load(&ctx->reg, &ctx->module_dirs,
                                    &ctx->cfg.module_load)) != TUTTI_OK)
         goto err_free;
-    tutti__config_check_rules(&ctx->cfg, impl_lookup, &ctx->reg);
+    tutti__config_check_rules(&ctx->cfg, impl_lookup, &ctx->reg,
+                              ctx->task == 0 ? TUTTI_LOG_WARN
+                                             : TUTTI_LOG_DEBUG);
     ctx->task_dead = calloc((size_t)ctx->num_tasks, sizeof(atomic_int));
     if (ctx->task_dead == NULL) {
         st = TUTTI_ERR_NO_MEMORY;

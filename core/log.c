@@ -17,6 +17,7 @@ static int log_task = -1;
 static __thread int thread_rank = -1;
 static __thread char thread_device[32];
 static __thread char last_error[ERROR_DETAIL_MAX];
+static __thread int error_level = TUTTI_LOG_ERROR;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug",
                                           "trace"};
@@ -98,7 +99,8 @@ tutti_status_t tutti__verror(tutti_status_t status, const char *subsys,
     va_copy(copy, ap);
     vsnprintf(last_error, sizeof(last_error), fmt, copy);
     va_end(copy);
-    tutti__log(TUTTI_LOG_ERROR, subsys, "%s", last_error);
+    tutti__log(status == TUTTI_ERR_TOO_SMALL ? TUTTI_LOG_INFO : error_level,
+               subsys, "%s", last_error);
     return status;
 }
 
@@ -119,6 +121,13 @@ tutti_status_t tutti__error_quiet(tutti_status_t status, const char *fmt, ...)
     vsnprintf(last_error, sizeof(last_error), fmt, ap);
     va_end(ap);
     return status;
+}
+
+int tutti__log_error_level(int level)
+{
+    int previous = error_level;
+    error_level = level;
+    return previous;
 }
 
 void tutti__error_clear(void)

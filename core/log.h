@@ -45,8 +45,10 @@ void tutti__log_set_level(int level);
 void tutti__log_set_task(int task);
 void tutti__log_set_thread_member(int rank, const char *device);
 
-/** Record @p status with a formatted detail, log it at error level, and
- *  return @p status. */
+/** Record @p status with a formatted detail, log it, and return
+ *  @p status.  It is logged at error level (or the level
+ *  tutti__log_error_level() set on this thread), except TUTTI_ERR_TOO_SMALL,
+ *  an answer to the caller (what each rank needs), logged at info. */
 tutti_status_t tutti__error(tutti_status_t status, const char *subsys,
                             const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -56,5 +58,9 @@ tutti_status_t tutti__verror(tutti_status_t status, const char *subsys,
 tutti_status_t tutti__error_quiet(tutti_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void tutti__error_clear(void);
+/** The level this thread logs recorded errors at from now on (errors every
+ *  task of a job finds alike are logged at error level by task 0 only);
+ *  returns the previous one. */
+int tutti__log_error_level(int level);
 
 #endif

@@ -675,7 +675,7 @@ static void test_check_rules_skips_missing(void **state)
     int calls = 0;
 
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
-    tutti__config_check_rules(&f->cfg, fake_lookup, &calls);
+    tutti__config_check_rules(&f->cfg, fake_lookup, &calls, TUTTI_LOG_WARN);
     assert_int_equal(calls, 4);
     assert_true(f->cfg.rules[0].skipped);
     assert_non_null(strstr(f->cfg.rules[0].skip_reason,

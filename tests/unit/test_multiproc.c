@@ -412,6 +412,75 @@ static void test_module_builds_must_agree(void **state)
 
 /* Resolution is cached: over 20 instances on 2 tasks, each first
  * execution makes one control round trip, each second one none. */
+/* Occurrences of @p text in @p out. */
+static int count_of(const char *out, const char *text)
+{
+    int n = 0;
+    for (const char *p = strstr(out, text); p; p = strstr(p + 1, text))
+        n++;
+    return n;
+}
+
+/* A normal run says nothing at warn level: the selection pass of the
+ * per-rank collectives includes size queries and a rank whose buffer is
+ * short, answered with ERR_TOO_SMALL (an answer, not an error line). */
+static void test_normal_run_is_quiet(void **state)
+{
+    char cmd[512], out[16384];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=warn %s --timeout 120 -n 3 "
+             "%s --selection-only allgather,alltoall,reduce_scatter", RUN,
+             WORKER);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    if (strstr(out, "tutti[") != NULL)
+        fail_msg("log lines in a normal run:\n%s", out);
+}
+
+/* What every task finds alike in the config is reported once per job, by
+ * task 0: a skipped rule as a warning, a bad file as an error. */
+static void test_config_findings_once_per_job(void **state)
+{
+    char dir[] = "/tmp/tutti-once-XXXXXX", cfg[64], cmd[512], out[16384];
+    FILE *f;
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(cfg, sizeof(cfg), "%s/t.yaml", dir);
+    assert_non_null(f = fopen(cfg, "w"));
+    fprintf(f, "selection:\n"
+            "  - { collective: allreduce, algorithm: NoSuchImplementation }\n"
+            "  - { collective: allreduce, algorithm: RingReduce }\n");
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=warn TUTTI_CONFIG=%s %s "
+             "--timeout 60 -n 3 %s --join", cfg, RUN, WORKER);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    if (count_of(out, "rule skipped") != 1 ||
+        count_of(out, "tutti[task 0] warn config: ") != 1)
+        fail_msg("want one skipped-rule warning, from task 0:\n%s", out);
+
+    /* Three tasks of a job started here, so that none is stopped before
+     * it reads the bad file (tutti-run stops a job at its first failure). */
+    assert_non_null(f = fopen(cfg, "w"));
+    fprintf(f, "timeout: 5\nno_such_key: 1\n");
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "(for i in 0 1 2; do TUTTI_LOG_LEVEL=warn "
+             "TUTTI_CONFIG=%s TUTTI_RANK=$i TUTTI_SIZE=3 TUTTI_JOB_ID=once%ld "
+             "timeout 60 %s --join & done; wait)", cfg, (long)getpid(),
+             WORKER);
+    test_run(cmd, 1, out, sizeof(out));
+    /* Each task's call fails with the detail (the worker prints it). */
+    assert_int_equal(count_of(out, "coll_worker: configuration error: "), 3);
+    assert_int_equal(count_of(out, "no_such_key"), 4);
+    if (count_of(out, "] error config: ") != 1 ||
+        count_of(out, "tutti[task 0] error config: ") != 1)
+        fail_msg("want one config error line, from task 0:\n%s", out);
+    unlink(cfg);
+    rmdir(dir);
+}
+
 static void test_second_execution_skips_resolution(void **state)
 {
     char out[1024];
@@ -450,6 +519,8 @@ int main(void)
         cmocka_unit_test(test_ring_subdivisions),
         cmocka_unit_test(test_module_builds_must_agree),
         cmocka_unit_test(test_second_execution_skips_resolution),
+        cmocka_unit_test(test_normal_run_is_quiet),
+        cmocka_unit_test(test_config_findings_once_per_job),
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
     };

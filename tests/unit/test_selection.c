@@ -237,7 +237,7 @@ static void test_skipped_rule_not_selected(void **state)
 
     load_rules(f, "  - { collective: allreduce, algorithm: Missing }\n"
                   "  - { collective: allreduce, algorithm: Present }\n");
-    tutti__config_check_rules(&f->cfg, lookup_none, NULL);
+    tutti__config_check_rules(&f->cfg, lookup_none, NULL, TUTTI_LOG_WARN);
     assert_string_equal(pick_size(f, 64), "Present");
     assert_non_null(strstr(f->explain, ":2: Missing: skipped (rule names "
                                        "implementation 'Missing'"));
