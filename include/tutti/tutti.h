@@ -225,8 +225,9 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  * executions reuse that and must pass the same parameters.  @p sendbuf and
  * @p recvbuf stay owned by the caller and must stay valid until the request
  * completes, and are aligned to the dtype's element size.  They may be
- * equal: the call is then in place, as each collective says.  With n
- * members and c = count:
+ * equal: the call is then in place, as each collective says.  Each member
+ * decides that alone: some members may run a call in place while others
+ * do not.  With n members and c = count:
  *   allreduce:      c elements in sendbuf, c out in recvbuf.  In place: the
  *                   buffer holds the input and gets the result.
  *   broadcast:      c elements; the root reads sendbuf, every rank writes
@@ -258,7 +259,9 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  *                   counts[r].  In place: the result lands at block r.
  *   alltoall:       counts[j] elements to rank j, blocks concatenated in
  *                   sendbuf; recvbuf gets the blocks from every rank,
- *                   concatenated in rank order.  Not in place.
+ *                   concatenated in rank order.  In place, the buffer is
+ *                   read and then written (the core copies the input
+ *                   aside first, into a buffer the instance keeps).
  * When the output's size is known only after the exchange (allgather and
  * alltoall with per-rank counts), recv_capacity gives recvbuf's size.  If
  * any member's buffer is too small, no data moves: every member's request
