@@ -251,6 +251,18 @@ static void test_documented_limits(void **state)
     tutti_group_leave(g);
 }
 
+/* A job of one task: the sum is the value, round after round. */
+static void test_context_sum_single_task(void **state)
+{
+    uint64_t sum = 0;
+    assert_int_equal(tutti_context_sum(*state, 5, &sum), TUTTI_OK);
+    assert_int_equal(sum, 5);
+    assert_int_equal(tutti_context_sum(*state, UINT64_MAX, &sum), TUTTI_OK);
+    assert_true(sum == UINT64_MAX);
+    assert_int_equal(tutti_context_sum(*state, 1, NULL),
+                     TUTTI_ERR_INVALID_ARG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -259,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_explicit_steps),
         cmocka_unit_test(test_wait_any),
         cmocka_unit_test(test_documented_limits),
+        cmocka_unit_test(test_context_sum_single_task),
     };
     return cmocka_run_group_tests_name("exec", tests, test_single_task_setup,
                                        test_context_teardown);
