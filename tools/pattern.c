@@ -253,19 +253,47 @@ double tutti_pattern_expected(const tutti_pattern_t *p, int rank, size_t i)
     }
 }
 
+/* Counts element @p i of @p buf wrong unless it holds @p want. */
+static void check_at(const tutti_pattern_t *p, const void *buf, size_t i,
+                     double want, size_t *wrong, size_t *first_wrong_out)
+{
+    if (tutti_pattern_get(buf, p->dtype, i) == want)
+        return;
+    if (*wrong == 0 && first_wrong_out)
+        *first_wrong_out = i;
+    (*wrong)++;
+}
+
 size_t tutti_pattern_check(const tutti_pattern_t *p, int rank,
                            const void *buf, size_t *first_wrong_out)
 {
-    size_t wrong = 0, n = tutti_pattern_out_count(p, rank);
-    /* Per element, so every layout stays simple and exact; the block
-     * searches are short (nranks) and the counts in checks modest. */
-    for (size_t i = 0; i < n; i++) {
-        if (tutti_pattern_get(buf, p->dtype, i) !=
-            tutti_pattern_expected(p, rank, i)) {
-            if (wrong == 0 && first_wrong_out)
-                *first_wrong_out = i;
-            wrong++;
-        }
+    size_t wrong = 0, i = 0, n = tutti_pattern_out_count(p, rank);
+    int nr = p->nranks;
+
+    /* Collectives whose output is one block per source: walked block by
+     * block, so checking costs one pass whatever the group size (the
+     * per-element tutti_pattern_expected() searches the blocks). */
+    switch (p->coll) {
+    case TUTTI_COLL_ALLGATHER:
+        for (int s = 0; s < nr; s++)
+            for (size_t k = 0; k < block(p, s); k++, i++)
+                check_at(p, buf, i, moved(s, k), &wrong, first_wrong_out);
+        return wrong;
+    case TUTTI_COLL_GATHER:
+        for (int s = 0; i < n && s < nr; s++)
+            for (size_t k = 0; k < p->count; k++, i++)
+                check_at(p, buf, i, moved(s, k), &wrong, first_wrong_out);
+        return wrong;
+    case TUTTI_COLL_ALLTOALL:
+        for (int s = 0; s < nr; s++)
+            for (size_t k = 0; k < a2a(p, s, rank); k++, i++)
+                check_at(p, buf, i, moved(s * nr + rank, k), &wrong,
+                         first_wrong_out);
+        return wrong;
+    default:
+        for (; i < n; i++)
+            check_at(p, buf, i, tutti_pattern_expected(p, rank, i), &wrong,
+                     first_wrong_out);
+        return wrong;
     }
-    return wrong;
 }

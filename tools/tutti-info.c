@@ -4,13 +4,15 @@
  * configuration in force with the source of each value, the selection rules
  * (with those skipped), and --explain for one call.
  */
+#include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tutti/tutti.h>
+
+#include "info_resolve.h"
 
 static void usage(FILE *out)
 {
@@ -18,6 +20,7 @@ static void usage(FILE *out)
         "usage: tutti-info [--config FILE] [--modules DIRS] [--log-level L]\n"
         "       tutti-info --explain COLLECTIVE [--size BYTES] [--group-size N]\n"
         "                  [--num-tasks T] [--device cpu|cuda] [--dtype TYPE]\n"
+        "                  [--resolve]\n"
         "Without --explain: prints the modules found (loaded, and refused with\n"
         "the reason), the implementations they provide, the transports, the\n"
         "configuration in force (each value with its source: default, file,\n"
@@ -26,20 +29,38 @@ static void usage(FILE *out)
         "  --modules DIRS     colon-separated module directories searched first\n"
         "  --log-level L      error warn info debug trace off\n"
         "  --explain COLL     show which rule picks which implementation for a\n"
-        "                     call of COLL (allreduce, broadcast, ...)\n"
-        "  --size BYTES       message size, K/M/G suffixes (default 1M)\n"
+        "                     call of COLL: allreduce broadcast reduce allgather\n"
+        "                     gather reduce_scatter alltoall permute\n"
+        "  --size BYTES       message size, K/M/G suffixes (default 1M): count x\n"
+        "                     type size, count per rank as the collective has\n"
+        "                     it (allgather: one rank's part; alltoall: one\n"
+        "                     block)\n"
         "  --group-size N     members in the group (default 2)\n"
-        "  --num-tasks T      processes in the group (default: group size)\n"
+        "  --num-tasks T      processes in the group, 1 to N (default N)\n"
         "  --device TYPE      cpu (default) or cuda\n"
         "  --dtype TYPE       data type (default float32)\n"
-        "  --resolve          with --explain: form a group of --group-size\n"
-        "                     members in this process (one thread each), run\n"
-        "                     the call once, and print each rank's place and\n"
-        "                     what ran; --log-level debug also shows the\n"
+        "  --resolve          with --explain: run the call for real.  T\n"
+        "                     processes of this host (a job of their own) each\n"
+        "                     drive their share of the N members as threads\n"
+        "                     (N/T each, the first tasks one more where it does\n"
+        "                     not divide).  Every member runs the call out of\n"
+        "                     place, then in place, and for allgather,\n"
+        "                     reduce_scatter and alltoall once more with\n"
+        "                     count TUTTI_COUNT_PER_RANK and uneven counts\n"
+        "                     (some zero); every output element is checked\n"
+        "                     against the exact result (op sum, root 0,\n"
+        "                     permute to rank+1 mod N).  Prints per call each\n"
+        "                     rank's task, device, host, NUMA node, the\n"
+        "                     implementation that ran, its step, and the\n"
+        "                     elements checked and wrong.  A --size that is not\n"
+        "                     a whole number of elements is rounded down, with\n"
+        "                     a note.  --log-level debug also shows the\n"
         "                     resolver's log (group formed, instance decided)\n"
         "  -h, --help         this text\n"
-        "Exit status: 0, or 1 if the configuration cannot be used or (with\n"
-        "--explain) no implementation is chosen.\n");
+        "Exit status: 0; 1 if the configuration cannot be used, (with\n"
+        "--explain) no implementation is chosen, or (with --resolve) a call\n"
+        "failed or an element was wrong; 2 on bad options, or values that do\n"
+        "not fit (more tasks than members, a --size under one element).\n");
 }
 
 static int parse_bytes(const char *s, size_t *out)
@@ -109,94 +130,6 @@ static void print_modules(const tutti_context_t *ctx)
     }
 }
 
-typedef struct {
-    tutti_context_t *ctx;
-    const tutti_select_query_t *q;
-    int index;
-    tutti_status_t st;
-    char line[256];
-    char error[512];
-} resolver_member_t;
-
-/* One member: join, run the call once, describe its place and the run. */
-static void *resolve_member(void *arg)
-{
-    resolver_member_t *m = arg;
-    tutti_group_params_t gp;
-    tutti_instance_params_t ip;
-    tutti_request_t *r;
-    tutti_group_t *g;
-    tutti_locality_t loc;
-    tutti_request_info_t info;
-    size_t count = m->q->bytes / tutti_dtype_size(m->q->dtype);
-    void *buf = calloc(count ? count : 1, tutti_dtype_size(m->q->dtype));
-
-    tutti_group_params_init(&gp);
-    gp.group_key = 0x696e666fULL; /* "info" */
-    gp.group_size = m->q->group_size;
-    gp.device_index = m->index;
-    gp.timeout = 30;
-    if (buf == NULL || (m->st = tutti_group_join(m->ctx, &gp, &g)) != TUTTI_OK)
-        goto out;
-    tutti_instance_params_init(&ip);
-    ip.instance_key = 1;
-    ip.collective = m->q->collective;
-    ip.dtype = m->q->dtype;
-    ip.count = count;
-    if ((m->st = tutti_execute(g, &ip, buf, buf, &r)) == TUTTI_OK) {
-        m->st = tutti_request_wait(r);
-        tutti_request_info(r, &info);
-        tutti_group_locality(g, tutti_group_rank(g), &loc);
-        snprintf(m->line, sizeof(m->line), "  rank %d: task %d %s:%d, host "
-                 "%s, NUMA node %d: ran %s (step %llu)", tutti_group_rank(g),
-                 loc.task, tutti_device_type_name(m->q->device_type),
-                 loc.device_index, tutti_group_host(g, loc.host),
-                 loc.numa_node, info.algorithm,
-                 (unsigned long long)info.step);
-        tutti_request_free(r);
-    }
-    tutti_group_leave(g);
-out:
-    if (m->st != TUTTI_OK)
-        snprintf(m->error, sizeof(m->error), "%s", tutti_last_error());
-    free(buf);
-    return NULL;
-}
-
-static int resolve(tutti_context_t *ctx, const tutti_select_query_t *q)
-{
-    int n = q->group_size, rc = 0;
-    resolver_member_t *m = calloc((size_t)n, sizeof(*m));
-    pthread_t *t = calloc((size_t)n, sizeof(*t));
-    if (m == NULL || t == NULL || n > 64) {
-        fprintf(stderr, "tutti-info: --resolve runs groups of up to 64\n");
-        free(m);
-        free(t);
-        return 1;
-    }
-    printf("resolving %s (%s, %zu bytes) in a group of %d members of this "
-           "task:\n", tutti_collective_name(q->collective),
-           tutti_dtype_name(q->dtype), q->bytes, n);
-    for (int i = 0; i < n; i++) {
-        m[i] = (resolver_member_t){ctx, q, i, TUTTI_OK, "", ""};
-        pthread_create(&t[i], NULL, resolve_member, &m[i]);
-    }
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    for (int i = 0; i < n; i++) {
-        if (m[i].st == TUTTI_OK) {
-            printf("%s\n", m[i].line);
-        } else {
-            printf("  device %d: %s: %s\n", i, tutti_strerror(m[i].st),
-                   m[i].error);
-            rc = 1;
-        }
-    }
-    free(m);
-    free(t);
-    return rc;
-}
-
 static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
 {
     char text[8192];
@@ -217,6 +150,37 @@ static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
     return 0;
 }
 
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 1 << 20)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* --resolve runs whole elements: rounds q->bytes down to them, with a note;
+ * -1 (after saying why) if not even one fits. */
+static int whole_elements(tutti_select_query_t *q)
+{
+    size_t es = tutti_dtype_size(q->dtype), rest = q->bytes % es;
+    if (rest == 0)
+        return 0;
+    if (q->bytes < es) {
+        fprintf(stderr, "tutti-info: --size %zu is less than one %s element "
+                "(%zu bytes): expected 0 or at least %zu\n", q->bytes,
+                tutti_dtype_name(q->dtype), es, es);
+        return -1;
+    }
+    printf("note: --size %zu is not a whole number of %s elements (%zu "
+           "bytes each): resolving %zu elements, %zu bytes\n", q->bytes,
+           tutti_dtype_name(q->dtype), es, q->bytes / es, q->bytes - rest);
+    q->bytes -= rest;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -234,8 +198,6 @@ int main(int argc, char **argv)
     int c, li = 0, want_explain = 0, want_resolve = 0, bad = 0, rc;
 
     tutti_context_params_init(&cp);
-    cp.task = 0;
-    cp.num_tasks = 1;
     while ((c = getopt_long(argc, argv, "h", longs, &li)) != -1) {
         switch (c) {
         case 'c': cp.config_path = optarg; break;
@@ -245,8 +207,8 @@ int main(int argc, char **argv)
                   bad = tutti_collective_parse(optarg, &q.collective) != 0;
                   break;
         case 's': bad = parse_bytes(optarg, &q.bytes); break;
-        case 'g': q.group_size = atoi(optarg); bad = q.group_size < 1; break;
-        case 't': q.num_tasks = atoi(optarg); bad = q.num_tasks < 1; break;
+        case 'g': bad = parse_int(optarg, &q.group_size); break;
+        case 't': bad = parse_int(optarg, &q.num_tasks); break;
         case 'D': bad = tutti_device_type_parse(optarg, &q.device_type) != 0;
                   break;
         case 'd': bad = tutti_dtype_parse(optarg, &q.dtype) != 0; break;
@@ -260,30 +222,57 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "tutti-info: unexpected argument '%s'; see "
+                "tutti-info --help\n", argv[optind]);
+        return 2;
+    }
+    if (want_resolve && !want_explain) {
+        fprintf(stderr, "tutti-info: --resolve needs --explain COLLECTIVE\n");
+        return 2;
+    }
     if (q.num_tasks < 0)
         q.num_tasks = q.group_size;
+    if (q.num_tasks > q.group_size) {
+        fprintf(stderr, "tutti-info: --num-tasks %d does not fit --group-size "
+                "%d: each task holds at least one member (expected 1 to %d "
+                "tasks)\n", q.num_tasks, q.group_size, q.group_size);
+        return 2;
+    }
+    info_resolve_t r = {&cp, q.collective, q.dtype, 0, q.group_size,
+                        q.num_tasks, 30.0};
+    if (want_resolve) {
+        if (q.device_type != TUTTI_DEVICE_CPU) {
+            fprintf(stderr, "tutti-info: --resolve with --device %s: expected "
+                    "cpu (--resolve runs on host memory)\n",
+                    tutti_device_type_name(q.device_type));
+            return 2;
+        }
+        if (whole_elements(&q) != 0)
+            return 2;
+        r.count = q.bytes / tutti_dtype_size(q.dtype);
+        if (info_resolve_check(&r) != 0)
+            return 2;
+    }
+    /* This process's own context (one task) serves the listing and the
+     * explanation; --resolve's tasks create theirs after it is gone. */
+    cp.task = 0;
+    cp.num_tasks = 1;
     tutti_status_t st = tutti_context_create(&cp, &ctx);
     if (st != TUTTI_OK) {
         fprintf(stderr, "tutti-info: %s: %s\n", tutti_strerror(st),
                 tutti_last_error());
         return 1;
     }
-    if (want_resolve && !want_explain) {
-        fprintf(stderr, "tutti-info: --resolve needs --explain COLLECTIVE\n");
-        rc = 2;
-    } else if (want_explain) {
+    if (want_explain) {
         rc = explain(ctx, &q);
-        if (rc == 0 && want_resolve) {
-            if (q.num_tasks != 1)
-                printf("(--resolve runs the group in this one task)\n");
-            q.num_tasks = 1;
-            rc = resolve(ctx, &q);
-        }
     } else {
         print_modules(ctx);
         tutti_info_print_config(ctx, stdout);
         rc = 0;
     }
     tutti_context_destroy(ctx);
+    if (rc == 0 && want_resolve)
+        rc = info_resolve(&r);
     return rc;
 }

@@ -1,0 +1,249 @@
+/*
+ * tutti-info --explain C --resolve over several processes, as a user runs
+ * it: every collective on 2 tasks at the default size, groups of 3 and 4
+ * spread over 2 tasks, the per-rank-counts call and the refusals.  Each
+ * rank's line must name its task and device, the implementation, and the
+ * exact number of elements checked, none wrong; nothing may be left in
+ * /dev/shm.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "test_util.h"
+
+#define INFO TUTTI_TEST_BUILDDIR "/tools/tutti-info"
+
+#define MAX_RANKS 4
+enum { SEC_OUT, SEC_IN, SEC_PER_RANK, SECS };
+static const char *const sec_title[SECS] = {
+    "out of place (instance 1):", "in place (instance 2):",
+    "per-rank counts (instance 3, "};
+
+/* One run and what its lines must say. */
+typedef struct {
+    const char *name;
+    const char *args;                  /* after --explain */
+    int nranks, ntasks;
+    const char *impl, *per_rank_impl;  /* per_rank_impl NULL: no such call */
+    long checked[SECS][MAX_RANKS];     /* elements each rank checks */
+    const char *want[2];               /* more text the output must hold */
+} info_case_t;
+
+/* Prints @p out line by line (cmocka cuts each message at 1K). */
+static void show(const char *what, const char *out)
+{
+    const char *l = out;
+    print_message("%s\n", what);
+    while (*l != '\0') {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        print_message("  %.*s\n", len, l);
+        l += len + (e != NULL);
+    }
+}
+
+/* The job's shared-memory prefix, from "..., job info-123:". */
+static void job_prefix(const char *out, char *prefix, size_t len)
+{
+    const char *j = strstr(out, ", job info-");
+    long pid = j ? strtol(j + strlen(", job info-"), NULL, 10) : 0;
+    snprintf(prefix, len, "tutti-info-%ld-", pid);
+}
+
+/* Checks every rank line of section @p s (which starts at @p l). */
+static void check_section(const info_case_t *c, int s, char *l,
+                          const char *out)
+{
+    int per_task = c->nranks / c->ntasks, extra = c->nranks % c->ntasks;
+    for (int r = 0; r < c->nranks; r++) {
+        char host[64], impl[64];
+        int rank, task, dev, numa;
+        unsigned long long step;
+        long checked, wrong;
+        l = strtok(NULL, "\n");
+        if (l == NULL || sscanf(l, "  rank %d: task %d cpu:%d, host %63[^,], "
+                                "NUMA node %d: ran %63s (step %llu): %ld "
+                                "checked, %ld wrong", &rank, &task, &dev,
+                                host, &numa, impl, &step, &checked,
+                                &wrong) != 9) {
+            show(c->args, out);
+            fail_msg("%s: %s: rank %d: not a rank line: '%s'", c->name,
+                     sec_title[s], r, l ? l : "(end)");
+        }
+        /* Ranks by task, then device: the first tasks hold one more. */
+        int t = 0, first = 0;
+        while (first + per_task + (t < extra) <= r)
+            first += per_task + (t++ < extra);
+        assert_int_equal(rank, r);
+        assert_int_equal(task, t);
+        assert_int_equal(dev, r - first);
+        assert_string_equal(impl, s == SEC_PER_RANK ? c->per_rank_impl
+                                                    : c->impl);
+        assert_int_equal(step, 0);
+        assert_int_equal(wrong, 0);
+        assert_int_equal(checked, c->checked[s][r]);
+    }
+}
+
+static void run_case(void **state)
+{
+    const info_case_t *c = *state;
+    char cmd[512], out[32768], copy[32768], prefix[64];
+    int seen[SECS] = {0};
+    long total = 0;
+
+    snprintf(cmd, sizeof(cmd), INFO " --explain %s --resolve", c->args);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0) {
+        show(cmd, out);
+        fail_msg("%s: tutti-info exited %d (its output is above)", c->name,
+                 rc);
+    }
+    memcpy(copy, out, sizeof(out));
+    for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n")) {
+        for (int s = 0; s < SECS; s++) {
+            if (strncmp(l, sec_title[s], strlen(sec_title[s])) == 0) {
+                seen[s]++;
+                check_section(c, s, l, out);
+                for (int r = 0; r < c->nranks; r++)
+                    total += c->checked[s][r];
+            }
+        }
+    }
+    assert_int_equal(seen[SEC_OUT], 1);
+    assert_int_equal(seen[SEC_IN], 1);
+    assert_int_equal(seen[SEC_PER_RANK], c->per_rank_impl != NULL);
+    snprintf(cmd, sizeof(cmd), "checked %ld elements in %d executions "
+             "(ranks x calls): 0 wrong, 0 failed\n", total,
+             c->nranks * (c->per_rank_impl ? 3 : 2));
+    for (int i = 0; i < 3; i++) {
+        const char *w = i < 2 ? c->want[i] : cmd;
+        if (w != NULL && strstr(out, w) == NULL) {
+            show(c->args, out);
+            fail_msg("%s: the output lacks '%s'", c->name, w);
+        }
+    }
+    job_prefix(out, prefix, sizeof(prefix));
+    assert_int_equal(test_shm_names_with(prefix), 0);
+}
+
+/* 1M of float32: 262144 elements per rank, half of it 131072. */
+#define C 262144L
+#define H 131072L
+
+static const info_case_t cases[] = {
+    /* Every collective, 2 tasks of one member each, default size. */
+    {"allreduce", "allreduce --num-tasks 2", 2, 2, "RingReduce", NULL,
+     {{C, C}, {C, C}}, {"(float32, sum, 1048576 bytes: 262144 elements per "
+                        "rank) in a group of 2 members over 2 tasks (1 "
+                        "member each), job info-", NULL}},
+    {"broadcast", "broadcast --num-tasks 2", 2, 2,
+     "HierarchicalTreeBroadcast", NULL, {{C, C}, {C, C}},
+     {"(float32, root 0, 1048576 bytes", NULL}},
+    {"reduce", "reduce --num-tasks 2", 2, 2, "TreeReduce", NULL,
+     {{C, 0}, {C, 0}}, {"(float32, sum, root 0, 1048576 bytes", NULL}},
+    /* Per-rank counts: rank r gives (r mod 3) x H: 0 and H. */
+    {"allgather", "allgather --num-tasks 2", 2, 2, "RingGather", "RingGather",
+     {{2 * C, 2 * C}, {2 * C, 2 * C}, {H, H}},
+     {"per-rank counts (instance 3, count = TUTTI_COUNT_PER_RANK; rank r "
+      "gives (r mod 3) x 131072 elements):", NULL}},
+    {"gather", "gather --num-tasks 2", 2, 2, "TreeGather", NULL,
+     {{2 * C, 0}, {2 * C, 0}}, {NULL, NULL}},
+    {"reduce_scatter", "reduce_scatter --num-tasks 2", 2, 2,
+     "RingReduceScatter", "RingReduceScatter", {{C, C}, {C, C}, {0, H}},
+     {"rank r's block holds (r mod 3) x 131072 elements", NULL}},
+    /* Rank s sends rank d ((s + d) mod 3) x H: rank 0 gets 0 + H, rank 1
+     * H + 2H. */
+    {"alltoall", "alltoall --num-tasks 2", 2, 2, "AllToAll", "AllToAll",
+     {{2 * C, 2 * C}, {2 * C, 2 * C}, {H, 3 * H}},
+     {"rank s sends rank d ((s + d) mod 3) x 131072 elements", NULL}},
+    {"permute", "permute --num-tasks 2", 2, 2, "Permute", NULL,
+     {{C, C}, {C, C}}, {NULL, NULL}},
+    /* 4 members over 2 tasks, 4K of float32: 1024 elements, half 512. */
+    {"allreduce 4 over 2", "allreduce --group-size 4 --num-tasks 2 --size 4K",
+     4, 2, "RecursiveDoublingReduce", NULL,
+     {{1024, 1024, 1024, 1024}, {1024, 1024, 1024, 1024}},
+     {"in a group of 4 members over 2 tasks (2 members each)", NULL}},
+    /* Rank d gets sum over s of ((s + d) mod 3) x 512: 3, 4, 5, 3 x 512. */
+    {"alltoall 4 over 2", "alltoall --group-size 4 --num-tasks 2 --size 4K",
+     4, 2, "AllToAll", "AllToAll",
+     {{4096, 4096, 4096, 4096}, {4096, 4096, 4096, 4096},
+      {1536, 2048, 2560, 1536}}, {NULL, NULL}},
+    /* 3 members over 2 tasks (2 and 1); 4099 bytes round to 1024
+     * elements, with a note. */
+    {"reduce_scatter 3 over 2, odd size",
+     "reduce_scatter --group-size 3 --num-tasks 2 --size 4099", 3, 2,
+     "RingReduceScatter", "RingReduceScatter",
+     {{1024, 1024, 1024}, {1024, 1024, 1024}, {0, 512, 1024}},
+     {"note: --size 4099 is not a whole number of float32 elements (4 bytes "
+      "each): resolving 1024 elements, 4096 bytes",
+      "in a group of 3 members over 2 tasks (2 or 1 members each)"}},
+};
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+/* Values that do not fit are refused with exit status 2, naming them. */
+static void test_refusals(void **state)
+{
+    static const struct {
+        const char *args, *want;
+    } r[] = {
+        {"--explain allreduce --resolve --num-tasks 3 --group-size 2",
+         "tutti-info: --num-tasks 3 does not fit --group-size 2: each task "
+         "holds at least one member (expected 1 to 2 tasks)"},
+        {"--explain allreduce --num-tasks 5 --group-size 4",
+         "--num-tasks 5 does not fit --group-size 4"},
+        {"--explain allgather --resolve --size 3",
+         "tutti-info: --size 3 is less than one float32 element (4 bytes): "
+         "expected 0 or at least 4"},
+        {"--explain allreduce --resolve --group-size 26 --dtype int8",
+         "26 members reach 130, more than int8 holds exactly (127)"},
+        {"--explain allreduce --resolve --num-tasks 0",
+         "tutti-info: --num-tasks '0': invalid value"},
+    };
+    char cmd[512], out[8192];
+    (void)state;
+    for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+        snprintf(cmd, sizeof(cmd), INFO " %s", r[i].args);
+        int rc = test_run(cmd, 1, out, sizeof(out));
+        if (rc != 2 || strstr(out, r[i].want) == NULL) {
+            show(cmd, out);
+            fail_msg("'%s' exited %d; expected 2 and '%s'", r[i].args, rc,
+                     r[i].want);
+        }
+        /* Refused before any group runs. */
+        assert_null(strstr(out, "resolving "));
+    }
+}
+
+/* --help names --resolve's calls and the exit statuses. */
+static void test_help(void **state)
+{
+    char out[8192];
+    (void)state;
+    assert_int_equal(test_run(INFO " --help", 1, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "--num-tasks T      processes in the group, "
+                                "1 to N (default N)"));
+    assert_non_null(strstr(out, "count TUTTI_COUNT_PER_RANK and uneven "
+                                "counts"));
+    assert_non_null(strstr(out, "failed or an element was wrong; 2 on bad "
+                                "options"));
+}
+
+int main(void)
+{
+    struct CMUnitTest tests[NCASES + 2];
+    size_t k = 0;
+    for (; k < NCASES; k++)
+        tests[k] = (struct CMUnitTest){cases[k].name, run_case, NULL, NULL,
+                                       (void *)&cases[k]};
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_refusals);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_help);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
