@@ -20,7 +20,7 @@ static void usage(FILE *out)
         "usage: tutti-info [--config FILE] [--modules DIRS] [--log-level L]\n"
         "       tutti-info --explain COLLECTIVE [--size BYTES] [--group-size N]\n"
         "                  [--num-tasks T] [--device cpu|cuda] [--dtype TYPE]\n"
-        "                  [--resolve]\n"
+        "                  [--per-rank] [--resolve]\n"
         "Without --explain: prints the modules found (loaded, and refused with\n"
         "the reason), the implementations they provide, the transports, the\n"
         "configuration in force (each value with its source: default, file,\n"
@@ -39,6 +39,10 @@ static void usage(FILE *out)
         "  --num-tasks T      processes in the group, 1 to N (default N)\n"
         "  --device TYPE      cpu (default) or cuda\n"
         "  --dtype TYPE       data type (default float32)\n"
+        "  --per-rank         a call with per-rank counts (allgather,\n"
+        "                     reduce_scatter, alltoall; --size is not used):\n"
+        "                     rules match as at the largest size and skip\n"
+        "                     implementations that take equal counts only\n"
         "  --resolve          with --explain: run the call for real.  T\n"
         "                     processes of this host (a job of their own) each\n"
         "                     drive their share of the N members as threads\n"
@@ -135,10 +139,15 @@ static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
     char text[8192];
     const char *impl = NULL;
     tutti_status_t st = tutti_info_explain(ctx, q, text, sizeof(text), &impl);
-    printf("%s on %s, %s, %zu bytes, group of %d over %d tasks:\n",
+    char size[32];
+    if (q->per_rank)
+        snprintf(size, sizeof(size), "per-rank counts");
+    else
+        snprintf(size, sizeof(size), "%zu bytes", q->bytes);
+    printf("%s on %s, %s, %s, group of %d over %d tasks:\n",
            tutti_collective_name(q->collective),
            tutti_device_type_name(q->device_type), tutti_dtype_name(q->dtype),
-           q->bytes, q->group_size, q->num_tasks);
+           size, q->group_size, q->num_tasks);
     printf("%s", text);
     if (text[0] != '\0' && text[strlen(text) - 1] != '\n')
         printf("\n");
@@ -189,7 +198,7 @@ int main(int argc, char **argv)
         {"size", 1, 0, 's'},       {"group-size", 1, 0, 'g'},
         {"num-tasks", 1, 0, 't'},  {"device", 1, 0, 'D'},
         {"dtype", 1, 0, 'd'},      {"help", 0, 0, 'h'},
-        {"resolve", 0, 0, 'R'},
+        {"resolve", 0, 0, 'R'},    {"per-rank", 0, 0, 'P'},
         {0, 0, 0, 0}};
     tutti_context_params_t cp;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
@@ -213,6 +222,7 @@ int main(int argc, char **argv)
                   break;
         case 'd': bad = tutti_dtype_parse(optarg, &q.dtype) != 0; break;
         case 'R': want_resolve = 1; break;
+        case 'P': q.per_rank = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -229,6 +239,11 @@ int main(int argc, char **argv)
     }
     if (want_resolve && !want_explain) {
         fprintf(stderr, "tutti-info: --resolve needs --explain COLLECTIVE\n");
+        return 2;
+    }
+    if (q.per_rank && (want_resolve || !want_explain)) {
+        fprintf(stderr, "tutti-info: --per-rank goes with --explain alone "
+                "(--resolve runs a per-rank call of its own)\n");
         return 2;
     }
     if (q.num_tasks < 0)

@@ -206,6 +206,8 @@ static void test_refusals(void **state)
          "26 members reach 130, more than int8 holds exactly (127)"},
         {"--explain allreduce --resolve --num-tasks 0",
          "tutti-info: --num-tasks '0': invalid value"},
+        {"--explain allgather --per-rank --resolve",
+         "tutti-info: --per-rank goes with --explain alone"},
     };
     char cmd[512], out[8192];
     (void)state;
@@ -236,14 +238,38 @@ static void test_help(void **state)
                                 "options"));
 }
 
+/* --per-rank: a rule whose implementation takes equal counts only is
+ * passed over, saying why; the header says "per-rank counts". */
+static void test_explain_per_rank(void **state)
+{
+    char cmd[512], out[8192];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_ALGO=allgather:BruckAllgather " INFO
+             " --explain allgather --per-rank --group-size 6");
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0) {
+        show(cmd, out);
+        fail_msg("exited %d", rc);
+    }
+    assert_non_null(strstr(out, "allgather on cpu, float32, per-rank "
+                                "counts, group of 6 over 6 tasks:"));
+    assert_non_null(strstr(out, "TUTTI_ALGO: BruckAllgather: no "
+                                "(BruckAllgather (module tree) runs "
+                                "allgather with equal counts only, not "
+                                "per-rank counts)"));
+    assert_non_null(strstr(out, "=> RingGather"));
+    assert_null(strstr(out, "18446744073709551615"));
+}
+
 int main(void)
 {
-    struct CMUnitTest tests[NCASES + 2];
+    struct CMUnitTest tests[NCASES + 3];
     size_t k = 0;
     for (; k < NCASES; k++)
         tests[k] = (struct CMUnitTest){cases[k].name, run_case, NULL, NULL,
                                        (void *)&cases[k]};
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_refusals);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_help);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_explain_per_rank);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
