@@ -242,6 +242,32 @@ static void test_killed_task_is_named(void **state)
     assert_int_not_equal(system(cmd), 0);
 }
 
+/* The same with task 1's parent never reaping it: a zombie is gone too.
+ * Its parent is a sleep that outlives the others' 5 s. */
+static void test_unreaped_task_is_named(void **state)
+{
+    char cmd[768], out[4096];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "(export TUTTI_SIZE=3 TUTTI_JOB_ID=zombie%ld; "
+             "for i in 0 2; do TUTTI_RANK=$i timeout 60 %s --victim & done; "
+             "TUTTI_RANK=1 sh -c '%s --victim & exec sleep 9' & wait)",
+             (long)getpid(), WORKER, WORKER);
+    test_run(cmd, 1, out, sizeof(out));
+    for (int t = 0; t < 3; t += 2) {
+        char want[160];
+        double secs = 99;
+        snprintf(want, sizeof(want), "coll_worker: task %d: failed after ", t);
+        const char *line = strstr(out, want);
+        if (line == NULL)
+            fail_msg("task %d did not report:\n%s", t, out);
+        assert_int_equal(sscanf(line + strlen(want), "%lf", &secs), 1);
+        if (secs >= 5.0)
+            fail_msg("task %d took %.1f s to see task 1 gone:\n%s", t, secs,
+                     out);
+        assert_non_null(strstr(line, "task 1 (rank 1) is gone"));
+    }
+}
+
 /* tutti-info --resolve forms a real group and reports what ran where; all
  * three members in one task here (tests/unit/test_info_tool.c spreads them
  * over several). */
@@ -525,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_config_findings_once_per_job),
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
+        cmocka_unit_test(test_unreaped_task_is_named),
     };
     return cmocka_run_group_tests_name("multiproc", tests, NULL, NULL);
 }

@@ -533,15 +533,16 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
     return TUTTI_OK;
 }
 
-/* Peers are processes of this host: the owner of a segment is alive while
- * its pid is (a recycled pid within a job's life is not guarded against). */
+/* Peers are processes of this host: the owner of a segment is alive
+ * until its pid is gone, a zombie its parent has not reaped yet (kill(pid,
+ * 0) still succeeds then), or another process's. */
 static int shm_peer_alive(tutti_tp_ep_t *tep, int peer)
 {
     shm_ep_t *ep = (shm_ep_t *)tep;
+    char why[96];
     if (peer < 0 || peer >= ep->size || ep->maps[peer] == NULL)
         return -1;
-    pid_t pid = ((seg_hdr_t *)ep->maps[peer])->pid;
-    return kill(pid, 0) == 0 || errno != ESRCH;
+    return !owner_gone((const seg_hdr_t *)ep->maps[peer], why, sizeof(why));
 }
 
 /* Shared memory reaches the processes of this host. */
