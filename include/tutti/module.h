@@ -19,6 +19,11 @@
  *                 TUTTI_INPROGRESS if progress must be called, or an error;
  *   progress      advance a started execution, same returns;
  *   fini_context, fini_params   free what init_* made.
+ * In place: each member decides alone whether a call is in place
+ * (exec->sendbuf == exec->recvbuf), so an implementation must post the same
+ * transfers (sizes, tags, peers) whatever each member chose.  Per-rank
+ * alltoall never reaches an implementation in place: the core moves the
+ * input aside first.
  * Reductions: the instance's op is sum, prod, min or max.  The core turns
  * avg into sum and applies pre_scale, post_scale and the division by the
  * group size around the implementation, so no implementation sees them.

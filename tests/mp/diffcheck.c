@@ -11,8 +11,7 @@
  *
  *   diffcheck [--seed S] [--calls N] [--first K] [--only K1,K2,...]
  *             [--devices D] [--max-count N] [--max-bytes B] [--timeout S]
- *             [--phase N] [--max-failures N] [--no-mixed]
- *             [--a2av-in-place] [--verbose]
+ *             [--phase N] [--max-failures N] [--no-mixed] [--verbose]
  *
  * Start it under tutti-run, mpirun, or alone; each task runs D members
  * (threads), the group is every task's.  Calls k = first .. first+N-1 run
@@ -20,9 +19,7 @@
  * group of their own, whether anyone failed; if so every member leaves the
  * data group and joins a fresh one, so one failure does not hide the next.
  * Every --phase calls there is a barrier and a fresh group too.  The run
- * stops after --max-failures failed calls.  --a2av-in-place expects
- * per-rank alltoall in place to work; without it, such a call (all members
- * in place) must be refused with ERR_INVALID_ARG.
+ * stops after --max-failures failed calls.
  *
  * Each member prints "diffcheck: rank R: seed S: C calls, E elements
  * checked, W wrong, F failures" and a line per failed call naming the
@@ -53,7 +50,7 @@ typedef struct {
     int devices;
     size_t max_count, max_bytes;
     double timeout;
-    int phase, max_failures, mixed, a2av_in_place, verbose;
+    int phase, max_failures, mixed, verbose;
 } options_t;
 
 /* A growing buffer with GUARD bytes before and after the data. */
@@ -329,7 +326,6 @@ static const char *outcome_name(dc_outcome_t o)
     switch (o) {
     case DC_OUT_QUERY: return "OK (sizes only)";
     case DC_OUT_TOO_SMALL: return "ERR_TOO_SMALL";
-    case DC_OUT_REFUSED: return "ERR_INVALID_ARG from tutti_execute";
     default: return "OK";
     }
 }
@@ -342,10 +338,7 @@ static int check_status(member_t *m, const dc_call_t *c, const dc_layout_t *L,
     tutti_status_t want = TUTTI_OK;
     if (L->outcome == DC_OUT_TOO_SMALL)
         want = TUTTI_ERR_TOO_SMALL;
-    if (L->outcome == DC_OUT_REFUSED)
-        want = TUTTI_ERR_INVALID_ARG;
-    if (res->st != want ||
-        (L->outcome == DC_OUT_REFUSED && res->exec_st != want)) {
+    if (res->st != want) {
         report(m, c, "%s, want %s: %s", tutti_status_name(res->st),
                outcome_name(L->outcome),
                res->detail[0] ? res->detail : tutti_last_error());
@@ -548,7 +541,8 @@ static int run_call_in(member_t *m, const dc_call_t *c, result_t *rp)
     } else {
         res->st = run_helper(m, c, &L, send, recv, res);
         if (res->st != TUTTI_OK)
-            snprintf(res->detail, sizeof(res->detail), "%s", tutti_last_error());
+            snprintf(res->detail, sizeof(res->detail), "%s",
+                     tutti_last_error());
     }
     int ok = check_status(m, c, &L, res) && check_info(m, c, &L, res);
     if (!ok) {
@@ -606,7 +600,7 @@ static int run_call(member_t *m, const dc_call_t *c)
     return state;
 }
 
-/* ---- a member --------------------------------------------------------------- */
+/* ---- a member ---------------------------------------------------------- */
 
 static void *member_main(void *arg)
 {
@@ -636,7 +630,7 @@ static void *member_main(void *arg)
     }
     m->env = (dc_plan_env_t){o->seed, m->n, m->impls, m->nimpls,
                              o->max_count, o->max_bytes, o->mixed,
-                             o->a2av_in_place, o->phase};
+                             o->phase};
     for (long i = 0; i < count; i++) {
         long k = o->nonly > 0 ? o->only[i] : o->first + i;
         int bad_here = 0, bad = 0;
@@ -683,7 +677,7 @@ out_ctrl:
     return NULL;
 }
 
-/* ---- options --------------------------------------------------------------- */
+/* ---- options ----------------------------------------------------------- */
 
 static void usage(void)
 {
@@ -693,8 +687,7 @@ static void usage(void)
             "                 [--devices D] [--max-count N] [--max-bytes B] "
             "[--timeout S]\n"
             "                 [--phase N] [--max-failures N] [--no-mixed] "
-            "[--a2av-in-place]\n"
-            "                 [--verbose]\n");
+            "[--verbose]\n");
 }
 
 static int parse_size(const char *text, size_t *out)
@@ -728,7 +721,7 @@ static int parse_only(char *list, options_t *o)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     *o = (options_t){1, 0, 200, NULL, 0, 1, (size_t)1 << 21 | 1,
-                     (size_t)64 << 20, 60, 64, 10, 1, 0, 0};
+                     (size_t)64 << 20, 60, 64, 10, 1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
@@ -759,8 +752,6 @@ static int parse_options(int argc, char **argv, options_t *o)
             takes = 0;
             if (strcmp(a, "--no-mixed") == 0)
                 o->mixed = 0;
-            else if (strcmp(a, "--a2av-in-place") == 0)
-                o->a2av_in_place = 1;
             else if (strcmp(a, "--verbose") == 0)
                 o->verbose = 1;
             else

@@ -71,8 +71,6 @@ typedef struct {
     size_t max_count;        /* elements per rank at most */
     size_t max_bytes;        /* bytes of one buffer at most */
     int mixed;               /* members may differ on in place */
-    int a2av_in_place;       /* per-rank alltoall in place: 1 allowed,
-                                0 refused with ERR_INVALID_ARG (expected) */
     int phase;               /* calls per phase (barrier, fresh group) */
 } dc_plan_env_t;
 
@@ -100,7 +98,6 @@ typedef struct {
      * reduce_scatter: counts[r] = block r; alltoall: counts[s * n + d] =
      * elements rank s sends rank d. */
     size_t counts[DC_MAX_N * DC_MAX_N];
-    int refused;             /* every member's execute fails INVALID_ARG */
     int n;
 } dc_call_t;
 
@@ -115,8 +112,7 @@ void dc_describe(const dc_plan_env_t *env, const dc_call_t *c, char *buf,
 typedef enum {
     DC_OUT_DATA,      /* completes OK with its output */
     DC_OUT_QUERY,     /* completes OK, sizes only */
-    DC_OUT_TOO_SMALL, /* fails ERR_TOO_SMALL, nothing moves */
-    DC_OUT_REFUSED    /* tutti_execute refuses ERR_INVALID_ARG */
+    DC_OUT_TOO_SMALL  /* fails ERR_TOO_SMALL, nothing moves */
 } dc_outcome_t;
 
 typedef struct {

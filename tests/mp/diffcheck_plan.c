@@ -222,10 +222,18 @@ static void capacities(dc_rng_t *rng, dc_call_t *c)
         if (c->cap_kind[r] == DC_CAP_SHORT && need == 0)
             c->cap_kind[r] = DC_CAP_EXACT;
         switch (c->cap_kind[r]) {
-        case DC_CAP_ROOMY: c->cap[r] = need + 1 + dc_rng_below(rng, 64); break;
-        case DC_CAP_SHORT: c->cap[r] = need - 1 - dc_rng_below(rng, need); break;
-        case DC_CAP_QUERY: c->cap[r] = 0; break;
-        default: c->cap[r] = need; break;
+        case DC_CAP_ROOMY:
+            c->cap[r] = need + 1 + dc_rng_below(rng, 64);
+            break;
+        case DC_CAP_SHORT:
+            c->cap[r] = need - 1 - dc_rng_below(rng, need);
+            break;
+        case DC_CAP_QUERY:
+            c->cap[r] = 0;
+            break;
+        default:
+            c->cap[r] = need;
+            break;
         }
         /* A buffer that holds its input in place holds what it receives. */
         if (c->cap_kind[r] == DC_CAP_QUERY || c->cap_kind[r] == DC_CAP_SHORT)
@@ -307,15 +315,7 @@ static void plan_execution(const dc_plan_env_t *env, dc_rng_t *rng,
     if (!c->per_rank)
         return;
     per_rank_counts(env, rng, c);
-    if (c->coll == TUTTI_COLL_ALLTOALL && !env->a2av_in_place) {
-        /* Refused today: all members in place, or none (a member refused
-         * alone would leave the others waiting). */
-        int all = c->api == DC_API_EXEC && dc_rng_below(rng, 10) == 0;
-        for (int r = 0; r < n; r++)
-            c->in_place[r] = (unsigned char)all;
-        c->refused = all;
-    }
-    if (gathers(c->coll) && !c->refused)
+    if (gathers(c->coll))
         capacities(rng, c);
 }
 
@@ -349,8 +349,7 @@ static void plan_inner(const dc_plan_env_t *env, long k, dc_call_t *out,
         dc_call_t *first = malloc(sizeof(*first));
         if (first != NULL) {
             plan_inner(env, k - 1 - back, first, 0);
-            if (first->api == DC_API_EXEC && first->origin == first->index &&
-                !first->refused) {
+            if (first->api == DC_API_EXEC && first->origin == first->index) {
                 out->origin = first->index;
                 out->key = first->key;
                 out->api = DC_API_EXEC;
@@ -466,8 +465,6 @@ void dc_describe(const dc_plan_env_t *env, const dc_call_t *c, char *buf,
             at = put(buf, len, at, "]");
         }
     }
-    if (c->refused)
-        put(buf, len, at, " (in place: refused)");
 }
 
 /* ---- a member's layout ------------------------------------------------- */
@@ -571,8 +568,6 @@ void dc_layout(const dc_call_t *c, int r, dc_layout_t *L)
         per_rank_layout(c, r, L);
     else
         fixed_layout(c, r, L);
-    if (c->refused)
-        L->outcome = DC_OUT_REFUSED;
     L->in_place = c->in_place[r];
     if (L->in_place) {
         size_t in_end = L->in_off + L->in_n, out_end = L->out_off + L->out_n;
