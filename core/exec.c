@@ -332,7 +332,8 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
     if (g->size > 1 && (st = connect_group(g)) != TUTTI_OK)
         goto err_free;
     g->health_seen = -1; /* look at the context's health on first use */
-    tutti__resolver_add_group(ctx, g);
+    if ((st = tutti__resolver_add_group(ctx, g)) != TUTTI_OK)
+        goto err_disconnect;
     tutti__log(TUTTI_LOG_DEBUG, "group", "joined group 0x%llx as rank %d of "
                "%d over %d tasks (%s transport)", (unsigned long long)g->key,
                g->rank, g->size, g->num_tasks, g->tp ? g->tp->name : "no");
@@ -342,6 +343,9 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
     *group_out = g;
     return TUTTI_OK;
 
+err_disconnect:
+    if (g->ep)
+        g->tp->disconnect(g->ep);
 err_free:
     free(g->localities);
     free(g->hosts);

@@ -23,8 +23,8 @@ typedef struct {
     uint64_t value; /* a task's value, or the total */
 } sum_payload_t;
 
-static void send_sum(tutti_context_t *ctx, int task, uint32_t type,
-                     uint64_t seq, uint64_t value)
+static tutti_status_t send_sum(tutti_context_t *ctx, int task,
+                               uint32_t type, uint64_t seq, uint64_t value)
 {
     tutti__ctrl_msg_t m;
     memset(&m, 0, offsetof(tutti__ctrl_msg_t, payload));
@@ -33,10 +33,10 @@ static void send_sum(tutti_context_t *ctx, int task, uint32_t type,
     sum_payload_t p = {seq, value};
     memcpy(m.payload, &p, sizeof(p));
     m.len = sizeof(p);
-    if (task < 0)
-        tutti__resolver_broadcast(ctx, &m);
-    else
-        tutti__resolver_send(ctx, task, &m);
+    if (task >= 0)
+        return tutti__resolver_send(ctx, task, &m);
+    tutti__resolver_broadcast(ctx, &m);
+    return TUTTI_OK;
 }
 
 static void total_arrived(tutti_context_t *ctx, uint64_t seq, uint64_t total)
@@ -115,13 +115,17 @@ tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
     }
     s->busy = 1;
     s->done = 0;
-    send_sum(ctx, COORDINATOR_TASK, TUTTI_CTRL_SUM, s->seq, value);
-    while (!s->done && (st = cannot_finish(ctx)) == TUTTI_OK &&
+    st = send_sum(ctx, COORDINATOR_TASK, TUTTI_CTRL_SUM, s->seq, value);
+    if (st != TUTTI_OK)
+        tutti__error(st, "resolve", "task %d: sum over the job's tasks: its "
+                     "value could not be sent to task 0", ctx->task);
+    while (st == TUTTI_OK && !s->done &&
+           (st = cannot_finish(ctx)) == TUTTI_OK &&
            tutti__resolver_wait(ctx, &until) == 0)
         ;
     if (s->done)
         st = TUTTI_OK;
-    else if (st == TUTTI_OK)
+    else if (st == TUTTI_OK) /* the wait timed out */
         st = tutti__error(TUTTI_ERR_TIMEOUT, "resolve", "task %d: sum over "
                           "the job's %d tasks: no total within %.1f s; not "
                           "every task called tutti_context_sum", ctx->task,

@@ -1045,16 +1045,20 @@ tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
     return st;
 }
 
-void tutti__resolver_add_group(tutti_context_t *ctx, tutti_group_t *g)
+tutti_status_t tutti__resolver_add_group(tutti_context_t *ctx,
+                                         tutti_group_t *g)
 {
     group_ref_t *ref = malloc(sizeof(*ref));
+    if (ref == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "group", "group 0x%llx: no "
+                            "memory to register it for decisions",
+                            (unsigned long long)g->key);
     pthread_mutex_lock(&ctx->resolver_lock);
-    if (ref != NULL) {
-        ref->g = g;
-        ref->next = ctx->resolver->members;
-        ctx->resolver->members = ref;
-    }
+    ref->g = g;
+    ref->next = ctx->resolver->members;
+    ctx->resolver->members = ref;
     pthread_mutex_unlock(&ctx->resolver_lock);
+    return TUTTI_OK;
 }
 
 void tutti__resolver_remove_group(tutti_context_t *ctx, tutti_group_t *g)

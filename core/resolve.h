@@ -45,8 +45,10 @@ tutti_status_t tutti__resolve_group(tutti_context_t *ctx, uint64_t key,
                                     double timeout,
                                     tutti__group_table_t *table_out);
 
-/** Register/unregister a joined group for instance decisions. */
-void tutti__resolver_add_group(tutti_context_t *ctx, tutti_group_t *g);
+/** Register/unregister a joined group for instance decisions (without
+ *  it, the group would never learn what runs its instances). */
+tutti_status_t tutti__resolver_add_group(tutti_context_t *ctx,
+                                         tutti_group_t *g);
 void tutti__resolver_remove_group(tutti_context_t *ctx, tutti_group_t *g);
 
 /** Send this member's parameters for the first execution of @p inst. */
