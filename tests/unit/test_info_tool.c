@@ -36,18 +36,6 @@ typedef struct {
     const char *want[2];               /* more text the output must hold */
 } info_case_t;
 
-/* Prints @p out line by line (cmocka cuts each message at 1K). */
-static void show(const char *what, const char *out)
-{
-    const char *l = out;
-    print_message("%s\n", what);
-    while (*l != '\0') {
-        const char *e = strchr(l, '\n');
-        int len = e ? (int)(e - l) : (int)strlen(l);
-        print_message("  %.*s\n", len, l);
-        l += len + (e != NULL);
-    }
-}
 
 /* The job's shared-memory prefix, from "..., job info-123:". */
 static void job_prefix(const char *out, char *prefix, size_t len)
@@ -73,7 +61,7 @@ static void check_section(const info_case_t *c, int s, char *l,
                                 "checked, %ld wrong", &rank, &task, &dev,
                                 host, &numa, impl, &step, &checked,
                                 &wrong) != 9) {
-            show(c->args, out);
+            test_show(c->args, out);
             fail_msg("%s: %s: rank %d: not a rank line: '%s'", c->name,
                      sec_title[s], r, l ? l : "(end)");
         }
@@ -102,7 +90,7 @@ static void run_case(void **state)
     snprintf(cmd, sizeof(cmd), INFO " --explain %s --resolve", c->args);
     int rc = test_run(cmd, 1, out, sizeof(out));
     if (rc != 0) {
-        show(cmd, out);
+        test_show(cmd, out);
         fail_msg("%s: tutti-info exited %d (its output is above)", c->name,
                  rc);
     }
@@ -126,7 +114,7 @@ static void run_case(void **state)
     for (int i = 0; i < 3; i++) {
         const char *w = i < 2 ? c->want[i] : cmd;
         if (w != NULL && strstr(out, w) == NULL) {
-            show(c->args, out);
+            test_show(c->args, out);
             fail_msg("%s: the output lacks '%s'", c->name, w);
         }
     }
@@ -215,7 +203,7 @@ static void test_refusals(void **state)
         snprintf(cmd, sizeof(cmd), INFO " %s", r[i].args);
         int rc = test_run(cmd, 1, out, sizeof(out));
         if (rc != 2 || strstr(out, r[i].want) == NULL) {
-            show(cmd, out);
+            test_show(cmd, out);
             fail_msg("'%s' exited %d; expected 2 and '%s'", r[i].args, rc,
                      r[i].want);
         }
@@ -248,7 +236,7 @@ static void test_explain_per_rank(void **state)
              " --explain allgather --per-rank --group-size 6");
     int rc = test_run(cmd, 1, out, sizeof(out));
     if (rc != 0) {
-        show(cmd, out);
+        test_show(cmd, out);
         fail_msg("exited %d", rc);
     }
     assert_non_null(strstr(out, "allgather on cpu, float32, per-rank "

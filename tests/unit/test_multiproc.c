@@ -212,6 +212,26 @@ static void test_abort_reaches_every_task(void **state)
     assert_non_null(strstr(out, "aborted by task 0: operator stop"));
 }
 
+/* Tasks 0 and 2 of a --victim run reported within 5 s that task 1 is
+ * gone. */
+static void expect_victim_named(const char *out)
+{
+    for (int t = 0; t < 3; t += 2) {
+        char want[160];
+        double secs = 99;
+        snprintf(want, sizeof(want), "coll_worker: task %d: failed after ", t);
+        const char *line = strstr(out, want);
+        if (line == NULL)
+            fail_msg("task %d did not report:\n%s", t, out);
+        assert_int_equal(sscanf(line + strlen(want), "%lf", &secs), 1);
+        if (secs >= 5.0)
+            fail_msg("task %d took %.1f s to see task 1 gone:\n%s", t, secs,
+                     out);
+        assert_non_null(strstr(line, "ERR_PEER: group 0x2d rank"));
+        assert_non_null(strstr(line, "task 1 (rank 1) is gone"));
+    }
+}
+
 /* kill -9 of one task in the middle of a 16 MiB allreduce: the others fail
  * within 5 s naming it; the launcher exits non-zero and nothing is left. */
 static void test_killed_task_is_named(void **state)
@@ -223,18 +243,7 @@ static void test_killed_task_is_named(void **state)
              "%s --victim", RUN, job, WORKER);
     int rc = test_run(cmd, 0, out, sizeof(out));
     assert_int_equal(rc, 128 + 9); /* the first failure: task 1's SIGKILL */
-    for (int t = 0; t < 3; t += 2) {
-        char want[160];
-        double secs = 99;
-        snprintf(want, sizeof(want), "coll_worker: task %d: failed after ", t);
-        const char *line = strstr(out, want);
-        if (line == NULL)
-            fail_msg("task %d did not report:\n%s", t, out);
-        assert_int_equal(sscanf(line + strlen(want), "%lf", &secs), 1);
-        assert_true(secs < 5.0);
-        assert_non_null(strstr(line, "ERR_PEER: group 0x2d rank"));
-        assert_non_null(strstr(line, "task 1 (rank 1) is gone"));
-    }
+    expect_victim_named(out);
     snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
     assert_int_equal(test_shm_names_with(prefix), 0);
     /* The bracket keeps pgrep from matching the shell that runs it. */
@@ -253,19 +262,7 @@ static void test_unreaped_task_is_named(void **state)
              "TUTTI_RANK=1 sh -c '%s --victim & exec sleep 9' & wait)",
              (long)getpid(), WORKER, WORKER);
     test_run(cmd, 1, out, sizeof(out));
-    for (int t = 0; t < 3; t += 2) {
-        char want[160];
-        double secs = 99;
-        snprintf(want, sizeof(want), "coll_worker: task %d: failed after ", t);
-        const char *line = strstr(out, want);
-        if (line == NULL)
-            fail_msg("task %d did not report:\n%s", t, out);
-        assert_int_equal(sscanf(line + strlen(want), "%lf", &secs), 1);
-        if (secs >= 5.0)
-            fail_msg("task %d took %.1f s to see task 1 gone:\n%s", t, secs,
-                     out);
-        assert_non_null(strstr(line, "task 1 (rank 1) is gone"));
-    }
+    expect_victim_named(out);
 }
 
 /* tutti-info --resolve forms a real group and reports what ran where; all

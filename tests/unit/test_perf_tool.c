@@ -42,18 +42,6 @@ typedef struct {
     int ring;            /* bus factor: 1, or ring x (n-1)/n */
 } perf_case_t;
 
-/* Prints @p out line by line (cmocka cuts each message at 1K). */
-static void show(const char *what, const char *out)
-{
-    const char *l = out;
-    print_message("%s\n", what);
-    while (*l != '\0') {
-        const char *e = strchr(l, '\n');
-        int len = e ? (int)(e - l) : (int)strlen(l);
-        print_message("  %.*s\n", len, l);
-        l += len + (e != NULL);
-    }
-}
 
 static double factor_of(const perf_case_t *c)
 {
@@ -108,7 +96,7 @@ static void run_case(void **state)
     if (rc != 0) {
         /* cmocka cuts long failure messages: the output goes first, in
          * full, and the failure says what it means. */
-        show(cmd, out);
+        test_show(cmd, out);
         fail_msg("%s on %d: tutti-perf exited %d (no implementation of %s "
                  "ran? its error is above)", c->coll, c->nprocs, rc, c->coll);
     }
@@ -151,7 +139,7 @@ static void test_unselectable_collective_fails(void **state)
     assert_int_not_equal(rc, 0);
     if (strstr(out, "tutti-perf: rank 0: allreduce of 8 bytes: ") == NULL ||
         strstr(out, "no selection rule matches allreduce") == NULL) {
-        show(cmd, out);
+        test_show(cmd, out);
         fail_msg("tutti-perf gave no clear error (output above)");
     }
 }
@@ -166,7 +154,7 @@ static void test_unknown_implementation_fails(void **state)
     int rc = test_run(cmd, 1, out, sizeof(out));
     assert_int_not_equal(rc, 0);
     if (strstr(out, "implementation 'NoSuchImpl' is not provided") == NULL) {
-        show(cmd, out);
+        test_show(cmd, out);
         fail_msg("tutti-perf gave no clear error (output above)");
     }
 }
@@ -210,7 +198,7 @@ static void test_planted_wrong_result_counted(void **state)
              RUN, PERF);
     int rc = test_run(cmd, 1, out, sizeof(out));
     if (rc != 1) {
-        show(cmd, out);
+        test_show(cmd, out);
         fail_msg("tutti-perf with a broken allreduce exited %d, want 1", rc);
     }
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {

@@ -49,6 +49,21 @@ static inline int test_run(const char *cmd, int join_stderr, char *out,
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* Prints @p out line by line under @p what, before a failure message
+ * (cmocka cuts each message at 1K). */
+static inline void test_show(const char *what, const char *out)
+{
+    const char *l = out;
+    printf("%s\n", what);
+    while (*l != '\0') {
+        const char *e = strchr(l, '\n');
+        int len = e ? (int)(e - l) : (int)strlen(l);
+        printf("  %.*s\n", len, l);
+        l += len + (e != NULL);
+    }
+    fflush(stdout);
+}
+
 /* Number of names in /dev/shm that start with @p prefix. */
 static inline int test_shm_names_with(const char *prefix)
 {
