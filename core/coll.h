@@ -13,10 +13,13 @@
 #include <tutti/tutti.h>
 
 /** Scratch for input the core prepares aside (pre-scaled, or an in-place
- *  per-rank alltoall's); an instance's, grown to the largest input seen. */
-typedef struct {
+ *  per-rank alltoall's).  A group keeps a pool of them: an execution takes
+ *  one while it runs, so memory follows the executions in flight, not the
+ *  number of instances; a buffer grows to the largest input it served. */
+typedef struct tutti__stage {
     void *buf;
     size_t len;
+    struct tutti__stage *next;       /* the group's free list */
 } tutti__stage_t;
 
 /** 1 if the instance's counts are given per rank, per execution. */

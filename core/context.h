@@ -76,6 +76,7 @@ struct tutti_request {
     char error[512];                /* detail of a failed execution */
     uint64_t flight_seq;            /* its flight recorder entry */
     uint64_t heard_from;            /* ranks < 64 a receive completed from */
+    tutti__stage_t *stage;          /* taken from the group's pool, or NULL */
     size_t *recv_counts;            /* group_size, after pending_from */
     uint16_t pending_from[];        /* receives outstanding, per rank */
 };
@@ -97,7 +98,6 @@ struct tutti__instance {
     tutti_status_t failed;           /* resolution refused it: why */
     char failure[512];
     int *permutation;                /* permute: group_size entries */
-    tutti__stage_t stage;            /* input prepared aside, when needed */
     int prepared;                    /* the core may stage or scale input */
     int postscaled;                  /* the core scales the output */
 };
@@ -123,6 +123,7 @@ struct tutti_group {
     tutti_request_t *active_head;     /* launched, by priority */
     uint64_t launches;
     tutti_request_t *free_list;
+    tutti__stage_t *stages;           /* free stage buffers (coll.h) */
     tutti__decision_t *decisions;     /* from the resolver (its lock) */
     atomic_int has_decisions;
     int health_seen;                  /* ctx->health_epoch last checked */

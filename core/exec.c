@@ -360,7 +360,6 @@ static void instance_free(tutti__instance_t *inst)
     if (ops && inst->state)
         ops->fini_context(inst->state);
     free(inst->permutation);
-    free(inst->stage.buf);
     free(inst);
 }
 
@@ -382,6 +381,12 @@ void tutti_group_leave(tutti_group_t *g)
         tutti_request_t *next = g->free_list->next;
         free(g->free_list);
         g->free_list = next;
+    }
+    while (g->stages) {
+        tutti__stage_t *next = g->stages->next;
+        free(g->stages->buf);
+        free(g->stages);
+        g->stages = next;
     }
     tutti__resolver_remove_group(g->ctx, g);
     if (g->ep)
@@ -575,6 +580,7 @@ static tutti_request_t *request_get(tutti_group_t *g)
     r->recv_counts = (size_t *)((char *)r->pending_from +
                                 pending_bytes(g->size));
     r->heard_from = 0;
+    r->stage = NULL;
     r->group = g;
     r->status = TUTTI_INPROGRESS;
     r->launch_order = 0;
@@ -630,12 +636,38 @@ static void promote_next(tutti__instance_t *inst)
     insert_by_priority(&next->group->ready_head, next);
 }
 
+/* A stage buffer from the group's pool for @p r's prepared input; a new
+ * one only when every buffer is taken by an execution in flight. */
+static tutti_status_t stage_take(tutti_group_t *g, tutti_request_t *r)
+{
+    tutti__stage_t *s = g->stages;
+    if (s != NULL)
+        g->stages = s->next;
+    else if ((s = calloc(1, sizeof(*s))) == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "group 0x%llx: no "
+                            "memory for a stage buffer",
+                            (unsigned long long)g->key);
+    s->next = NULL;
+    r->stage = s;
+    return TUTTI_OK;
+}
+
+static void stage_give_back(tutti_group_t *g, tutti_request_t *r)
+{
+    if (r->stage == NULL)
+        return;
+    r->stage->next = g->stages;
+    g->stages = r->stage;
+    r->stage = NULL;
+}
+
 static void request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
     tutti_group_t *g = r->group;
     if (st == TUTTI_OK && inst->postscaled)
         st = tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
+    stage_give_back(g, r);
     if (st != TUTTI_OK) {
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
         /* Transfers of a failed execution may still be queued: the group
@@ -669,9 +701,9 @@ static void request_start(tutti_request_t *r)
     if (r->exec.step + 1 > inst->launched_through)
         inst->launched_through = r->exec.step + 1;
     tutti_status_t st = TUTTI_OK;
-    if (inst->prepared)
-        st = tutti__coll_prepare(&inst->params, g->rank, g->size,
-                                  &inst->stage, &r->exec);
+    if (inst->prepared && (st = stage_take(g, r)) == TUTTI_OK)
+        st = tutti__coll_prepare(&inst->params, g->rank, g->size, r->stage,
+                                 &r->exec);
     if (st == TUTTI_OK)
         st = ops->run(inst->state, &r->exec);
     if (st == TUTTI_INPROGRESS)
