@@ -1,4 +1,6 @@
 /* Control plane: fixed frames over the process transport. */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -96,6 +98,22 @@ static int reap_sends(tutti__ctrl_t *c)
     return n;
 }
 
+/* No more frames can come from @p task: nothing this task waits for from
+ * it would ever arrive, so the context fails at once, saying why. */
+static void lost_peer(tutti__ctrl_t *c, int task, tutti_status_t st)
+{
+    tutti__ctrl_msg_t m;
+    memset(&m, 0, offsetof(tutti__ctrl_msg_t, payload));
+    m.type = TUTTI_CTRL_ABORT;
+    m.from_task = c->ctx->task;
+    m.device_index = -1;
+    snprintf(m.payload, sizeof(m.payload), "task %d: the control plane "
+             "cannot receive from task %d any more: %s", c->ctx->task, task,
+             tutti_strerror(st));
+    m.len = (uint32_t)strlen(m.payload) + 1;
+    c->handle(c->ctx, &m);
+}
+
 /* One pass: move frames, hand complete ones to the resolver. */
 static int ctrl_progress(tutti__ctrl_t *c)
 {
@@ -110,7 +128,9 @@ static int ctrl_progress(tutti__ctrl_t *c)
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
                        "failed: %s", t, tutti_strerror(r->op.status));
         r->seq++;
-        post_recv(c, t);
+        tutti_status_t st = post_recv(c, t);
+        if (st != TUTTI_OK)
+            lost_peer(c, t, st);
         n++;
     }
     return n + reap_sends(c);

@@ -106,11 +106,19 @@ struct tutti__resolver {
     unsigned char *said_bye;          /* per task */
 };
 
+/* Callers that answer from the control thread have no one to return a
+ * failure to: it is logged here, once for all of them, and the task that
+ * waits for the frame gives up at its time limit (or sooner, when its
+ * peer is found gone). */
 static tutti_status_t send_to(tutti_context_t *ctx, int task,
                               tutti__ctrl_msg_t *m)
 {
     ctx->resolver->frames_sent += task != ctx->task;
-    return tutti__ctrl_send(ctx->resolver->ctrl, task, m);
+    tutti_status_t st = tutti__ctrl_send(ctx->resolver->ctrl, task, m);
+    if (st != TUTTI_OK)
+        tutti__log(TUTTI_LOG_WARN, "resolve", "control frame of type %u to "
+                   "task %d not sent: %s", m->type, task, tutti_strerror(st));
+    return st;
 }
 
 static void msg_init(tutti__ctrl_msg_t *m, uint32_t type, uint64_t gkey,
