@@ -1271,9 +1271,13 @@ static tutti_status_t start(tcp_ep_t *ep, const tutti_tp_group_t *g)
     ep->evc.kind = C_EVENT;
     ep->lsc.kind = C_LISTEN;
     ev.data.ptr = &ep->evc;
-    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->evc.fd, &ev);
+    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->evc.fd, &ev) != 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "epoll_ctl (wake-up event): "
+                           "%s", strerror(errno));
     ev.data.ptr = &ep->lsc;
-    epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lsc.fd, &ev);
+    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lsc.fd, &ev) != 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "epoll_ctl (listening "
+                           "socket): %s", strerror(errno));
     if (pthread_create(&ep->thread, NULL, tcp_main, ep) != 0)
         return core->error(TUTTI_ERR_INTERNAL, "tcp", "cannot start the "
                            "progress thread");
