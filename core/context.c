@@ -8,6 +8,7 @@
 
 #include "bootstrap.h"
 #include "context.h"
+#include "job_sum.h"
 #include "log.h"
 #include "resolve.h"
 
@@ -213,6 +214,7 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
         st = TUTTI_ERR_NO_MEMORY;
         goto err_free;
     }
+    tutti__job_sum_init(ctx);
     if ((st = tutti__resolver_start(ctx)) != TUTTI_OK)
         goto err_free;
     *ctx_out = ctx;

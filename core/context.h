@@ -13,6 +13,7 @@
 
 #include "coll.h"
 #include "config.h"
+#include "ctrl.h"
 #include "flight.h"
 #include "registry.h"
 
@@ -50,6 +51,9 @@ struct tutti_context {
     char abort_reason[512];
     atomic_int *task_dead;          /* one flag per task */
     tutti__job_sum_t sum;
+    /* Frames for the control plane's users above the resolver (by type),
+     * set before it starts; run with resolver_lock held. */
+    tutti__ctrl_handler_t ctrl_handlers[TUTTI_CTRL_TYPES];
 };
 
 /* Marks the context aborted (the first reason stays); wakes joins. */

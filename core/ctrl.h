@@ -33,6 +33,7 @@ typedef enum {
     TUTTI_CTRL_BYE,           /* task -> every task: context destroyed */
     TUTTI_CTRL_SUM,           /* task -> coordinator: its value of a sum */
     TUTTI_CTRL_SUM_DONE,      /* coordinator -> every task: the total */
+    TUTTI_CTRL_TYPES
 } tutti__ctrl_type_t;
 
 typedef struct {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "job_sum.h"
 #include "log.h"
 #include "resolve.h"
 
@@ -49,7 +50,7 @@ static void total_arrived(tutti_context_t *ctx, uint64_t seq, uint64_t total)
     tutti__resolver_wake(ctx);
 }
 
-void tutti__job_sum_handle(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
+static void sum_frame(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
 {
     tutti__job_sum_t *s = &ctx->sum;
     sum_payload_t p;
@@ -76,6 +77,12 @@ void tutti__job_sum_handle(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
     s->coord_total = 0;
     send_sum(ctx, -1, TUTTI_CTRL_SUM_DONE, p.seq, total);
     total_arrived(ctx, p.seq, total);
+}
+
+void tutti__job_sum_init(tutti_context_t *ctx)
+{
+    ctx->ctrl_handlers[TUTTI_CTRL_SUM] = sum_frame;
+    ctx->ctrl_handlers[TUTTI_CTRL_SUM_DONE] = sum_frame;
 }
 
 /* Why this task cannot expect the total: an abort, or a task gone. */

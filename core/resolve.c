@@ -893,9 +893,11 @@ static void dispatch(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
     case TUTTI_CTRL_INST_TIMEOUT: coord_inst_timeout(ctx, msg); break;
     case TUTTI_CTRL_INST_OK:
     case TUTTI_CTRL_INST_ERR: member_decision(ctx, msg); break;
-    case TUTTI_CTRL_SUM:
-    case TUTTI_CTRL_SUM_DONE: tutti__job_sum_handle(ctx, msg); break;
     default:
+        if (msg->type < TUTTI_CTRL_TYPES && ctx->ctrl_handlers[msg->type]) {
+            ctx->ctrl_handlers[msg->type](ctx, msg);
+            break;
+        }
         tutti__log(TUTTI_LOG_ERROR, "resolve", "control frame of unknown "
                    "type %u from task %d", msg->type, msg->from_task);
     }

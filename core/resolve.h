@@ -96,8 +96,6 @@ void tutti__resolver_broadcast(tutti_context_t *ctx, tutti__ctrl_msg_t *msg);
 int tutti__resolver_wait(tutti_context_t *ctx, const struct timespec *until);
 void tutti__resolver_wake(tutti_context_t *ctx);
 
-/** A TUTTI_CTRL_SUM or _SUM_DONE frame (job_sum.c). */
-void tutti__job_sum_handle(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg);
 
 /** Control frames this context has sent (for measurements and tests). */
 uint64_t tutti__resolver_frames_sent(const tutti_context_t *ctx);
