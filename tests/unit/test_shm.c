@@ -310,7 +310,7 @@ static void plant_incomplete(const char *name, int age_s)
 static void test_stale_segments_removed_by_next_start(void **state)
 {
     char job[64], prefix[96], name[160], other[160], young[160];
-    char cmd[512], out[8192];
+    char cmd[1024], out[8192];
     (void)state;
     snprintf(job, sizeof(job), "shmstale-%ld", (long)getpid());
     snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
@@ -331,9 +331,16 @@ static void test_stale_segments_removed_by_next_start(void **state)
     snprintf(other, sizeof(other), "/tutti-%s-x-g00000000000000ab-r0", job);
     plant_incomplete(other, 3600);
 
+    /* Task 1 judges the crashed task's segments stale and waits 1.5 s
+     * before unlinking them; task 0 starts meanwhile.  Without the host's
+     * lock on names, task 0 removed the same names, created its own
+     * segment under one of them, and task 1 then unlinked that: the join
+     * hung. */
     snprintf(cmd, sizeof(cmd), "TUTTI_JOB_ID=%s TUTTI_SIZE=2 "
-             "TUTTI_LOG_LEVEL=warn sh -c '(TUTTI_RANK=1 exec %s --join) & "
-             "p=$!; TUTTI_RANK=0 %s --join; a=$?; wait $p; exit $((a | $?))'",
+             "TUTTI_TIMEOUT=30 TUTTI_LOG_LEVEL=warn sh -c "
+             "'(TUTTI_RANK=1 TUTTI_SHM_TEST_SCRUB_DELAY_MS=1500 exec %s "
+             "--join) & p=$!; sleep 0.5; TUTTI_RANK=0 %s --join; a=$?; "
+             "wait $p; exit $((a | $?))'",
              job, WORKER, WORKER);
     int rc = test_run(cmd, 1, out, sizeof(out));
     if (rc != 0)

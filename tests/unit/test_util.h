@@ -30,10 +30,15 @@ static inline int test_file_has(const char *path, const char *text)
 static inline int test_run(const char *cmd, int join_stderr, char *out,
                            size_t len)
 {
-    char full[1024], line[4096];
+    char full[4224], line[4096];
     size_t n = 0;
-    snprintf(full, sizeof(full), "%s%s", cmd, join_stderr ? " 2>&1" : "");
     out[0] = '\0';
+    if (strlen(cmd) > 4096) {
+        snprintf(out, len, "test_run: command over 4096 bytes: %.200s...",
+                 cmd);
+        return -1;
+    }
+    snprintf(full, sizeof(full), "%s%s", cmd, join_stderr ? " 2>&1" : "");
     FILE *p = popen(full, "r");
     if (p == NULL)
         return -1;

@@ -8,6 +8,8 @@
  * /dev/shm; a crash during set-up leaves names that tutti-run removes (they
  * carry the job id), or the next start of a process of that job: its first
  * connect removes the job's segments whose owners are gone (scrub_stale).
+ * Scrubbing and creating a segment hold one lock per host (names_lock), so
+ * a task never unlinks a name that another task has just created anew.
  * The channels themselves are the core's (through tutti_tp_core_ops_t);
  * this module places them in shared memory.
  *
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -135,15 +138,59 @@ static uint64_t make_cookie(const void *where)
     return v != 0 ? v : 0x5eed;
 }
 
+/* Takes the host's lock on segment names: an advisory flock on /dev/shm
+ * itself, so nothing is left behind and a dead holder's lock goes with it.
+ * Between judging a name stale and unlinking it, a scrubber holds it; so
+ * does a creator between finding its name taken and creating it.  Returns
+ * the descriptor to give to names_unlock, or -1 where the directory cannot
+ * be locked (then nothing is serialised, as before the lock). */
+static int names_lock(void)
+{
+    int fd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+static void names_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Test hook, not for production: TUTTI_SHM_TEST_SCRUB_DELAY_MS=N makes a
+ * scrubber wait N ms between judging its job's segments stale and
+ * unlinking them, so a test can show that no other task's new segment is
+ * lost meanwhile. */
+static void scrub_test_delay(void)
+{
+    const char *v = getenv("TUTTI_SHM_TEST_SCRUB_DELAY_MS");
+    long ms = v != NULL ? strtol(v, NULL, 10) : 0;
+    if (ms > 0 && ms <= 10000) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static tutti_status_t create_own(shm_ep_t *ep, const tutti_tp_group_t *g)
 {
     const tutti_tp_core_ops_t *core = ep->core;
+    int lock = names_lock();
     int fd = shm_open(ep->own_name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) {
         core->log(1, "shm", "removing stale segment %s", ep->own_name);
         shm_unlink(ep->own_name);
         fd = shm_open(ep->own_name, O_CREAT | O_EXCL | O_RDWR, 0600);
     }
+    int open_errno = errno;
+    names_unlock(lock);
+    errno = open_errno;
     if (fd < 0)
         return core->error(TUTTI_ERR_IO, "shm", "shm_open %s: %s",
                             ep->own_name, strerror(errno));
@@ -237,39 +284,76 @@ static int seg_is_stale(const char *name, char *why, size_t len)
     return owner_gone(&h, why, len);
 }
 
-/* Removes the segments of job @p job whose owners are gone: a job id
- * reused after a crash in set-up that nobody cleaned after.  Once per
- * process, at its first connect. */
-static void scrub_stale(const tutti_tp_core_ops_t *core, const char *job)
+/* A segment name judged stale, and why. */
+typedef struct {
+    char name[300];
+    char why[96];
+} stale_name_t;
+
+/* Lists in @p *out the segments of job @p job whose owners are gone;
+ * returns how many (fewer if memory runs out: they wait for a later
+ * start). */
+static size_t find_stale(const char *job, stale_name_t **out)
 {
-    static _Atomic int done;
-    char prefix[160], why[96];
-    if (atomic_exchange(&done, 1))
-        return;
+    char prefix[160];
+    size_t n = 0, cap = 0;
+    stale_name_t *list = NULL;
+    *out = NULL;
     size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
-    DIR *dir = opendir("/dev/shm");
-    if (dir == NULL || plen >= sizeof(prefix)) {
-        if (dir != NULL)
-            closedir(dir);
-        return;
-    }
+    DIR *dir = plen < sizeof(prefix) ? opendir("/dev/shm") : NULL;
+    if (dir == NULL)
+        return 0;
     struct dirent *e;
     while ((e = readdir(dir)) != NULL) {
-        char name[300];
+        stale_name_t cand;
         if (strncmp(e->d_name, prefix, plen) != 0 ||
             !seg_tail_ok(e->d_name + plen))
             continue;
-        snprintf(name, sizeof(name), "/%s", e->d_name);
-        if (!seg_is_stale(name, why, sizeof(why)))
+        snprintf(cand.name, sizeof(cand.name), "/%s", e->d_name);
+        if (!seg_is_stale(cand.name, cand.why, sizeof(cand.why)))
             continue;
-        if (shm_unlink(name) == 0)
-            core->log(1, "shm", "removed stale segment /dev/shm%s of job %s: "
-                      "%s", name, job, why);
-        else if (errno != ENOENT)
-            core->log(1, "shm", "cannot remove stale segment /dev/shm%s of "
-                      "job %s (%s): %s", name, job, why, strerror(errno));
+        if (n == cap) {
+            size_t ncap = cap != 0 ? 2 * cap : 8;
+            stale_name_t *grown = realloc(list, ncap * sizeof(*list));
+            if (grown == NULL)
+                break;
+            list = grown;
+            cap = ncap;
+        }
+        list[n++] = cand;
     }
     closedir(dir);
+    *out = list;
+    return n;
+}
+
+/* Removes the segments of job @p job whose owners are gone: a job id
+ * reused after a crash in set-up that nobody cleaned after.  Once per
+ * process, at its first connect.  The names are judged and unlinked under
+ * the host's lock on names: a task of the job that creates its segment
+ * under a name judged stale here waits until this is done, and then
+ * creates it anew. */
+static void scrub_stale(const tutti_tp_core_ops_t *core, const char *job)
+{
+    static _Atomic int done;
+    stale_name_t *list;
+    if (atomic_exchange(&done, 1))
+        return;
+    int lock = names_lock();
+    size_t n = find_stale(job, &list);
+    if (n > 0)
+        scrub_test_delay();
+    for (size_t i = 0; i < n; i++) {
+        if (shm_unlink(list[i].name) == 0)
+            core->log(1, "shm", "removed stale segment /dev/shm%s of job %s: "
+                      "%s", list[i].name, job, list[i].why);
+        else if (errno != ENOENT)
+            core->log(1, "shm", "cannot remove stale segment /dev/shm%s of "
+                      "job %s (%s): %s", list[i].name, job, list[i].why,
+                      strerror(errno));
+    }
+    names_unlock(lock);
+    free(list);
 }
 
 /* Inode the name @p name refers to now, or 0. */
