@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "reduce.h"
+#include "base/reduce.h"
 
 enum { RUNS = 7 };
 

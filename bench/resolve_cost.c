@@ -13,7 +13,7 @@
 
 #include <tutti/tutti.h>
 
-#include "resolve.h"
+#include "job/resolve.h"
 
 static double now_us(void)
 {

@@ -6,11 +6,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
+#include "job/bootstrap.h"
 #include "context.h"
-#include "job_sum.h"
-#include "log.h"
-#include "resolve.h"
+#include "job/sum.h"
+#include "base/log.h"
+#include "job/resolve.h"
 
 double tutti__now(void)
 {

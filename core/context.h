@@ -11,11 +11,11 @@
 #include <tutti/transport.h>
 #include <tutti/tutti.h>
 
-#include "coll.h"
-#include "config.h"
-#include "ctrl.h"
-#include "flight.h"
-#include "registry.h"
+#include "exec/coll.h"
+#include "config/config.h"
+#include "job/ctrl.h"
+#include "exec/flight.h"
+#include "plugin/registry.h"
 
 #define TUTTI_JOB_ID_MAX 64
 

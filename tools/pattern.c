@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "pattern.h"
-#include "reduce.h"
+#include "base/reduce.h"
 
 double tutti_pattern_get(const void *buf, tutti_dtype_t dtype, size_t i)
 {

@@ -22,8 +22,8 @@
 
 #include <tutti/tutti.h>
 
-#include "../../core/bootstrap.h"
-#include "../../core/log.h"
+#include "job/bootstrap.h"
+#include "base/log.h"
 #include "test_util.h"
 
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/launch_worker"

@@ -32,9 +32,9 @@
 
 #include <tutti/tutti.h>
 
-#include "../../core/chan.h"
-#include "../../core/log.h"
-#include "../../core/reduce.h"
+#include "transport/chan.h"
+#include "base/log.h"
+#include "base/reduce.h"
 
 #define SLOTS 4
 #define SLOT 4096

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 
 /* By path: the build directory's autoconf config.h shadows "config.h". */
-#include "../../core/config.h"
-#include "../../core/log.h"
+#include "config/config.h"
+#include "base/log.h"
 
 static const char *const env_vars[] = {
     "TUTTI_LOG_LEVEL",       "TUTTI_TIMEOUT",     "TUTTI_MODULE_PATH",

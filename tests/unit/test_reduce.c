@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "reduce.h"
+#include "base/reduce.h"
 
 /* Largest count tested, plus room to shift every buffer by 3 elements. */
 #define MAX_COUNT 4099

@@ -11,8 +11,8 @@
 #include <cmocka.h>
 
 /* By path: the build directory's autoconf config.h shadows "config.h". */
-#include "../../core/config.h"
-#include "../../core/log.h"
+#include "config/config.h"
+#include "base/log.h"
 
 typedef struct {
     char dir[64];

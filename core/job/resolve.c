@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "resolve.h"
+#include "base/log.h"
+#include "job/resolve.h"
 
 #define COORDINATOR_TASK 0
 #define MAX_FINGERPRINTS 24

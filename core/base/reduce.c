@@ -50,7 +50,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "reduce.h"
+#include "base/reduce.h"
 
 /* float16/bfloat16 elements converted per block: 2 x 2 KiB of stack, L1
  * resident; 512 measured faster than 256 or 1024 with AVX2 and F16C. */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "registry.h"
+#include "base/log.h"
+#include "plugin/registry.h"
 
 #define REASON_MAX 512
 #define MAX_IMPLS_PER_MODULE 256

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define TUTTI__CFG_SECONDS_EXPECTED                                            \
     "a number of seconds above 0, e.g. 300 or 0.5"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #include <tutti/tutti.h>
 

@@ -3,8 +3,8 @@
 #include <time.h>
 
 #include "context.h"
-#include "flight.h"
-#include "log.h"
+#include "exec/flight.h"
+#include "base/log.h"
 
 /* Hang diagnosis needs milliseconds, not nanoseconds: the coarse clock
  * reads a word the kernel keeps (a few ns; the precise one cost ~40 ns a

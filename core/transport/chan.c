@@ -8,8 +8,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "chan.h"
-#include "log.h"
+#include "transport/chan.h"
+#include "base/log.h"
 
 #define FRAG_HDR_BYTES TUTTI_CACHELINE
 

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chan.h"
-#include "config.h"
+#include "transport/chan.h"
+#include "config/config.h"
 #include "context.h"
-#include "log.h"
-#include "registry.h"
+#include "base/log.h"
+#include "plugin/registry.h"
 
 #define MUX_MAX 8 /* transports one endpoint may use */
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll.h"
-#include "log.h"
-#include "reduce.h"
+#include "exec/coll.h"
+#include "base/log.h"
+#include "base/reduce.h"
 
 /* A scale factor of 0 or 1 means none. */
 static int scales(double f)

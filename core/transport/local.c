@@ -12,10 +12,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "chan.h"
-#include "config.h"
+#include "transport/chan.h"
+#include "config/config.h"
 #include "context.h"
-#include "log.h"
+#include "base/log.h"
 
 struct tutti__local_mesh {
     char job_id[TUTTI_JOB_ID_MAX];

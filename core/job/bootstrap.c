@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bootstrap.h"
-#include "log.h"
+#include "job/bootstrap.h"
+#include "base/log.h"
 
 #define MAX_TASKS (1 << 20)
 

@@ -3,7 +3,7 @@
 
 #include <tutti/tutti.h>
 
-#include "config.h"
+#include "config/config.h"
 
 static const char *const dtype_names[] = {
 #define N_(up, low, size) #low,

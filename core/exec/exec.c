@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "log.h"
-#include "reduce.h"
-#include "resolve.h"
+#include "base/log.h"
+#include "base/reduce.h"
+#include "job/resolve.h"
 
 _Static_assert(sizeof(tutti_tp_op_t) <= sizeof(tutti_xfer_t),
                "tutti_xfer_t must hold a transport op");

@@ -12,7 +12,7 @@
 #include <tutti/module.h>
 #include <tutti/transport.h>
 
-#include "config.h"
+#include "config/config.h"
 
 typedef struct {
     char *path;        /* file as opened (stem without extension) */

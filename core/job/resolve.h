@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "context.h"
-#include "ctrl.h"
+#include "job/ctrl.h"
 
 typedef tutti_locality_t tutti__member_t;
 

@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "chan.h"
+#include "transport/chan.h"
 #include "context.h"
-#include "ctrl.h"
-#include "log.h"
+#include "job/ctrl.h"
+#include "base/log.h"
 
 /* Reserved keys: no host group or instance uses them (helper instance keys
  * have the top bit set and differ from this one). */

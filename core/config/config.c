@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "config_int.h"
-#include "log.h"
+#include "config/config.h"
+#include "config/config_int.h"
+#include "base/log.h"
 
 #define NAME_LEN_MAX 63
 #define ALGO_ENV "TUTTI_ALGO"

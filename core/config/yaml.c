@@ -13,9 +13,9 @@
 
 #include <yaml.h>
 
-#include "config.h"
-#include "config_int.h"
-#include "log.h"
+#include "config/config.h"
+#include "config/config_int.h"
+#include "base/log.h"
 
 #define SHM_SLOT_SIZE_MIN (UINT64_C(4) << 10)
 #define SHM_SLOT_SIZE_MAX (UINT64_C(16) << 20)

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "job_sum.h"
-#include "log.h"
-#include "resolve.h"
+#include "job/sum.h"
+#include "base/log.h"
+#include "job/resolve.h"
 
 #define COORDINATOR_TASK 0
 
