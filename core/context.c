@@ -6,26 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/paths.h"
 #include "job/bootstrap.h"
 #include "context.h"
 #include "job/sum.h"
 #include "base/log.h"
 #include "job/resolve.h"
-
-double tutti__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void tutti_context_params_init(tutti_context_params_t *params)
-{
-    memset(params, 0, sizeof(*params));
-    params->size = sizeof(*params);
-    params->task = -1;
-    params->num_tasks = -1;
-}
 
 int tutti_context_task(const tutti_context_t *ctx)
 {
@@ -35,42 +21,6 @@ int tutti_context_task(const tutti_context_t *ctx)
 int tutti_context_num_tasks(const tutti_context_t *ctx)
 {
     return ctx->num_tasks;
-}
-
-static tutti_status_t strlist_add(tutti__strlist_t *list, const char *item)
-{
-    char **grown = realloc(list->items, (list->count + 1) * sizeof(char *));
-    if (grown == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    list->items = grown;
-    list->items[list->count] = strdup(item);
-    if (list->items[list->count] == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    list->count++;
-    return TUTTI_OK;
-}
-
-/* Appends each entry of a colon-separated list. */
-static tutti_status_t strlist_add_colon(tutti__strlist_t *list, const char *s)
-{
-    tutti_status_t st = TUTTI_OK;
-    char *copy = strdup(s), *save = NULL;
-    if (copy == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    for (char *tok = strtok_r(copy, ":", &save); tok && st == TUTTI_OK;
-         tok = strtok_r(NULL, ":", &save))
-        st = strlist_add(list, tok);
-    free(copy);
-    return st;
-}
-
-static void strlist_free(tutti__strlist_t *list)
-{
-    for (size_t i = 0; i < list->count; i++)
-        free(list->items[i]);
-    free(list->items);
-    list->items = NULL;
-    list->count = 0;
 }
 
 /* Task, count and job id from the API, tutti-run or a launcher
@@ -152,11 +102,13 @@ static tutti_status_t module_dirs(tutti_context_t *ctx,
 {
     tutti_status_t st = TUTTI_OK;
     if (p->module_path != NULL)
-        st = strlist_add_colon(&ctx->module_dirs, p->module_path);
+        st = tutti__strlist_split(&ctx->module_dirs, p->module_path, ':');
     for (size_t i = 0; st == TUTTI_OK && i < ctx->cfg.module_path.count; i++)
-        st = strlist_add(&ctx->module_dirs, ctx->cfg.module_path.items[i]);
+        st = tutti__strlist_push(&ctx->module_dirs,
+                                 ctx->cfg.module_path.items[i]);
     if (st == TUTTI_OK)
-        st = strlist_add_colon(&ctx->module_dirs, tutti__default_module_path());
+        st = tutti__strlist_split(&ctx->module_dirs,
+                                  tutti__default_module_path(), ':');
     return st;
 }
 
@@ -236,7 +188,7 @@ void tutti_context_destroy(tutti_context_t *ctx)
     tutti__resolver_stop(ctx);
     tutti__registry_free(&ctx->reg);
     tutti__config_free(&ctx->cfg);
-    strlist_free(&ctx->module_dirs);
+    tutti__strlist_free(&ctx->module_dirs);
     pthread_mutex_destroy(&ctx->resolver_lock);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx->task_dead);

@@ -136,11 +136,6 @@ struct tutti_group {
     char failure[512];                /* its detail */
 };
 
-/* paths.c */
-int tutti__running_from_build_tree(void);
-const char *tutti__default_module_path(void);
-const char *tutti__default_config_path(void);
-
 /* Built-in transports: local, and the per-peer dispatch over local and
  * the transport modules (tp_mux.c), with the services modules get. */
 extern const tutti_tp_ops_t tutti__tp_local_ops;
@@ -155,7 +150,5 @@ tutti_status_t tutti__tp_mux_connect(const tutti_context_t *ctx,
 
 /* The core's services for modules. */
 extern const tutti_core_ops_t tutti__core_ops;
-
-double tutti__now(void);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
+#include "base/paths.h"
 
 static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
 static int from_build_tree;

@@ -3,7 +3,7 @@
 
 #include <tutti/tutti.h>
 
-#include "config/config.h"
+#include "base/size.h"
 
 static const char *const dtype_names[] = {
 #define N_(up, low, size) #low,

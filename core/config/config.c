@@ -84,37 +84,16 @@ void tutti__cfg_sb_printf(tutti__cfg_sbuf_t *sb, const char *fmt, ...)
 
 /* ---- string lists, rules ------------------------------------------------ */
 
-void tutti__cfg_strlist_free(tutti__strlist_t *l)
-{
-    for (size_t i = 0; i < l->count; i++)
-        free(l->items[i]);
-    free(l->items);
-    l->items = NULL;
-    l->count = 0;
-}
-
 tutti_status_t tutti__cfg_strlist_push(tutti__strlist_t *l, const char *s)
 {
-    char **items = realloc(l->items, (l->count + 1) * sizeof(*items));
-
-    if (items == NULL)
-        return tutti__cfg_oom();
-    l->items = items;
-    items[l->count] = strdup(s);
-    if (items[l->count] == NULL)
-        return tutti__cfg_oom();
-    l->count++;
-    return TUTTI_OK;
+    return tutti__strlist_push(l, s) == TUTTI_OK ? TUTTI_OK : tutti__cfg_oom();
 }
 
 static tutti_status_t strlist_append(tutti__strlist_t *dst,
                                      const tutti__strlist_t *src)
 {
-    tutti_status_t st = TUTTI_OK;
-
-    for (size_t i = 0; i < src->count && st == TUTTI_OK; i++)
-        st = tutti__cfg_strlist_push(dst, src->items[i]);
-    return st;
+    return tutti__strlist_append(dst, src) == TUTTI_OK ? TUTTI_OK
+                                                      : tutti__cfg_oom();
 }
 
 void tutti__cfg_rule_init(tutti__rule_t *r)
@@ -282,9 +261,9 @@ void tutti__config_free(tutti__config_t *cfg)
         return;
     free(cfg->path);
     free(cfg->log_level);
-    tutti__cfg_strlist_free(&cfg->module_path);
-    tutti__cfg_strlist_free(&cfg->module_load);
-    tutti__cfg_strlist_free(&cfg->transports);
+    tutti__strlist_free(&cfg->module_path);
+    tutti__strlist_free(&cfg->module_load);
+    tutti__strlist_free(&cfg->transports);
     tutti__cfg_rules_free(cfg->rules, cfg->num_rules);
     memset(cfg, 0, sizeof(*cfg));
 }
@@ -331,132 +310,6 @@ void tutti__cfg_config_replace(tutti__config_t *cfg, tutti__config_t *tmp)
 }
 
 /* ---- values: sizes, ranges, seconds ------------------------------------- */
-
-/* Digits, then an optional K/M/G/T and an optional B, any case. */
-bool tutti__cfg_size_value(const char *s, uint64_t *out)
-{
-    static const char units[] = "KMGT";
-    const char *p = s, *unit;
-    uint64_t v = 0;
-    unsigned shift = 0;
-
-    for (; isdigit((unsigned char)*p); p++) {
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    if (p == s)
-        return false;
-    if (*p != '\0' && (unit = strchr(units, toupper((unsigned char)*p)))) {
-        shift = 10u * (unsigned)(unit - units + 1);
-        p++;
-    }
-    if (*p == 'b' || *p == 'B')
-        p++;
-    if (*p != '\0' || (shift > 0 && v > (UINT64_MAX >> shift)))
-        return false;
-    *out = v << shift;
-    return true;
-}
-
-bool tutti__cfg_uint_value(const char *s, uint64_t max, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (!isdigit((unsigned char)*s))
-        return false;
-    for (; isdigit((unsigned char)*s); s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (max - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    if (*s != '\0')
-        return false;
-    *out = v;
-    return true;
-}
-
-tutti_status_t tutti__parse_size(const char *s, uint64_t *out)
-{
-    uint64_t v;
-
-    if (s == NULL || out == NULL)
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "no size given");
-    if (!tutti__cfg_size_value(s, &v))
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG,
-                                  "'%s' is not a size; expected a whole "
-                                  "number of bytes with an optional K, M, G "
-                                  "or T suffix, e.g. 4096 or 64K",
-                                  s);
-    *out = v;
-    return TUTTI_OK;
-}
-
-/* "LO-HI", "LO-", "-HI" or "N"; bounds are sizes or plain integers <= max.
- * An open upper bound is @p max. */
-int tutti__cfg_range_value(const char *s, bool sizes, uint64_t max,
-                           uint64_t *lo, uint64_t *hi)
-{
-    char buf[64], *a, *b, *dash;
-
-    if (strlen(s) >= sizeof(buf))
-        return TUTTI__CFG_RANGE_MALFORMED;
-    strcpy(buf, s);
-    dash = strchr(buf, '-');
-    if (dash != NULL)
-        *dash = '\0';
-    a = trim(buf);
-    b = dash != NULL ? trim(dash + 1) : a;
-    *lo = 0;
-    *hi = max;
-    if ((*a == '\0' && *b == '\0') || strchr(b, '-') != NULL)
-        return TUTTI__CFG_RANGE_MALFORMED;
-    if (*a != '\0' && !(sizes ? tutti__cfg_size_value(a, lo)
-                              : tutti__cfg_uint_value(a, max, lo)))
-        return TUTTI__CFG_RANGE_MALFORMED;
-    if (*b != '\0' && !(sizes ? tutti__cfg_size_value(b, hi)
-                              : tutti__cfg_uint_value(b, max, hi)))
-        return TUTTI__CFG_RANGE_MALFORMED;
-    return *lo <= *hi ? TUTTI__CFG_RANGE_OK : TUTTI__CFG_RANGE_INVERTED;
-}
-
-tutti_status_t tutti__parse_size_range(const char *s, uint64_t *lo_out,
-                                       uint64_t *hi_out)
-{
-    uint64_t lo, hi;
-    int r;
-
-    if (s == NULL || lo_out == NULL || hi_out == NULL)
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "no size range given");
-    r = tutti__cfg_range_value(s, true, UINT64_MAX, &lo, &hi);
-    if (r == TUTTI__CFG_RANGE_MALFORMED)
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG,
-                                  "size range '%s' is not valid; expected %s",
-                                  s, TUTTI__CFG_SIZE_RANGE_EXPECTED);
-    if (r == TUTTI__CFG_RANGE_INVERTED)
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG,
-                                  "size range '%s' has its lower bound above "
-                                  "its upper; expected %s",
-                                  s, TUTTI__CFG_RANGE_ORDER_EXPECTED);
-    *lo_out = lo;
-    *hi_out = hi;
-    return TUTTI_OK;
-}
-
-bool tutti__cfg_seconds_value(const char *s, double *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v <= 0)
-        return false;
-    *out = v;
-    return true;
-}
 
 bool tutti__cfg_single_copy_value(const char *s, tutti__single_copy_t *out)
 {
@@ -525,7 +378,7 @@ bool tutti__cfg_ports_value(const char *s, uint16_t *lo, uint16_t *hi)
         *lo = *hi = 0;
         return true;
     }
-    if (tutti__cfg_range_value(s, false, 65535, &a, &b) != TUTTI__CFG_RANGE_OK ||
+    if (tutti__range_value(s, false, 65535, &a, &b) != TUTTI__RANGE_OK ||
         a == 0 || strchr(s, '-') == s || s[strlen(s) - 1] == '-')
         return false;
     *lo = (uint16_t)a;
@@ -537,7 +390,7 @@ bool tutti__cfg_connections_value(const char *s, uint32_t *out)
 {
     uint64_t v;
 
-    if (!tutti__cfg_uint_value(s, UINT32_MAX, &v) || v < 1 ||
+    if (!tutti__uint_value(s, UINT32_MAX, &v) || v < 1 ||
         v > TUTTI__TCP_CONNECTIONS_MAX)
         return false;
     *out = (uint32_t)v;
@@ -552,43 +405,6 @@ static void format_ports(const tutti__config_t *cfg, char *buf, size_t len)
     else
         snprintf(buf, len, "%u-%u", (unsigned)cfg->tcp_port_lo,
                  (unsigned)cfg->tcp_port_hi);
-}
-
-/* "64K" where exact, else the number of bytes. */
-static void format_size(uint64_t v, char *buf, size_t len)
-{
-    static const char units[] = "KMGT";
-    int u = -1;
-
-    while (u < 3 && v != 0 && (v & 1023) == 0) {
-        v >>= 10;
-        u++;
-    }
-    if (u < 0)
-        snprintf(buf, len, "%" PRIu64, v);
-    else
-        snprintf(buf, len, "%" PRIu64 "%c", v, units[u]);
-}
-
-/* "LO-HI", "LO-" (open), or "N"; @p human writes sizes with suffixes. */
-static void format_range(uint64_t lo, uint64_t hi, uint64_t open, bool human,
-                         char *buf, size_t len)
-{
-    char a[32], b[32];
-
-    if (human) {
-        format_size(lo, a, sizeof(a));
-        format_size(hi, b, sizeof(b));
-    } else {
-        snprintf(a, sizeof(a), "%" PRIu64, lo);
-        snprintf(b, sizeof(b), "%" PRIu64, hi);
-    }
-    if (lo == hi)
-        snprintf(buf, len, "%s", a);
-    else if (hi == open)
-        snprintf(buf, len, "%s-", a);
-    else
-        snprintf(buf, len, "%s-%s", a, b);
 }
 
 /* ---- names of collectives, device types, data types --------------------- */
@@ -691,9 +507,9 @@ static tutti_status_t env_log_level(tutti__config_t *cfg, const char *var,
 static tutti_status_t env_timeout(tutti__config_t *cfg, const char *var,
                                   const char *value)
 {
-    if (!tutti__cfg_seconds_value(value, &cfg->timeout))
+    if (!tutti__seconds_value(value, &cfg->timeout))
         return env_error(var, value, "not a timeout",
-                         TUTTI__CFG_SECONDS_EXPECTED);
+                         TUTTI__SECONDS_EXPECTED);
     cfg->timeout_src = TUTTI_SRC_ENV;
     return TUTTI_OK;
 }
@@ -714,10 +530,10 @@ static tutti_status_t env_module_path(tutti__config_t *cfg, const char *var,
         st = strlist_append(&list, &cfg->module_path);
     free(copy);
     if (st != TUTTI_OK) {
-        tutti__cfg_strlist_free(&list);
+        tutti__strlist_free(&list);
         return st;
     }
-    tutti__cfg_strlist_free(&cfg->module_path);
+    tutti__strlist_free(&cfg->module_path);
     cfg->module_path = list;
     cfg->module_path_src = TUTTI_SRC_ENV;
     return TUTTI_OK;
@@ -739,10 +555,10 @@ static tutti_status_t env_transports(tutti__config_t *cfg, const char *var,
     }
     free(copy);
     if (st != TUTTI_OK) {
-        tutti__cfg_strlist_free(&list);
+        tutti__strlist_free(&list);
         return st;
     }
-    tutti__cfg_strlist_free(&cfg->transports);
+    tutti__strlist_free(&cfg->transports);
     cfg->transports = list;
     cfg->transports_src = TUTTI_SRC_ENV;
     return TUTTI_OK;
@@ -1013,7 +829,7 @@ static bool int_mismatch(const char *key, int v, int lo, int hi, char *why,
 
     if (v >= lo && v <= hi)
         return false;
-    format_range((uint64_t)lo, (uint64_t)hi, INT32_MAX, false, range,
+    tutti__range_format((uint64_t)lo, (uint64_t)hi, INT32_MAX, false, range,
                  sizeof(range));
     snprintf(why, len, "%s %d outside %s", key, v, range);
     return true;
@@ -1037,7 +853,7 @@ static bool rule_mismatch(const tutti__rule_t *r,
      * are chosen. */
     uint64_t bytes = q->per_rank ? UINT64_MAX : (uint64_t)q->bytes;
     if (bytes < r->size_min || bytes > r->size_max) {
-        format_range(r->size_min, r->size_max, UINT64_MAX, false, range,
+        tutti__range_format(r->size_min, r->size_max, UINT64_MAX, false, range,
                      sizeof(range));
         if (q->per_rank)
             snprintf(why, len, "per-rank counts match as the largest size, "
@@ -1142,7 +958,7 @@ static void print_int_range(FILE *out, const char *key, int lo, int hi)
 
     if (lo == 0 && hi == INT32_MAX)
         return;
-    format_range((uint64_t)lo, (uint64_t)hi, INT32_MAX, false, range,
+    tutti__range_format((uint64_t)lo, (uint64_t)hi, INT32_MAX, false, range,
                  sizeof(range));
     fprintf(out, " %s=%s", key, range);
 }
@@ -1160,7 +976,7 @@ static void print_rule(FILE *out, size_t index, const tutti__rule_t *r)
     print_mask(out, &tutti__cfg_device_kind, r->device_types);
     print_mask(out, &tutti__cfg_dtype_kind, r->dtypes);
     if (r->size_min != 0 || r->size_max != UINT64_MAX) {
-        format_range(r->size_min, r->size_max, UINT64_MAX, true, range,
+        tutti__range_format(r->size_min, r->size_max, UINT64_MAX, true, range,
                      sizeof(range));
         fprintf(out, " size=%s", range);
     }
@@ -1191,7 +1007,7 @@ void tutti__config_print(const tutti__config_t *cfg, FILE *out)
     print_list(out, "modules.path", &cfg->module_path, cfg->module_path_src);
     print_list(out, "modules.load", &cfg->module_load, cfg->module_load_src);
     print_list(out, "transports", &cfg->transports, cfg->transports_src);
-    format_size(cfg->shm_slot_size, size, sizeof(size));
+    tutti__size_format(cfg->shm_slot_size, size, sizeof(size));
     fprintf(out, "shm.slot_size = %s (%s)\n", size,
             tutti__source_name(cfg->shm_slot_size_src));
     fprintf(out, "shm.slots = %" PRIu64 " (%s)\n", cfg->shm_slots,

@@ -13,6 +13,8 @@
 
 #include <tutti/tutti.h>
 
+#include "base/strlist.h"
+
 typedef enum {
     TUTTI_SRC_DEFAULT = 0,
     TUTTI_SRC_FILE,
@@ -26,11 +28,6 @@ typedef struct {
     char *key;
     char *value;
 } tutti__kv_t;
-
-typedef struct {
-    char **items;
-    size_t count;
-} tutti__strlist_t;
 
 typedef struct {
     /* What the rule matches; a zero mask means any. */
@@ -159,13 +156,6 @@ const char *tutti__config_query_size(const tutti_select_query_t *q,
  *  "ipv6", tcp.ports "0" or "LO-HI", tcp.connections a number. */
 const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
                                    char *buf, size_t len);
-
-/** "64K" -> 65536 (K, M, G, T binary suffixes, optional B, case-insensitive);
- *  TUTTI_ERR_INVALID_ARG for anything else. */
-tutti_status_t tutti__parse_size(const char *s, uint64_t *out);
-/** "0-16K", "1M-" (open), "-4K", "64" (exact) -> inclusive bounds. */
-tutti_status_t tutti__parse_size_range(const char *s, uint64_t *lo_out,
-                                       uint64_t *hi_out);
 
 /** Print values with sources, then rules with skip reasons. */
 void tutti__config_print(const tutti__config_t *cfg, FILE *out);

@@ -10,16 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/size.h"
 #include "config/config.h"
 
-#define TUTTI__CFG_SECONDS_EXPECTED                                            \
-    "a number of seconds above 0, e.g. 300 or 0.5"
 #define TUTTI__CFG_LEVEL_EXPECTED "one of error, warn, info, debug, trace, off"
-#define TUTTI__CFG_SIZE_RANGE_EXPECTED                                         \
-    "LO-HI, LO- or -HI in bytes, inclusive, or one size, with optional K, "   \
-    "M, G, T suffixes, e.g. 0-16K, 1M-, -4K, 64"
-#define TUTTI__CFG_RANGE_ORDER_EXPECTED                                        \
-    "the lower bound not above the upper, e.g. 1K-16K"
 
 #define TUTTI__CFG_SINGLE_COPY_EXPECTED "auto or off"
 #define TUTTI__CFG_IFNAME_EXPECTED                                             \
@@ -56,10 +50,7 @@ void tutti__cfg_sb_printf(tutti__cfg_sbuf_t *sb, const char *fmt, ...)
 
 /* ---- string lists, rules ------------------------------------------------ */
 
-/** Free the items of @p l and leave it empty. */
-void tutti__cfg_strlist_free(tutti__strlist_t *l);
-
-/** Append a copy of @p s to @p l. */
+/** Append a copy of @p s to @p l (recording the failure, if any). */
 tutti_status_t tutti__cfg_strlist_push(tutti__strlist_t *l, const char *s);
 
 /** A growing array of rules, as tutti__cfg_rules_push() builds it. */
@@ -100,30 +91,7 @@ tutti_status_t tutti__cfg_config_copy(tutti__config_t *dst,
 /** Free @p cfg and move @p tmp into it. */
 void tutti__cfg_config_replace(tutti__config_t *cfg, tutti__config_t *tmp);
 
-/* ---- values: sizes, ranges, seconds ------------------------------------- */
-
-/** Digits, then an optional K/M/G/T and an optional B, any case; false on
- *  anything else or overflow. */
-bool tutti__cfg_size_value(const char *s, uint64_t *out);
-
-/** A plain whole number not above @p max. */
-bool tutti__cfg_uint_value(const char *s, uint64_t max, uint64_t *out);
-
-/** What tutti__cfg_range_value() found. */
-enum {
-    TUTTI__CFG_RANGE_OK,
-    TUTTI__CFG_RANGE_MALFORMED,
-    TUTTI__CFG_RANGE_INVERTED
-};
-
-/** "LO-HI", "LO-", "-HI" or "N"; bounds are sizes (@p sizes) or plain
- *  integers <= @p max, an open upper bound is @p max.  Returns a
- *  TUTTI__CFG_RANGE_* value. */
-int tutti__cfg_range_value(const char *s, bool sizes, uint64_t max,
-                           uint64_t *lo, uint64_t *hi);
-
-/** A finite number of seconds above 0. */
-bool tutti__cfg_seconds_value(const char *s, double *out);
+/* ---- values -------------------------------------------------------------- */
 
 /* Values of shm.single_copy and the tcp section; each leaves its output
  * alone and returns false on anything its TUTTI__CFG_*_EXPECTED does not

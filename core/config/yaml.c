@@ -278,19 +278,19 @@ static tutti_status_t parse_range_key(const parse_t *p, yaml_node_t *v,
                                       uint64_t max, uint64_t *lo, uint64_t *hi)
 {
     const char *expected =
-        sizes ? TUTTI__CFG_SIZE_RANGE_EXPECTED : INT_RANGE_EXPECTED;
+        sizes ? TUTTI__SIZE_RANGE_EXPECTED : INT_RANGE_EXPECTED;
     const char *s = NULL;
     tutti_status_t st = get_scalar(p, v, expected, &s);
     int r;
 
     if (st != TUTTI_OK)
         return st;
-    r = tutti__cfg_range_value(s, sizes, max, lo, hi);
-    if (r == TUTTI__CFG_RANGE_MALFORMED)
+    r = tutti__range_value(s, sizes, max, lo, hi);
+    if (r == TUTTI__RANGE_MALFORMED)
         return node_error(p, v, expected, "%s range '%.60s' is not valid",
                           key, s);
-    if (r == TUTTI__CFG_RANGE_INVERTED)
-        return node_error(p, v, TUTTI__CFG_RANGE_ORDER_EXPECTED,
+    if (r == TUTTI__RANGE_INVERTED)
+        return node_error(p, v, TUTTI__RANGE_ORDER_EXPECTED,
                           "%s range '%.60s' has its lower bound above its "
                           "upper",
                           key, s);
@@ -438,12 +438,12 @@ static tutti_status_t key_timeout(const parse_t *p, yaml_node_t *v,
 {
     tutti__config_t *cfg = target;
     const char *s = NULL;
-    tutti_status_t st = get_scalar(p, v, TUTTI__CFG_SECONDS_EXPECTED, &s);
+    tutti_status_t st = get_scalar(p, v, TUTTI__SECONDS_EXPECTED, &s);
 
     if (st != TUTTI_OK)
         return st;
-    if (!tutti__cfg_seconds_value(s, &cfg->timeout))
-        return value_error(p, v, "timeout", TUTTI__CFG_SECONDS_EXPECTED);
+    if (!tutti__seconds_value(s, &cfg->timeout))
+        return value_error(p, v, "timeout", TUTTI__SECONDS_EXPECTED);
     cfg->timeout_src = TUTTI_SRC_FILE;
     return TUTTI_OK;
 }
@@ -475,10 +475,10 @@ static tutti_status_t parse_list(const parse_t *p, yaml_node_t *v,
     tutti_status_t st = for_each_item(p, v, expected, true, list_item, &a);
 
     if (st != TUTTI_OK) {
-        tutti__cfg_strlist_free(&a.list);
+        tutti__strlist_free(&a.list);
         return st;
     }
-    tutti__cfg_strlist_free(list);
+    tutti__strlist_free(list);
     *list = a.list;
     *src = TUTTI_SRC_FILE;
     return TUTTI_OK;
@@ -525,7 +525,7 @@ static tutti_status_t key_slot_size(const parse_t *p, yaml_node_t *v,
 
     if (st != TUTTI_OK)
         return st;
-    if (!tutti__cfg_size_value(s, &size) || size < SHM_SLOT_SIZE_MIN ||
+    if (!tutti__size_value(s, &size) || size < SHM_SLOT_SIZE_MIN ||
         size > SHM_SLOT_SIZE_MAX || (size & (size - 1)) != 0)
         return value_error(p, v, "slot_size", SLOT_SIZE_EXPECTED);
     cfg->shm_slot_size = size;
@@ -542,7 +542,7 @@ static tutti_status_t key_slots(const parse_t *p, yaml_node_t *v, void *target)
 
     if (st != TUTTI_OK)
         return st;
-    if (!tutti__cfg_uint_value(s, UINT32_MAX, &n) || n < SHM_SLOTS_MIN ||
+    if (!tutti__uint_value(s, UINT32_MAX, &n) || n < SHM_SLOTS_MIN ||
         n > SHM_SLOTS_MAX)
         return value_error(p, v, "slots", SLOTS_EXPECTED);
     cfg->shm_slots = n;

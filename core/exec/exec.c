@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/size.h"
 #include "context.h"
 #include "base/log.h"
 #include "base/reduce.h"
@@ -172,14 +174,6 @@ const tutti_core_ops_t tutti__core_ops = {
 };
 
 /* ---- groups --------------------------------------------------------------------- */
-
-void tutti_group_params_init(tutti_group_params_t *params)
-{
-    memset(params, 0, sizeof(*params));
-    params->size = sizeof(*params);
-    params->group_size = 1;
-    params->device_type = TUTTI_DEVICE_CPU;
-}
 
 int tutti_group_rank(const tutti_group_t *group)
 {
@@ -401,15 +395,6 @@ void tutti_group_leave(tutti_group_t *g)
 }
 
 /* ---- instances ---------------------------------------------------------------- */
-
-void tutti_instance_params_init(tutti_instance_params_t *params)
-{
-    memset(params, 0, sizeof(*params));
-    params->size = sizeof(*params);
-    params->dtype = TUTTI_FLOAT32;
-    params->op = TUTTI_OP_SUM;
-    params->step = TUTTI_STEP_NEXT;
-}
 
 static unsigned bucket_of(uint64_t key)
 {

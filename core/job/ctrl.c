@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "transport/chan.h"
+#include "base/clock.h"
 #include "context.h"
 #include "job/ctrl.h"
 #include "base/log.h"

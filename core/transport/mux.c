@@ -17,6 +17,7 @@
 
 #include "transport/chan.h"
 #include "config/config.h"
+#include "base/clock.h"
 #include "context.h"
 #include "base/log.h"
 #include "plugin/registry.h"

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 /* By path: the build directory's autoconf config.h shadows "config.h". */
+#include "base/size.h"
 #include "config/config.h"
 #include "base/log.h"
 

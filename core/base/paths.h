@@ -1,0 +1,15 @@
+/*
+ * Where the modules and the default config are (internal): the build
+ * tree's when this libtutti runs from it, else the install directory's.
+ */
+#ifndef TUTTI_CORE_BASE_PATHS_H
+#define TUTTI_CORE_BASE_PATHS_H
+
+/** Whether this libtutti is the one in the build tree. */
+int tutti__running_from_build_tree(void);
+/** Colon-separated module directories searched last. */
+const char *tutti__default_module_path(void);
+/** The config file read when neither the API nor TUTTI_CONFIG names one. */
+const char *tutti__default_config_path(void);
+
+#endif
