@@ -44,78 +44,16 @@
 #include <sys/prctl.h>
 #endif
 
+#include "run.h"
+
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
 #endif
 
-#define MAX_RANKS 1024
-#define MAX_JOB_ID 40
 #define MAX_TIMEOUT_S 1e9
 #define KILL_GRACE_S 2.0
 #define LINE_MAX_BYTES 65536  /* longer lines are split (--tag-output) */
 #define RANK_LIST_BYTES 8192  /* holds any list of up to MAX_RANKS ranks */
-
-#define EXIT_TIMEOUT 124
-#define EXIT_LAUNCHER 125     /* tutti-run itself failed: usage, fork, ... */
-#define EXIT_EXEC 127
-
-struct options {
-    int np;
-    double timeout;           /* seconds; 0: none */
-    double grace;             /* after a failure, seconds the others get to
-                                 exit by themselves; 0: stop them at once */
-    bool tag_output;
-    char job_id[MAX_JOB_ID + 1];
-    char secret[33];          /* TUTTI_JOB_SECRET: 128 random bits, hex */
-    char **argv;              /* PROGRAM and its arguments */
-};
-
-/* Buffered writer for forwarded output; tutti-run is the only writer. */
-struct outbuf {
-    int fd;
-    bool broken;              /* a write failed (EPIPE...): discard the rest */
-    size_t len;
-    char data[65536];
-};
-
-/* One output pipe of a rank (--tag-output). */
-struct stream {
-    int fd;                   /* read end, -1 when closed */
-    int rank;
-    struct outbuf *out;
-    char *line;               /* the incomplete line received so far */
-    size_t len, cap;
-};
-
-struct rank {
-    pid_t pid;
-    bool running;
-    struct stream out, err;
-};
-
-enum phase {
-    PHASE_RUNNING,            /* all is well */
-    PHASE_GRACE,              /* a rank failed; the others may still report
-                                 (--grace); SIGTERM at grace_until */
-    PHASE_TERMINATING,        /* ranks were signalled; SIGKILL at kill_at */
-    PHASE_KILLING,            /* SIGKILL was sent; waiting for the rest */
-};
-
-struct job {
-    const struct options *opt;
-    struct rank *ranks;
-    int started;              /* ranks[0 .. started-1] were forked */
-    int running;
-    enum phase phase;
-    int term_signal;          /* what was sent when terminating began */
-    double deadline;          /* --timeout expiry, monotonic; 0: none */
-    double kill_at;
-    double grace_until;
-    int exit_code;            /* -1 until the first failure decides it */
-    int caught_signal;        /* signal that stopped tutti-run, or 0 */
-    struct pollfd *pfds;
-    struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (i >= 1) */
-};
 
 /* ---- signals --------------------------------------------------------- */
 
