@@ -6,6 +6,7 @@
 #define TUTTI_TOOLS_RUN_H
 
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -74,5 +75,20 @@ struct job {
     struct pollfd *pfds;
     struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (i >= 1) */
 };
+
+/* ---- run_signals.c ---------------------------------------------------- */
+
+/* The self-pipe: the handler writes each caught signal's number as a byte
+ * to sig_pipe[1]; the main loop reads sig_pipe[0].  main creates it. */
+extern int sig_pipe[2];
+/* The signals that arrive through sig_pipe (blocked while forking). */
+extern sigset_t handled_mask;
+
+/* Returns 0, or -1 after saying why on stderr. */
+int install_signals(void);
+/* Puts back the dispositions and the mask tutti-run started with. */
+void restore_signals(void);
+/* "SIGTERM" for SIGTERM; "SIGRT" or "unknown" for others. */
+const char *signal_name(int sig);
 
 #endif
