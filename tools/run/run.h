@@ -76,6 +76,14 @@ struct job {
     struct stream **pstreams; /* pfds[i] belongs to pstreams[i] (i >= 1) */
 };
 
+/* ---- run_args.c ------------------------------------------------------- */
+
+/* Fills @opt from the command line.  Returns -1 to go on, or the status
+ * tutti-run should exit with (after --help, --version or a bad option). */
+int parse_args(int argc, char **argv, struct options *opt);
+/* Returns an errno value when PROGRAM certainly cannot be executed, else 0. */
+int check_program(const char *prog);
+
 /* ---- run_signals.c ---------------------------------------------------- */
 
 /* The self-pipe: the handler writes each caught signal's number as a byte
