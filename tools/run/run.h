@@ -84,6 +84,20 @@ int parse_args(int argc, char **argv, struct options *opt);
 /* Returns an errno value when PROGRAM certainly cannot be executed, else 0. */
 int check_program(const char *prog);
 
+/* ---- run_output.c ----------------------------------------------------- */
+
+/* Where the ranks' stdout and stderr lines go (--tag-output). */
+extern struct outbuf out_stdout, out_stderr;
+
+/* Reads what the stream's pipe holds and forwards its complete lines. */
+void stream_read(struct stream *s);
+/* Fills job->pfds with the open streams after @first entries; returns the
+ * number of entries. */
+int collect_streams(struct job *job, int first);
+/* After the last rank: forwards what is left in the pipes, then closes
+ * them and frees the streams' lines. */
+void drain_streams(struct job *job);
+
 /* ---- run_signals.c ---------------------------------------------------- */
 
 /* The self-pipe: the handler writes each caught signal's number as a byte
@@ -98,5 +112,10 @@ int install_signals(void);
 void restore_signals(void);
 /* "SIGTERM" for SIGTERM; "SIGRT" or "unknown" for others. */
 const char *signal_name(int sig);
+
+/* ---- run_main.c ------------------------------------------------------- */
+
+/* Seconds on the monotonic clock. */
+double now_s(void);
 
 #endif
