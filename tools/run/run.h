@@ -113,6 +113,20 @@ void restore_signals(void);
 /* "SIGTERM" for SIGTERM; "SIGRT" or "unknown" for others. */
 const char *signal_name(int sig);
 
+/* ---- run_spawn.c ------------------------------------------------------ */
+
+/* Before the first rank: notes the launcher's pid and whether its stdin
+ * is a terminal, and opens /dev/null for the ranks' stdin.  Returns 0, or
+ * -1 after saying why on stderr. */
+int spawn_init(void);
+/* Closes what spawn_init opened. */
+void spawn_fini(void);
+/* Raises the open-file limit for np ranks' pipes (--tag-output).  Returns
+ * 0, or -1 after saying why on stderr. */
+int ensure_fd_limit(int np);
+/* Forks rank @i of the job.  Returns 0, or -1 after saying why on stderr. */
+int start_rank(struct job *job, int i);
+
 /* ---- run_main.c ------------------------------------------------------- */
 
 /* Seconds on the monotonic clock. */
