@@ -79,7 +79,8 @@ struct job {
 /* ---- run_args.c ------------------------------------------------------- */
 
 /* Fills @opt from the command line.  Returns -1 to go on, or the status
- * tutti-run should exit with (after --help, --version or a bad option). */
+ * tutti-run should exit with: 0 after --help or --version, EXIT_LAUNCHER
+ * for a bad command line or when no job secret can be made. */
 int parse_args(int argc, char **argv, struct options *opt);
 /* Returns an errno value when PROGRAM certainly cannot be executed, else 0. */
 int check_program(const char *prog);
@@ -119,12 +120,14 @@ const char *signal_name(int sig);
  * is a terminal, and opens /dev/null for the ranks' stdin.  Returns 0, or
  * -1 after saying why on stderr. */
 int spawn_init(void);
-/* Closes what spawn_init opened. */
+/* Closes the /dev/null spawn_init opened. */
 void spawn_fini(void);
-/* Raises the open-file limit for np ranks' pipes (--tag-output).  Returns
- * 0, or -1 after saying why on stderr. */
+/* Raises the soft open-file limit where @np ranks' pipes need more
+ * (--tag-output); the ranks get the old one back.  Returns 0, or -1 after
+ * saying why on stderr. */
 int ensure_fd_limit(int np);
-/* Forks rank @i of the job.  Returns 0, or -1 after saying why on stderr. */
+/* Forks rank @i of the job; the caller blocks handled_mask meanwhile.
+ * Returns 0, or -1 after saying why on stderr. */
 int start_rank(struct job *job, int i);
 
 /* ---- run_main.c ------------------------------------------------------- */

@@ -12,6 +12,11 @@
  * zombie exists its pid, and so its process-group id, cannot be reused, so
  * the processes it left behind can be killed safely.
  *
+ * This file holds the job's main loop and main; run_args.c reads the
+ * command line, run_spawn.c starts the ranks, run_output.c forwards their
+ * tagged output and run_signals.c routes signals into the self-pipe.
+ * run.h holds what they share.
+ *
  * This program does not link libtutti.
  */
 #define _GNU_SOURCE /* pipe2 */
@@ -19,19 +24,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
