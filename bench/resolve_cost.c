@@ -13,7 +13,7 @@
 
 #include <tutti/tutti.h>
 
-#include "job/resolve.h"
+#include "context.h"
 
 static double now_us(void)
 {
@@ -64,13 +64,13 @@ int main(int argc, char **argv)
     uint64_t frames_first = 0, frames_second = 0;
     for (int i = 0; i < k; i++) {
         tutti_barrier(g);
-        uint64_t f0 = tutti__resolver_frames_sent(ctx);
+        uint64_t f0 = tutti__context_frames_sent(ctx);
         first[i] = run_once(g, 1000 + (uint64_t)i);
-        uint64_t f1 = tutti__resolver_frames_sent(ctx);
+        uint64_t f1 = tutti__context_frames_sent(ctx);
         tutti_barrier(g);
         second[i] = run_once(g, 1000 + (uint64_t)i);
         frames_first += f1 - f0;
-        frames_second += tutti__resolver_frames_sent(ctx) - f1;
+        frames_second += tutti__context_frames_sent(ctx) - f1;
     }
     qsort(first, (size_t)k, sizeof(double), cmp);
     qsort(second, (size_t)k, sizeof(double), cmp);

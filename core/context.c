@@ -1,4 +1,8 @@
-/* Context: configuration, modules, and this process's place in the job. */
+/*
+ * The front door: a context reads the configuration, loads the modules,
+ * learns its place in the job and starts the job's control plane; the
+ * public calls that take a context begin here and go down to their rooms.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,39 +10,37 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/paths.h"
-#include "job/bootstrap.h"
-#include "context.h"
-#include "job/sum.h"
 #include "base/log.h"
-#include "job/resolve.h"
+#include "base/paths.h"
+#include "context.h"
+#include "exec/exec.h"
+#include "job/bootstrap.h"
+#include "job/coordinator.h"
+#include "job/health.h"
+#include "job/member.h"
+#include "job/sum.h"
+#include "select/select.h"
 
 int tutti_context_task(const tutti_context_t *ctx)
 {
-    return ctx->task;
+    return ctx->job.task;
 }
 
 int tutti_context_num_tasks(const tutti_context_t *ctx)
 {
-    return ctx->num_tasks;
+    return ctx->job.num_tasks;
 }
 
 /* Task, count and job id from the API, tutti-run or a launcher
  * (bootstrap.c); learnt before the config is read, so that what every
  * task finds alike in it is reported by task 0 alone. */
-static tutti_status_t learn_job(tutti_context_t *ctx,
-                                const tutti_context_params_t *p,
+static tutti_status_t learn_job(const tutti_context_params_t *p,
                                 tutti__bootstrap_t *b)
 {
     tutti_status_t st = tutti__bootstrap(p, b);
-    if (st != TUTTI_OK)
-        return st;
-    snprintf(ctx->job_id, sizeof(ctx->job_id), "%s", b->job_id);
-    ctx->task = b->task;
-    ctx->num_tasks = b->num_tasks;
-    ctx->local_num_tasks = b->local_num_tasks;
-    tutti__log_set_task(b->task);
-    return TUTTI_OK;
+    if (st == TUTTI_OK)
+        tutti__log_set_task(b->task);
+    return st;
 }
 
 /* Once the log level is known: where the task learnt its place. */
@@ -121,6 +123,28 @@ static int impl_lookup(void *arg, const char *name, uint32_t *collectives_out)
     return 1;
 }
 
+/* The job's parts register the frames they handle, then its control
+ * plane connects every task. */
+static tutti_status_t start_job(tutti_context_t *ctx,
+                                const tutti__bootstrap_t *b)
+{
+    tutti__job_t *job = &ctx->job;
+    tutti_status_t st = tutti__job_init(job, b->task, b->num_tasks,
+                                        b->local_num_tasks, b->job_id,
+                                        &ctx->cfg, &ctx->reg);
+    ctx->job_ready = 1;
+    if (st == TUTTI_OK)
+        st = tutti__coord_init(job);
+    if (st == TUTTI_OK)
+        st = tutti__member_init(job);
+    if (st == TUTTI_OK) {
+        tutti__health_init(job);
+        tutti__sum_init(job);
+        st = tutti__job_start(job);
+    }
+    return st;
+}
+
 tutti_status_t tutti_context_create(const tutti_context_params_t *params,
                                     tutti_context_t **ctx_out)
 {
@@ -140,13 +164,11 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
         return TUTTI_ERR_NO_MEMORY;
-    pthread_mutex_init(&ctx->lock, NULL);
-    pthread_mutex_init(&ctx->resolver_lock, NULL);
-    if ((st = learn_job(ctx, params, &boot)) != TUTTI_OK)
+    if ((st = learn_job(params, &boot)) != TUTTI_OK)
         goto err_free;
     /* Every task reads the same config: task 0 alone logs its errors and
      * skipped rules as such (each task's call still returns the error). */
-    int alike = ctx->task == 0 ? TUTTI_LOG_ERROR : TUTTI_LOG_DEBUG;
+    int alike = boot.task == 0 ? TUTTI_LOG_ERROR : TUTTI_LOG_DEBUG;
     int previous = tutti__log_error_level(alike);
     st = read_config(ctx, params);
     tutti__log_error_level(previous);
@@ -158,16 +180,10 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     if ((st = tutti__registry_load(&ctx->reg, &ctx->module_dirs,
                                    &ctx->cfg.module_load)) != TUTTI_OK)
         goto err_free;
-    tutti__config_check_rules(&ctx->cfg, impl_lookup, &ctx->reg,
-                              ctx->task == 0 ? TUTTI_LOG_WARN
+    tutti__select_check_rules(&ctx->cfg, impl_lookup, &ctx->reg,
+                              boot.task == 0 ? TUTTI_LOG_WARN
                                              : TUTTI_LOG_DEBUG);
-    ctx->task_dead = calloc((size_t)ctx->num_tasks, sizeof(atomic_int));
-    if (ctx->task_dead == NULL) {
-        st = TUTTI_ERR_NO_MEMORY;
-        goto err_free;
-    }
-    tutti__job_sum_init(ctx);
-    if ((st = tutti__resolver_start(ctx)) != TUTTI_OK)
+    if ((st = start_job(ctx, &boot)) != TUTTI_OK)
         goto err_free;
     *ctx_out = ctx;
     return TUTTI_OK;
@@ -181,39 +197,21 @@ void tutti_context_destroy(tutti_context_t *ctx)
 {
     if (ctx == NULL)
         return;
-    if (ctx->num_groups > 0)
-        tutti__log(TUTTI_LOG_WARN, "context", "destroyed with %d groups not "
-                   "left", ctx->num_groups);
-    tutti__resolver_finish(ctx);
-    tutti__resolver_stop(ctx);
+    if (ctx->job_ready) {
+        tutti__job_t *job = &ctx->job;
+        if (job->num_groups > 0)
+            tutti__log(TUTTI_LOG_WARN, "context", "destroyed with %d groups "
+                       "not left", job->num_groups);
+        tutti__health_finish(job);
+        tutti__job_stop(job);
+        tutti__coord_fini(job);
+        tutti__member_fini(job);
+        tutti__job_fini(job);
+    }
     tutti__registry_free(&ctx->reg);
     tutti__config_free(&ctx->cfg);
     tutti__strlist_free(&ctx->module_dirs);
-    pthread_mutex_destroy(&ctx->resolver_lock);
-    pthread_mutex_destroy(&ctx->lock);
-    free(ctx->task_dead);
     free(ctx);
-}
-
-void tutti__context_abort(tutti_context_t *ctx, tutti_status_t status,
-                          const char *reason)
-{
-    if (ctx->abort_status != TUTTI_OK)
-        return;
-    snprintf(ctx->abort_reason, sizeof(ctx->abort_reason), "%s", reason);
-    ctx->abort_status = status;
-    tutti__log(TUTTI_LOG_ERROR, "context", "%s", reason);
-    atomic_fetch_add_explicit(&ctx->health_epoch, 1, memory_order_release);
-}
-
-void tutti__context_task_dead(tutti_context_t *ctx, int task)
-{
-    if (task < 0 || task >= ctx->num_tasks)
-        return;
-    tutti__log(TUTTI_LOG_ERROR, "context", "task %d is gone: its process "
-               "exited or was killed", task);
-    atomic_store_explicit(&ctx->task_dead[task], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ctx->health_epoch, 1, memory_order_release);
 }
 
 tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason)
@@ -222,13 +220,36 @@ tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason)
     if (ctx == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
                             "tutti_abort: ctx is NULL");
-    snprintf(text, sizeof(text), "aborted by task %d: %s", ctx->task,
+    snprintf(text, sizeof(text), "aborted by task %d: %s", ctx->job.task,
              reason ? reason : "(no reason given)");
-    pthread_mutex_lock(&ctx->resolver_lock);
-    tutti__context_abort(ctx, TUTTI_ERR_ABORTED, text);
-    tutti__resolver_abort(ctx, text);
-    pthread_mutex_unlock(&ctx->resolver_lock);
+    tutti__health_abort_all(&ctx->job, text);
     return TUTTI_OK;
+}
+
+tutti_status_t tutti_group_join(tutti_context_t *ctx,
+                                const tutti_group_params_t *params,
+                                tutti_group_t **group_out)
+{
+    tutti__error_clear();
+    if (ctx == NULL || group_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
+                            "tutti_group_join: ctx or group_out is NULL");
+    return tutti__group_join(&ctx->job, params, group_out);
+}
+
+tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
+                                 uint64_t *sum_out)
+{
+    tutti__error_clear();
+    if (ctx == NULL || sum_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "resolve",
+                            "tutti_context_sum: context or sum_out is NULL");
+    return tutti__sum(&ctx->job, value, sum_out);
+}
+
+uint64_t tutti__context_frames_sent(const tutti_context_t *ctx)
+{
+    return ctx->job.frames_sent;
 }
 
 /* ---- introspection -------------------------------------------------------- */
@@ -271,8 +292,8 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
                                   const tutti_select_query_t *query, char *buf,
                                   size_t buflen, const char **impl_out)
 {
-    const tutti__rule_t *rule = tutti__config_select(
-        &ctx->cfg, query, tutti__registry_accept, (void *)&ctx->reg, buf,
+    const tutti__rule_t *rule = tutti__select(
+        &ctx->cfg, query, tutti__registry_accept, &ctx->reg, buf,
         buflen);
     *impl_out = NULL;
     if (rule == NULL)
@@ -288,8 +309,8 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
 void tutti_info_print_config(const tutti_context_t *ctx, void *file)
 {
     FILE *out = file;
-    fprintf(out, "task %d of %d, job %s\n", ctx->task, ctx->num_tasks,
-            ctx->job_id);
+    fprintf(out, "task %d of %d, job %s\n", ctx->job.task,
+            ctx->job.num_tasks, ctx->job.job_id);
     fprintf(out, "module search path:\n");
     for (size_t i = 0; i < ctx->module_dirs.count; i++)
         fprintf(out, "  %s\n", ctx->module_dirs.items[i]);

@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "config/config_int.h"
 #include "base/log.h"
+#include "base/sbuf.h"
 
 #define NAME_LEN_MAX 63
 #define ALGO_ENV "TUTTI_ALGO"
@@ -65,21 +66,6 @@ bool tutti__cfg_valid_name(const char *s)
             return false;
     }
     return true;
-}
-
-void tutti__cfg_sb_printf(tutti__cfg_sbuf_t *sb, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (sb->buf == NULL || sb->pos + 1 >= sb->len)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(sb->buf + sb->pos, sb->len - sb->pos, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        sb->pos = sb->pos + (size_t)n < sb->len ? sb->pos + (size_t)n
-                                                : sb->len - 1;
 }
 
 /* ---- string lists, rules ------------------------------------------------ */
@@ -445,21 +431,14 @@ int tutti__cfg_kind_lookup(const tutti__cfg_name_kind_t *kind, const char *s)
 void tutti__cfg_mask_names(const tutti__cfg_name_kind_t *kind, uint32_t mask,
                            const char *sep, char *buf, size_t len)
 {
-    tutti__cfg_sbuf_t sb = {buf, len, 0};
+    tutti__sbuf_t sb = {buf, len, 0};
 
     buf[0] = '\0';
     for (int i = 0; i < kind->count; i++) {
         if (mask & (1u << i))
-            tutti__cfg_sb_printf(&sb, "%s%s", sb.pos > 0 ? sep : "",
+            tutti__sbuf_printf(&sb, "%s%s", sb.pos > 0 ? sep : "",
                                  kind->name(i));
     }
-}
-
-static bool mask_has(uint32_t mask, int value)
-{
-    if (mask == 0)
-        return true;
-    return value >= 0 && value < 32 && (mask & (1u << value)) != 0;
 }
 
 /* ---- environment -------------------------------------------------------- */
@@ -740,16 +719,16 @@ tutti_status_t tutti__config_apply_env(tutti__config_t *cfg)
     return TUTTI_OK;
 }
 
-/* ---- checking rules and selecting --------------------------------------- */
+/* ---- rules as messages name them ---------------------------------------- */
 
 /* Rules built through the API may lack a name; never print NULL. */
-static const char *rule_algo(const tutti__rule_t *r)
+const char *tutti__config_rule_algo(const tutti__rule_t *r)
 {
     return r->algorithm != NULL ? r->algorithm : "(none)";
 }
 
 /* "file:line", or the file alone for rules not from a file. */
-static void rule_where(const tutti__rule_t *r, char *buf, size_t len)
+void tutti__config_rule_where(const tutti__rule_t *r, char *buf, size_t len)
 {
     const char *file = r->file != NULL ? r->file : "(api)";
 
@@ -757,177 +736,6 @@ static void rule_where(const tutti__rule_t *r, char *buf, size_t len)
         snprintf(buf, len, "%s:%d", file, r->line);
     else
         snprintf(buf, len, "%s", file);
-}
-
-static void skip_rule(tutti__rule_t *r, const char *reason, int log_level)
-{
-    char where[300];
-
-    rule_where(r, where, sizeof(where));
-    r->skipped = 1;
-    free(r->skip_reason);
-    r->skip_reason = strdup(reason);
-    tutti__log(log_level, "config", "%s: %s; rule skipped", where, reason);
-}
-
-static void check_rule(tutti__rule_t *r, tutti__impl_lookup_fn has_impl,
-                       void *arg, int log_level)
-{
-    uint32_t colls = 0, missing;
-    char names[200], reason[400];
-
-    r->skipped = 0;
-    free(r->skip_reason);
-    r->skip_reason = NULL;
-    if (!has_impl(arg, rule_algo(r), &colls)) {
-        snprintf(reason, sizeof(reason),
-                 "rule names implementation '%s' that no loaded module "
-                 "provides",
-                 rule_algo(r));
-        skip_rule(r, reason, log_level);
-        return;
-    }
-    missing = r->collectives & ~colls;
-    if (missing != 0) {
-        tutti__cfg_mask_names(&tutti__cfg_coll_kind, missing, ",", names,
-                              sizeof(names));
-        snprintf(reason, sizeof(reason),
-                 "implementation '%s' does not support %s", rule_algo(r),
-                 names);
-        skip_rule(r, reason, log_level);
-    }
-}
-
-void tutti__config_check_rules(tutti__config_t *cfg,
-                               tutti__impl_lookup_fn has_impl, void *arg,
-                               int log_level)
-{
-    if (cfg == NULL || has_impl == NULL)
-        return;
-    for (size_t i = 0; i < cfg->num_rules; i++)
-        check_rule(&cfg->rules[i], has_impl, arg, log_level);
-}
-
-static bool mask_mismatch(const tutti__cfg_name_kind_t *kind, uint32_t mask,
-                          int value, char *why, size_t len)
-{
-    char names[200];
-    const char *name =
-        value >= 0 && value < kind->count ? kind->name(value) : "(invalid)";
-
-    if (mask_has(mask, value))
-        return false;
-    tutti__cfg_mask_names(kind, mask, ",", names, sizeof(names));
-    snprintf(why, len, "%s %s not in %s", kind->key, name, names);
-    return true;
-}
-
-static bool int_mismatch(const char *key, int v, int lo, int hi, char *why,
-                         size_t len)
-{
-    char range[64];
-
-    if (v >= lo && v <= hi)
-        return false;
-    tutti__range_format((uint64_t)lo, (uint64_t)hi, INT32_MAX, false, range,
-                 sizeof(range));
-    snprintf(why, len, "%s %d outside %s", key, v, range);
-    return true;
-}
-
-/* Why @p r does not match @p q, or false when it does. */
-static bool rule_mismatch(const tutti__rule_t *r,
-                          const tutti_select_query_t *q, char *why, size_t len)
-{
-    char range[64];
-
-    if (mask_mismatch(&tutti__cfg_coll_kind, r->collectives, (int)q->collective,
-                      why, len) ||
-        mask_mismatch(&tutti__cfg_device_kind, r->device_types,
-                      (int)q->device_type, why, len) ||
-        mask_mismatch(&tutti__cfg_dtype_kind, r->dtypes, (int)q->dtype, why,
-                      len))
-        return true;
-    /* Per-rank counts are known only per execution: they match as the
-     * largest size, so the bandwidth algorithms, which take any counts,
-     * are chosen. */
-    uint64_t bytes = q->per_rank ? UINT64_MAX : (uint64_t)q->bytes;
-    if (bytes < r->size_min || bytes > r->size_max) {
-        tutti__range_format(r->size_min, r->size_max, UINT64_MAX, false, range,
-                     sizeof(range));
-        if (q->per_rank)
-            snprintf(why, len, "per-rank counts match as the largest size, "
-                     "outside %s", range);
-        else
-            snprintf(why, len, "size %zu outside %s", q->bytes, range);
-        return true;
-    }
-    return int_mismatch("group_size", q->group_size, r->group_min,
-                        r->group_max, why, len) ||
-           int_mismatch("num_tasks", q->num_tasks, r->tasks_min, r->tasks_max,
-                        why, len);
-}
-
-const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
-                                                const tutti_select_query_t *q,
-                                                const char *algorithm)
-{
-    char why[400];
-    if (cfg == NULL || q == NULL || algorithm == NULL)
-        return NULL;
-    for (size_t i = 0; i < cfg->num_rules; i++) {
-        const tutti__rule_t *r = &cfg->rules[i];
-        if (!r->skipped && r->algorithm != NULL &&
-            strcmp(r->algorithm, algorithm) == 0 &&
-            !rule_mismatch(r, q, why, sizeof(why)))
-            return r;
-    }
-    return NULL;
-}
-
-const char *tutti__config_query_size(const tutti_select_query_t *q,
-                                     char *buf, size_t len)
-{
-    if (q->per_rank)
-        snprintf(buf, len, "per-rank counts");
-    else
-        snprintf(buf, len, "%zu bytes", q->bytes);
-    return buf;
-}
-
-const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
-                                          const tutti_select_query_t *q,
-                                          tutti__rule_accept_fn accept,
-                                          void *arg, char *explain,
-                                          size_t explain_len)
-{
-    tutti__cfg_sbuf_t sb = {explain_len > 0 ? explain : NULL, explain_len, 0};
-    char where[300], why[400];
-
-    if (sb.buf != NULL)
-        explain[0] = '\0';
-    if (cfg == NULL || q == NULL)
-        return NULL;
-    for (size_t i = 0; i < cfg->num_rules; i++) {
-        const tutti__rule_t *r = &cfg->rules[i];
-        rule_where(r, where, sizeof(where));
-        if (r->skipped) {
-            tutti__cfg_sb_printf(&sb, "%s: %s: skipped (%s)\n", where,
-                                 rule_algo(r),
-                                 r->skip_reason != NULL ? r->skip_reason : "");
-        } else if (rule_mismatch(r, q, why, sizeof(why)) ||
-                   (accept != NULL && r->algorithm != NULL &&
-                    !accept(arg, r->algorithm, q, why, sizeof(why)))) {
-            tutti__cfg_sb_printf(&sb, "%s: %s: no (%s)\n", where, rule_algo(r),
-                                 why);
-        } else {
-            tutti__cfg_sb_printf(&sb, "%s: %s: matches\nchosen: %s (%s)\n",
-                                 where, rule_algo(r), rule_algo(r), where);
-            return r;
-        }
-    }
-    tutti__cfg_sb_printf(&sb, "chosen: none (no rule matches)\n");
-    return NULL;
 }
 
 /* ---- printing ----------------------------------------------------------- */
@@ -967,7 +775,7 @@ static void print_rule(FILE *out, size_t index, const tutti__rule_t *r)
 {
     char where[300], range[64];
 
-    rule_where(r, where, sizeof(where));
+    tutti__config_rule_where(r, where, sizeof(where));
     if (r->line > 0)
         snprintf(where + strlen(where), sizeof(where) - strlen(where), ":%d",
                  r->column);
@@ -982,7 +790,7 @@ static void print_rule(FILE *out, size_t index, const tutti__rule_t *r)
     }
     print_int_range(out, "group_size", r->group_min, r->group_max);
     print_int_range(out, "num_tasks", r->tasks_min, r->tasks_max);
-    fprintf(out, " -> %s", rule_algo(r));
+    fprintf(out, " -> %s", tutti__config_rule_algo(r));
     for (size_t i = 0; i < r->num_params; i++)
         fprintf(out, "%s%s: %s", i == 0 ? " {" : ", ", r->params[i].key,
                 r->params[i].value);

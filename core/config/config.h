@@ -108,47 +108,6 @@ tutti_status_t tutti__config_load_file(tutti__config_t *cfg, const char *path);
  *  file's).  A malformed value fails naming the variable. */
 tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);
 
-/** Mark rules whose algorithm @p has_impl does not know as skipped, with a
- *  warning "<file>:<line>: rule names implementation 'X' that no loaded
- *  module provides; rule skipped", and rules naming an implementation that
- *  does not support the rule's collective likewise.  The warning is logged
- *  at @p log_level (every task finds the same: task 0 warns, others
- *  debug). */
-typedef int (*tutti__impl_lookup_fn)(void *arg, const char *name,
-                                     uint32_t *collectives_out);
-void tutti__config_check_rules(tutti__config_t *cfg,
-                               tutti__impl_lookup_fn has_impl, void *arg,
-                               int log_level);
-
-/** Whether the implementation a matching rule names can serve @p q (the
- *  registry's knowledge, which the config lacks); 0 with the reason in
- *  @p why when it cannot. */
-typedef int (*tutti__rule_accept_fn)(void *arg, const char *algorithm,
-                                     const tutti_select_query_t *q, char *why,
-                                     size_t len);
-
-/**
- * First rule (not skipped) matching @p q whose implementation @p accept
- * (if not NULL) takes, or NULL.  If @p explain is not NULL, write one line
- * per rule considered ("<file>:<line>: <algorithm>: matches" / "no: size
- * 2048 outside 0-1024" / "no: <accept's reason>" / "skipped: ...").
- */
-const tutti__rule_t *tutti__config_select(const tutti__config_t *cfg,
-                                          const tutti_select_query_t *q,
-                                          tutti__rule_accept_fn accept,
-                                          void *arg, char *explain,
-                                          size_t explain_len);
-
-/** First rule (not skipped) matching @p q that names @p algorithm, or
- *  NULL: where a call that names its implementation takes its params. */
-const tutti__rule_t *tutti__config_select_named(const tutti__config_t *cfg,
-                                                const tutti_select_query_t *q,
-                                                const char *algorithm);
-
-/** "per-rank counts" or "<bytes> bytes", for messages about @p q. */
-const char *tutti__config_query_size(const tutti_select_query_t *q,
-                                     char *buf, size_t len);
-
 /** A setting by its dotted key ("shm.slots", "timeout", "tcp.ports") as
  *  text in @p buf, for transport modules; NULL for a key not known here.
  *  Values read back in the form the file takes: shm.single_copy "auto" or
@@ -156,6 +115,32 @@ const char *tutti__config_query_size(const tutti_select_query_t *q,
  *  "ipv6", tcp.ports "0" or "LO-HI", tcp.connections a number. */
 const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
                                    char *buf, size_t len);
+
+/* Names of collectives, device types and data types, for rules. */
+/** A set of names indexed by small integers (collectives, devices, dtypes). */
+typedef struct {
+    const char *key; /* YAML key and word in messages */
+    int count;
+    const char *(*name)(int index);
+} tutti__cfg_name_kind_t;
+
+/** Collectives, device types and data types, by their public names. */
+extern const tutti__cfg_name_kind_t tutti__cfg_coll_kind;
+extern const tutti__cfg_name_kind_t tutti__cfg_device_kind;
+extern const tutti__cfg_name_kind_t tutti__cfg_dtype_kind;
+
+/** Index of the name @p s in @p kind, or -1. */
+int tutti__cfg_kind_lookup(const tutti__cfg_name_kind_t *kind, const char *s);
+
+/** Names of the bits set in @p mask (all names when @p mask is ~0u), joined
+ *  by @p sep, into @p buf. */
+void tutti__cfg_mask_names(const tutti__cfg_name_kind_t *kind, uint32_t mask,
+                           const char *sep, char *buf, size_t len);
+
+/** The rule's implementation name, "(none)" for a rule without one. */
+const char *tutti__config_rule_algo(const tutti__rule_t *r);
+/** "file:line", or the file alone for a rule not from a file. */
+void tutti__config_rule_where(const tutti__rule_t *r, char *buf, size_t len);
 
 /** Print values with sources, then rules with skip reasons. */
 void tutti__config_print(const tutti__config_t *cfg, FILE *out);

@@ -37,17 +37,6 @@ tutti_status_t tutti__cfg_set_str(char **field, const char *value);
 /** 1 to 63 printable characters without spaces. */
 bool tutti__cfg_valid_name(const char *s);
 
-/** A caller's buffer that tutti__cfg_sb_printf() appends to. */
-typedef struct {
-    char *buf; /* NULL: discard everything */
-    size_t len;
-    size_t pos;
-} tutti__cfg_sbuf_t;
-
-/** Append to @p sb; stops quietly (truncating) when it is full. */
-void tutti__cfg_sb_printf(tutti__cfg_sbuf_t *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
 /* ---- string lists, rules ------------------------------------------------ */
 
 /** Append a copy of @p s to @p l (recording the failure, if any). */
@@ -123,27 +112,5 @@ const tutti__cfg_scalar_t *tutti__cfg_scalar_find(const char *section,
 /** Names of the values above, for printing. */
 const char *tutti__cfg_single_copy_name(tutti__single_copy_t v);
 const char *tutti__cfg_family_name(tutti__tcp_family_t v);
-
-/* ---- names of collectives, device types, data types --------------------- */
-
-/** A set of names indexed by small integers (collectives, devices, dtypes). */
-typedef struct {
-    const char *key; /* YAML key and word in messages */
-    int count;
-    const char *(*name)(int index);
-} tutti__cfg_name_kind_t;
-
-/** Collectives, device types and data types, by their public names. */
-extern const tutti__cfg_name_kind_t tutti__cfg_coll_kind;
-extern const tutti__cfg_name_kind_t tutti__cfg_device_kind;
-extern const tutti__cfg_name_kind_t tutti__cfg_dtype_kind;
-
-/** Index of the name @p s in @p kind, or -1. */
-int tutti__cfg_kind_lookup(const tutti__cfg_name_kind_t *kind, const char *s);
-
-/** Names of the bits set in @p mask (all names when @p mask is ~0u), joined
- *  by @p sep, into @p buf. */
-void tutti__cfg_mask_names(const tutti__cfg_name_kind_t *kind, uint32_t mask,
-                           const char *sep, char *buf, size_t len);
 
 #endif

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "config/config_int.h"
 #include "base/log.h"
+#include "base/sbuf.h"
 
 #define SHM_SLOT_SIZE_MIN (UINT64_C(4) << 10)
 #define SHM_SLOT_SIZE_MAX (UINT64_C(16) << 20)
@@ -135,11 +136,11 @@ typedef struct {
 
 static void key_names(const keydef_t *keys, char *buf, size_t len)
 {
-    tutti__cfg_sbuf_t sb = {buf, len, 0};
+    tutti__sbuf_t sb = {buf, len, 0};
 
     buf[0] = '\0';
     for (; keys->name != NULL; keys++)
-        tutti__cfg_sb_printf(&sb, "%s%s", sb.pos > 0 ? ", " : "", keys->name);
+        tutti__sbuf_printf(&sb, "%s%s", sb.pos > 0 ? ", " : "", keys->name);
 }
 
 /* The key of @p pair as a name, refusing one seen earlier in @p map. */

@@ -22,25 +22,6 @@ int tutti__coll_per_rank(const tutti_instance_params_t *p)
     return p->count == TUTTI_COUNT_PER_RANK;
 }
 
-uint64_t tutti__coll_select_bytes(tutti_collective_t coll,
-                                  tutti_dtype_t dtype, size_t count)
-{
-    (void)coll;
-    if (count == TUTTI_COUNT_PER_RANK)
-        return SIZE_MAX; /* sizes vary per execution: select as large */
-    return (uint64_t)count * tutti_dtype_size(dtype);
-}
-
-uint64_t tutti__coll_perm_hash(const int *perm, int n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (int i = 0; perm != NULL && i < n; i++) {
-        h ^= (uint64_t)(uint32_t)perm[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 static tutti_status_t check_permutation(const tutti_instance_params_t *p,
                                         int n)
 {

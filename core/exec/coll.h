@@ -24,14 +24,6 @@ typedef struct tutti__stage {
 
 /** 1 if the instance's counts are given per rank, per execution. */
 int tutti__coll_per_rank(const tutti_instance_params_t *p);
-/** Message size selection rules see: count x dtype size; SIZE_MAX for
- *  per-rank counts (known only per execution: the bandwidth algorithms,
- *  which handle any counts, are chosen). */
-uint64_t tutti__coll_select_bytes(tutti_collective_t coll, tutti_dtype_t dtype,
-                                  size_t count);
-/** FNV-1a of a permutation, for comparing members' (0 for none). */
-uint64_t tutti__coll_perm_hash(const int *perm, int n);
-
 /** Checks what is fixed for the instance (collective, dtype, op, root,
  *  count, scales, permutation); records the error. */
 tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "context.h"
 #include "exec/flight.h"
 #include "base/log.h"
 

@@ -5,11 +5,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "transport/chan.h"
 #include "base/clock.h"
-#include "context.h"
-#include "job/ctrl.h"
 #include "base/log.h"
+#include "job/ctrl.h"
+#include "plugin/services.h"
 
 /* Reserved keys: no host group or instance uses them (helper instance keys
  * have the top bit set and differ from this one). */
@@ -29,8 +28,7 @@ typedef struct {
 } recv_slot_t;
 
 struct tutti__ctrl {
-    tutti_context_t *ctx;
-    tutti__ctrl_handler_t handle;
+    tutti__ctrl_params_t p;       /* task, num_tasks, lock, handler... */
     const tutti_tp_ops_t *tp;
     tutti_tp_ep_t *ep;
     int *task_ids;
@@ -54,8 +52,8 @@ static void check_peers(tutti__ctrl_t *c)
     if (c->tp->peer_alive == NULL || now < c->next_health)
         return;
     c->next_health = now + HEALTH_PERIOD;
-    for (int t = 0; t < c->ctx->num_tasks; t++) {
-        if (t == c->ctx->task || c->dead[t] || c->tp->peer_alive(c->ep, t))
+    for (int t = 0; t < c->p.num_tasks; t++) {
+        if (t == c->p.task || c->dead[t] || c->tp->peer_alive(c->ep, t))
             continue;
         c->dead[t] = 1;
         tutti__ctrl_msg_t m;
@@ -63,7 +61,7 @@ static void check_peers(tutti__ctrl_t *c)
         m.type = TUTTI_CTRL_TASK_DEAD;
         m.from_task = t;
         m.device_index = -1;
-        c->handle(c->ctx, &m);
+        c->p.handle(c->p.arg, &m);
     }
 }
 
@@ -106,25 +104,25 @@ static void lost_peer(tutti__ctrl_t *c, int task, tutti_status_t st)
     tutti__ctrl_msg_t m;
     memset(&m, 0, offsetof(tutti__ctrl_msg_t, payload));
     m.type = TUTTI_CTRL_ABORT;
-    m.from_task = c->ctx->task;
+    m.from_task = c->p.task;
     m.device_index = -1;
     snprintf(m.payload, sizeof(m.payload), "task %d: the control plane "
-             "cannot receive from task %d any more: %s", c->ctx->task, task,
+             "cannot receive from task %d any more: %s", c->p.task, task,
              tutti_strerror(st));
     m.len = (uint32_t)strlen(m.payload) + 1;
-    c->handle(c->ctx, &m);
+    c->p.handle(c->p.arg, &m);
 }
 
 /* One pass: move frames, hand complete ones to the resolver. */
 static int ctrl_progress(tutti__ctrl_t *c)
 {
     int n = c->tp->progress(c->ep);
-    for (int t = 0; t < c->ctx->num_tasks; t++) {
+    for (int t = 0; t < c->p.num_tasks; t++) {
         recv_slot_t *r = &c->in[t];
-        if (t == c->ctx->task || r->op.status == TUTTI_INPROGRESS)
+        if (t == c->p.task || r->op.status == TUTTI_INPROGRESS)
             continue;
         if (r->op.status == TUTTI_OK)
-            c->handle(c->ctx, &r->msg);
+            c->p.handle(c->p.arg, &r->msg);
         else
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
                        "failed: %s", t, tutti_strerror(r->op.status));
@@ -140,14 +138,13 @@ static int ctrl_progress(tutti__ctrl_t *c)
 static void *ctrl_main(void *arg)
 {
     tutti__ctrl_t *c = arg;
-    tutti_context_t *ctx = c->ctx;
     unsigned quiet = 0;
-    tutti__log_set_task(ctx->task);
+    tutti__log_set_task(c->p.task);
     while (!c->stop) {
-        pthread_mutex_lock(&ctx->resolver_lock);
+        pthread_mutex_lock(c->p.lock);
         int n = ctrl_progress(c);
         check_peers(c);
-        pthread_mutex_unlock(&ctx->resolver_lock);
+        pthread_mutex_unlock(c->p.lock);
         /* Threads that wait for a resolution drive the control plane
          * themselves (tutti__ctrl_poll); this thread serves the rest (the
          * coordinator's work, liveness) and must not steal the data path's
@@ -162,25 +159,23 @@ static void *ctrl_main(void *arg)
 int tutti__ctrl_poll(tutti__ctrl_t *c)
 {
     int n = 0;
-    if (c->ep == NULL || pthread_mutex_trylock(&c->ctx->resolver_lock) != 0)
+    if (c->ep == NULL || pthread_mutex_trylock(c->p.lock) != 0)
         return 0;
     n = ctrl_progress(c);
-    pthread_mutex_unlock(&c->ctx->resolver_lock);
+    pthread_mutex_unlock(c->p.lock);
     return n;
 }
 
-tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
-                                 tutti__ctrl_handler_t handle,
+tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
                                  tutti__ctrl_t **ctrl_out)
 {
     tutti_status_t st = TUTTI_ERR_NO_MEMORY;
     tutti__ctrl_t *c = calloc(1, sizeof(*c));
-    int n = ctx->num_tasks;
+    int n = params->num_tasks;
 
     if (c == NULL)
         return st;
-    c->ctx = ctx;
-    c->handle = handle;
+    c->p = *params;
     c->tp = &tutti__tp_mux_ops;
     c->task_ids = malloc((size_t)n * sizeof(int));
     c->task_host = malloc((size_t)n * sizeof(int));
@@ -199,18 +194,18 @@ tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
          * counts as a host of its own here, so the control plane uses a
          * transport that reaches any host (shm then serves data groups
          * only, where the hosts are known). */
-        int split = ctx->local_num_tasks >= 0 && ctx->local_num_tasks < n;
+        int split = c->p.local_num_tasks >= 0 && c->p.local_num_tasks < n;
         for (int t = 0; t < n; t++)
             c->task_host[t] = split ? t : 0;
-        tutti_tp_group_t tg = {sizeof(tg), ctx->job_id, CTRL_GROUP_KEY,
-                               ctx->task, n, c->task_ids, ctx->task,
-                               ctx->cfg.timeout, &ctx->cfg, 8, 4096,
+        tutti_tp_group_t tg = {sizeof(tg), c->p.job_id, CTRL_GROUP_KEY,
+                               c->p.task, n, c->task_ids, c->p.task,
+                               c->p.timeout, c->p.config, 8, 4096,
                                &tutti__tp_core_ops, NULL, c->task_host};
-        if ((st = tutti__tp_mux_connect(ctx, &tg, &c->tp, &c->ep)) !=
-            TUTTI_OK)
+        if ((st = tutti__tp_mux_connect(c->p.transports, &tg, &c->tp,
+                                        &c->ep)) != TUTTI_OK)
             goto err_free;
         for (int t = 0; t < n; t++) {
-            if (t != ctx->task && (st = post_recv(c, t)) != TUTTI_OK)
+            if (t != c->p.task && (st = post_recv(c, t)) != TUTTI_OK)
                 goto err_free;
         }
         if (pthread_create(&c->thread, NULL, ctrl_main, c) != 0) {
@@ -261,8 +256,8 @@ void tutti__ctrl_stop(tutti__ctrl_t *c)
 tutti_status_t tutti__ctrl_broadcast(tutti__ctrl_t *c, tutti__ctrl_msg_t *msg)
 {
     tutti_status_t first = TUTTI_OK;
-    for (int t = 0; t < c->ctx->num_tasks; t++) {
-        if (t == c->ctx->task || c->dead[t])
+    for (int t = 0; t < c->p.num_tasks; t++) {
+        if (t == c->p.task || c->dead[t])
             continue;
         tutti_status_t st = tutti__ctrl_send(c, t, msg);
         if (first == TUTTI_OK)
@@ -274,9 +269,9 @@ tutti_status_t tutti__ctrl_broadcast(tutti__ctrl_t *c, tutti__ctrl_msg_t *msg)
 tutti_status_t tutti__ctrl_send(tutti__ctrl_t *c, int task,
                                 tutti__ctrl_msg_t *msg)
 {
-    msg->from_task = c->ctx->task;
-    if (task == c->ctx->task) {
-        c->handle(c->ctx, msg);
+    msg->from_task = c->p.task;
+    if (task == c->p.task) {
+        c->p.handle(c->p.arg, msg);
         return TUTTI_OK;
     }
     send_rec_t *s = calloc(1, sizeof(*s));

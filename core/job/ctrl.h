@@ -11,9 +11,12 @@
 #ifndef TUTTI_CORE_CTRL_H
 #define TUTTI_CORE_CTRL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <tutti/tutti.h>
+
+#include "transport/mux.h"
 
 #define TUTTI_CTRL_FRAME 4096
 #define TUTTI_CTRL_PAYLOAD (TUTTI_CTRL_FRAME - 40)
@@ -55,10 +58,23 @@ typedef struct tutti__ctrl tutti__ctrl_t;
 /** Connect this task to every other task and start the control thread
  *  (none for a single task).  @p handle is called for every message that
  *  arrives, from the control thread, with the context's resolver lock held. */
-typedef void (*tutti__ctrl_handler_t)(tutti_context_t *ctx,
-                                      const tutti__ctrl_msg_t *msg);
-tutti_status_t tutti__ctrl_start(tutti_context_t *ctx,
-                                 tutti__ctrl_handler_t handle,
+/* Handles one frame, with the params' lock held. */
+typedef void (*tutti__ctrl_handler_t)(void *arg, const tutti__ctrl_msg_t *msg);
+
+/* What the control plane needs of the job it serves. */
+typedef struct {
+    int task, num_tasks;
+    int local_num_tasks;       /* tasks on this host, -1: not known */
+    const char *job_id;
+    double timeout;            /* seconds, for connecting */
+    const void *config;        /* handed to transports */
+    const tutti__tp_list_t *transports;
+    pthread_mutex_t *lock;     /* held while frames are handled */
+    tutti__ctrl_handler_t handle;
+    void *arg;
+} tutti__ctrl_params_t;
+
+tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
                                  tutti__ctrl_t **ctrl_out);
 void tutti__ctrl_stop(tutti__ctrl_t *ctrl);
 

@@ -13,18 +13,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "job/sum.h"
 #include "base/log.h"
-#include "job/resolve.h"
-
-#define COORDINATOR_TASK 0
+#include "job/sum.h"
 
 typedef struct {
     uint64_t seq;   /* the round, counted by every task alike */
     uint64_t value; /* a task's value, or the total */
 } sum_payload_t;
 
-static tutti_status_t send_sum(tutti_context_t *ctx, int task,
+static tutti_status_t send_sum(tutti__job_t *job, int task,
                                uint32_t type, uint64_t seq, uint64_t value)
 {
     tutti__ctrl_msg_t m;
@@ -35,28 +32,28 @@ static tutti_status_t send_sum(tutti_context_t *ctx, int task,
     memcpy(m.payload, &p, sizeof(p));
     m.len = sizeof(p);
     if (task >= 0)
-        return tutti__resolver_send(ctx, task, &m);
-    tutti__resolver_broadcast(ctx, &m);
+        return tutti__job_send(job, task, &m);
+    tutti__job_broadcast(job, &m);
     return TUTTI_OK;
 }
 
-static void total_arrived(tutti_context_t *ctx, uint64_t seq, uint64_t total)
+static void total_arrived(tutti__job_t *job, uint64_t seq, uint64_t total)
 {
-    tutti__job_sum_t *s = &ctx->sum;
+    tutti__job_sum_t *s = &job->sum;
     if (!s->busy || seq != s->seq)
         return; /* a waiter that gave up; its round still completed */
     s->result = total;
     s->done = 1;
-    tutti__resolver_wake(ctx);
+    tutti__job_wake(job);
 }
 
-static void sum_frame(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
+static void sum_frame(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 {
-    tutti__job_sum_t *s = &ctx->sum;
+    tutti__job_sum_t *s = &job->sum;
     sum_payload_t p;
     memcpy(&p, msg->payload, sizeof(p));
     if (msg->type == TUTTI_CTRL_SUM_DONE) {
-        total_arrived(ctx, p.seq, p.value);
+        total_arrived(job, p.seq, p.value);
         return;
     }
     /* The coordinator: one round at a time (see above). */
@@ -69,78 +66,74 @@ static void sum_frame(tutti_context_t *ctx, const tutti__ctrl_msg_t *msg)
         return;
     }
     s->coord_total += p.value;
-    if (++s->coord_arrived < ctx->num_tasks)
+    if (++s->coord_arrived < job->num_tasks)
         return;
     uint64_t total = s->coord_total;
     s->coord_seq++;
     s->coord_arrived = 0;
     s->coord_total = 0;
-    send_sum(ctx, -1, TUTTI_CTRL_SUM_DONE, p.seq, total);
-    total_arrived(ctx, p.seq, total);
+    send_sum(job, -1, TUTTI_CTRL_SUM_DONE, p.seq, total);
+    total_arrived(job, p.seq, total);
 }
 
-void tutti__job_sum_init(tutti_context_t *ctx)
+void tutti__sum_init(tutti__job_t *job)
 {
-    ctx->ctrl_handlers[TUTTI_CTRL_SUM] = sum_frame;
-    ctx->ctrl_handlers[TUTTI_CTRL_SUM_DONE] = sum_frame;
+    tutti__job_on(job, TUTTI_CTRL_SUM, sum_frame);
+    tutti__job_on(job, TUTTI_CTRL_SUM_DONE, sum_frame);
 }
 
 /* Why this task cannot expect the total: an abort, or a task gone. */
-static tutti_status_t cannot_finish(const tutti_context_t *ctx)
+static tutti_status_t cannot_finish(const tutti__job_t *job)
 {
-    if (ctx->abort_status != TUTTI_OK)
-        return tutti__error(ctx->abort_status, "resolve", "sum over the "
-                            "job's tasks: %s", ctx->abort_reason);
-    for (int t = 0; t < ctx->num_tasks; t++)
-        if (atomic_load_explicit(&ctx->task_dead[t], memory_order_relaxed))
+    if (job->abort_status != TUTTI_OK)
+        return tutti__error(job->abort_status, "resolve", "sum over the "
+                            "job's tasks: %s", job->abort_reason);
+    for (int t = 0; t < job->num_tasks; t++)
+        if (atomic_load_explicit(&job->task_dead[t], memory_order_relaxed))
             return tutti__error(TUTTI_ERR_PEER, "resolve", "sum over the "
                                 "job's tasks: task %d is gone: its process "
                                 "exited or was killed", t);
     return TUTTI_OK;
 }
 
-tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
-                                 uint64_t *sum_out)
+tutti_status_t tutti__sum(tutti__job_t *job, uint64_t value,
+                          uint64_t *sum_out)
 {
     tutti__job_sum_t *s;
     struct timespec until;
     tutti_status_t st;
 
-    tutti__error_clear();
-    if (ctx == NULL || sum_out == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "resolve",
-                            "tutti_context_sum: context or sum_out is NULL");
-    s = &ctx->sum;
+    s = &job->sum;
     clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)ctx->cfg.timeout + 1;
-    pthread_mutex_lock(&ctx->resolver_lock);
+    until.tv_sec += (time_t)job->cfg->timeout + 1;
+    pthread_mutex_lock(&job->lock);
     if (s->busy) {
-        pthread_mutex_unlock(&ctx->resolver_lock);
+        pthread_mutex_unlock(&job->lock);
         return tutti__error(TUTTI_ERR_INVALID_ARG, "resolve", "task %d: "
                             "tutti_context_sum called while another call "
-                            "of it waits on this context", ctx->task);
+                            "of it waits on this context", job->task);
     }
     s->busy = 1;
     s->done = 0;
-    st = send_sum(ctx, COORDINATOR_TASK, TUTTI_CTRL_SUM, s->seq, value);
+    st = send_sum(job, TUTTI__COORDINATOR_TASK, TUTTI_CTRL_SUM, s->seq, value);
     if (st != TUTTI_OK)
         tutti__error(st, "resolve", "task %d: sum over the job's tasks: its "
-                     "value could not be sent to task 0", ctx->task);
+                     "value could not be sent to task 0", job->task);
     while (st == TUTTI_OK && !s->done &&
-           (st = cannot_finish(ctx)) == TUTTI_OK &&
-           tutti__resolver_wait(ctx, &until) == 0)
+           (st = cannot_finish(job)) == TUTTI_OK &&
+           tutti__job_wait(job, &until) == 0)
         ;
     if (s->done)
         st = TUTTI_OK;
     else if (st == TUTTI_OK) /* the wait timed out */
         st = tutti__error(TUTTI_ERR_TIMEOUT, "resolve", "task %d: sum over "
                           "the job's %d tasks: no total within %.1f s; not "
-                          "every task called tutti_context_sum", ctx->task,
-                          ctx->num_tasks, ctx->cfg.timeout);
+                          "every task called tutti_context_sum", job->task,
+                          job->num_tasks, job->cfg->timeout);
     s->seq++;
     s->busy = 0;
     if (st == TUTTI_OK)
         *sum_out = s->result;
-    pthread_mutex_unlock(&ctx->resolver_lock);
+    pthread_mutex_unlock(&job->lock);
     return st;
 }

@@ -101,6 +101,29 @@ const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
     return NULL;
 }
 
+tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
+                                      const tutti__strlist_t *names,
+                                      const char *source,
+                                      tutti__tp_list_t *list_out)
+{
+    memset(list_out, 0, sizeof(*list_out));
+    list_out->first = names->count > 0 ? names->items[0] : "empty";
+    list_out->source = source;
+    for (size_t i = 0; i < names->count; i++) {
+        /* "local" serves this process only, and comes first anyway. */
+        const tutti_tp_ops_t *t = tutti__registry_find_tp(reg,
+                                                          names->items[i]);
+        if (t == NULL)
+            continue;
+        if (list_out->count == TUTTI__TP_LIST_MAX)
+            return tutti__error(TUTTI_ERR_CONFIG, "transport", "transports: "
+                                "more than %d loaded transports listed (%s)",
+                                TUTTI__TP_LIST_MAX, source);
+        list_out->ops[list_out->count++] = t;
+    }
+    return TUTTI_OK;
+}
+
 /* Checks a descriptor's ABI version against the core's (@p what: "module"
  * or "transport"); writes why not. */
 static int abi_ok(const char *what, unsigned major, unsigned minor,
@@ -432,7 +455,7 @@ const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
     return name ? find_impl(reg, name) : NULL;
 }
 
-int tutti__registry_accept(void *arg, const char *name,
+int tutti__registry_accept(const void *arg, const char *name,
                            const tutti_select_query_t *q, char *why,
                            size_t len)
 {

@@ -13,6 +13,7 @@
 #include <tutti/transport.h>
 
 #include "config/config.h"
+#include "transport/mux.h"
 
 typedef struct {
     char *path;        /* file as opened (stem without extension) */
@@ -56,12 +57,19 @@ const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
 /** A tutti__rule_accept_fn over @p reg (a tutti__registry_t *): the
  *  implementation is loaded, runs q's collective on q's device type and,
  *  for per-rank counts, runs the collective with them. */
-int tutti__registry_accept(void *reg, const char *name,
+int tutti__registry_accept(const void *reg, const char *name,
                            const tutti_select_query_t *q, char *why,
                            size_t len);
 /** The loaded transport module whose transport is named @p name. */
 const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
                                               const char *name);
+/** The loaded transports among @p names, in their order, for the per-peer
+ *  choice; names no module provides (and "local") are passed over.
+ *  @p source says where the names came from, for messages. */
+tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
+                                      const tutti__strlist_t *names,
+                                      const char *source,
+                                      tutti__tp_list_t *list_out);
 void tutti__registry_free(tutti__registry_t *reg);
 
 #endif

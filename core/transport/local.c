@@ -12,13 +12,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "transport/chan.h"
-#include "config/config.h"
-#include "context.h"
 #include "base/log.h"
+#include "config/config.h"
+#include "transport/chan.h"
+#include "transport/local.h"
+
+/* Job ids are at most 40 characters (job/bootstrap.h). */
+#define MESH_JOB_MAX 64
 
 struct tutti__local_mesh {
-    char job_id[TUTTI_JOB_ID_MAX];
+    char job_id[MESH_JOB_MAX];
     uint64_t key;
     int size;                   /* channel matrix is size x size */
     int expected;               /* members that join it (this process's) */

@@ -10,17 +10,12 @@
  * A group entirely inside one process skips this and uses the local
  * transport directly.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "transport/chan.h"
-#include "config/config.h"
-#include "base/clock.h"
-#include "context.h"
 #include "base/log.h"
-#include "plugin/registry.h"
+#include "transport/local.h"
+#include "transport/mux.h"
 
 #define MUX_MAX 8 /* transports one endpoint may use */
 
@@ -37,52 +32,7 @@ typedef struct {
     unsigned char *via;   /* per rank: index of its child */
 } mux_ep_t;
 
-/* ---- the core's services for transport modules ---------------------------- */
-
-static tutti_status_t core_error(tutti_status_t st, const char *subsys,
-                                 const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    st = tutti__verror(st, subsys, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static void core_log(int level, const char *subsys, const char *fmt, ...)
-{
-    va_list ap;
-    if (level > tutti__log_level)
-        return;
-    va_start(ap, fmt);
-    tutti__log_vwrite(level, subsys, fmt, ap);
-    va_end(ap);
-}
-
-static const char *core_config_get(const void *config, const char *key,
-                                   char *buf, size_t len)
-{
-    return tutti__config_get_text(config, key, buf, len);
-}
-
-const tutti_tp_core_ops_t tutti__tp_core_ops = {
-    sizeof(tutti_tp_core_ops_t), core_error, core_log, tutti__now,
-    core_config_get, tutti__chan_bytes, tutti__chan_api_init,
-    tutti__chan_api_create, tutti__chan_api_destroy, tutti__chan_api_attach,
-    tutti__chan_api_send, tutti__chan_api_recv, tutti__chan_api_progress,
-    tutti__chan_api_enable_single_copy,
-};
-
 /* ---- choosing ----------------------------------------------------------------- */
-
-/* The transport named @p name: built in, or from a loaded module. */
-static const tutti_tp_ops_t *find_transport(const tutti_context_t *ctx,
-                                            const char *name)
-{
-    if (strcmp(name, tutti__tp_local_ops.name) == 0)
-        return NULL; /* local serves this process only */
-    return tutti__registry_find_tp(&ctx->reg, name);
-}
 
 static void mux_disconnect(tutti_tp_ep_t *tep)
 {
@@ -124,10 +74,9 @@ static tutti_status_t child_of(mux_ep_t *m, const tutti_tp_ops_t *ops,
 
 /* Assigns every peer a transport; the error names the first peer none can
  * reach. */
-static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
+static tutti_status_t assign(const tutti__tp_list_t *list, mux_ep_t *m,
                              const tutti_tp_group_t *g)
 {
-    const tutti__strlist_t *names = &ctx->cfg.transports;
     /* local first, so every member lists its transports in one order */
     for (int r = 0; r < g->group_size; r++) {
         if (r != g->rank && g->rank_task[r] == g->task) {
@@ -145,9 +94,9 @@ static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
         if (g->rank_task[r] == g->task) {
             use = &tutti__tp_local_ops;
         } else {
-            for (size_t i = 0; i < names->count && use == NULL; i++) {
-                const tutti_tp_ops_t *t = find_transport(ctx, names->items[i]);
-                if (t != NULL && (t->reachable == NULL || t->reachable(g, r)))
+            for (int i = 0; i < list->count && use == NULL; i++) {
+                const tutti_tp_ops_t *t = list->ops[i];
+                if (t->reachable == NULL || t->reachable(g, r))
                     use = t;
             }
         }
@@ -157,8 +106,7 @@ static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
                                 "%s) can reach rank %d (task %d); loaded "
                                 "transports are listed by tutti-info",
                                 (unsigned long long)g->group_key, g->rank,
-                                names->count ? names->items[0] : "empty",
-                                tutti__source_name(ctx->cfg.transports_src),
+                                list->first, list->source,
                                 r, g->rank_task[r]);
         int c = 0;
         tutti_status_t st = child_of(m, use, &c);
@@ -170,7 +118,7 @@ static tutti_status_t assign(const tutti_context_t *ctx, mux_ep_t *m,
     return TUTTI_OK;
 }
 
-tutti_status_t tutti__tp_mux_connect(const tutti_context_t *ctx,
+tutti_status_t tutti__tp_mux_connect(const tutti__tp_list_t *list,
                                      const tutti_tp_group_t *g,
                                      const tutti_tp_ops_t **ops_out,
                                      tutti_tp_ep_t **ep_out)
@@ -185,14 +133,13 @@ tutti_status_t tutti__tp_mux_connect(const tutti_context_t *ctx,
     m->size = g->group_size;
     if ((m->via = calloc((size_t)g->group_size, 1)) == NULL)
         goto err;
-    if ((st = assign(ctx, m, g)) != TUTTI_OK)
+    if ((st = assign(list, m, g)) != TUTTI_OK)
         goto err;
     line[0] = '\0';
     for (int i = 0; i < m->nchild; i++) {
         tutti_tp_group_t cg = *g;
         int peers = 0;
         cg.serve = m->child[i].serve;
-        cg.core = &tutti__tp_core_ops;
         for (int r = 0; r < g->group_size; r++)
             peers += m->child[i].serve[r];
         if ((st = m->child[i].ops->connect(&cg, &m->child[i].ep)) != TUTTI_OK)

@@ -15,6 +15,7 @@
 /* By path: the build directory's autoconf config.h shadows "config.h". */
 #include "base/size.h"
 #include "config/config.h"
+#include "select/select.h"
 #include "base/log.h"
 
 static const char *const env_vars[] = {
@@ -676,7 +677,7 @@ static void test_check_rules_skips_missing(void **state)
     int calls = 0;
 
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
-    tutti__config_check_rules(&f->cfg, fake_lookup, &calls, TUTTI_LOG_WARN);
+    tutti__select_check_rules(&f->cfg, fake_lookup, &calls, TUTTI_LOG_WARN);
     assert_int_equal(calls, 4);
     assert_true(f->cfg.rules[0].skipped);
     assert_non_null(strstr(f->cfg.rules[0].skip_reason,
@@ -689,7 +690,7 @@ static void test_check_rules_skips_missing(void **state)
     assert_null(f->cfg.rules[2].skip_reason);
     assert_false(f->cfg.rules[3].skipped);
 
-    r = tutti__config_select(&f->cfg, &q, NULL, NULL, explain, sizeof(explain));
+    r = tutti__select(&f->cfg, &q, NULL, NULL, explain, sizeof(explain));
     assert_ptr_equal(r, &f->cfg.rules[2]);
     assert_non_null(strstr(explain, ":2: NcclReduce: skipped (rule names "));
     assert_non_null(strstr(explain, ":4: RingReduce: matches"));
@@ -771,7 +772,7 @@ static void test_env_algo_rules_first(void **state)
     assert_int_equal(r[2].line, 2);
     assert_string_equal(r[3].algorithm, "HierarchicalTreeBroadcast");
 
-    r = tutti__config_select(&f->cfg, &q, NULL, NULL, NULL, 0);
+    r = tutti__select(&f->cfg, &q, NULL, NULL, NULL, 0);
     assert_non_null(r);
     assert_string_equal(r->algorithm, "EnvTree");
 

@@ -1,4 +1,4 @@
-/* Unit tests for rule selection (tutti__config_select): first match wins. */
+/* Unit tests for rule selection (tutti__select): first match wins. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 
 /* By path: the build directory's autoconf config.h shadows "config.h". */
 #include "config/config.h"
+#include "select/select.h"
 #include "base/log.h"
 
 typedef struct {
@@ -72,7 +73,7 @@ static tutti_select_query_t query(tutti_collective_t coll, size_t bytes)
 static const char *pick(fixture_t *f, const tutti_select_query_t *q)
 {
     const tutti__rule_t *r =
-        tutti__config_select(&f->cfg, q, NULL, NULL, f->explain,
+        tutti__select(&f->cfg, q, NULL, NULL, f->explain,
                              sizeof(f->explain));
 
     return r != NULL ? r->algorithm : "-";
@@ -189,7 +190,7 @@ static void test_no_match(void **state)
 
     load_rules(f, "  - { collective: allreduce, algorithm: A }\n"
                   "  - { collective: broadcast, algorithm: B }\n");
-    assert_null(tutti__config_select(&f->cfg, &q, NULL, NULL, f->explain,
+    assert_null(tutti__select(&f->cfg, &q, NULL, NULL, f->explain,
                                      sizeof(f->explain)));
     snprintf(line, sizeof(line),
              "%s:2: A: no (collective reduce_scatter not in allreduce)\n",
@@ -201,7 +202,7 @@ static void test_no_match(void **state)
     /* No rules at all. */
     tutti__config_free(&f->cfg);
     tutti__config_init(&f->cfg);
-    assert_null(tutti__config_select(&f->cfg, &q, NULL, NULL, NULL, 0));
+    assert_null(tutti__select(&f->cfg, &q, NULL, NULL, NULL, 0));
 }
 
 static void test_explain_names_choice(void **state)
@@ -237,7 +238,7 @@ static void test_skipped_rule_not_selected(void **state)
 
     load_rules(f, "  - { collective: allreduce, algorithm: Missing }\n"
                   "  - { collective: allreduce, algorithm: Present }\n");
-    tutti__config_check_rules(&f->cfg, lookup_none, NULL, TUTTI_LOG_WARN);
+    tutti__select_check_rules(&f->cfg, lookup_none, NULL, TUTTI_LOG_WARN);
     assert_string_equal(pick_size(f, 64), "Present");
     assert_non_null(strstr(f->explain, ":2: Missing: skipped (rule names "
                                        "implementation 'Missing'"));
@@ -253,7 +254,7 @@ static void test_explain_truncates_safely(void **state)
     memset(small, 'x', sizeof(small));
     load_rules(f, "  - { size: 0-1K, algorithm: Small }\n"
                   "  - { algorithm: Any }\n");
-    r = tutti__config_select(&f->cfg, &q, NULL, NULL, small, sizeof(small));
+    r = tutti__select(&f->cfg, &q, NULL, NULL, small, sizeof(small));
     assert_non_null(r);
     assert_string_equal(r->algorithm, "Any");
     assert_int_equal(strlen(small), sizeof(small) - 1);

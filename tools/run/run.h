@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define MAX_RANKS 1024
 #define MAX_JOB_ID 40
@@ -130,9 +131,15 @@ int ensure_fd_limit(int np);
  * Returns 0, or -1 after saying why on stderr. */
 int start_rank(struct job *job, int i);
 
-/* ---- run_main.c ------------------------------------------------------- */
+/* ---- every part ------------------------------------------------------- */
 
 /* Seconds on the monotonic clock. */
-double now_s(void);
+static inline double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 #endif

@@ -47,14 +47,6 @@
 
 /* ---- small helpers ---------------------------------------------------- */
 
-double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Write the running ranks as "rank 3" or "ranks 0-2, 5"; return how many. */
 static int running_ranks(const struct job *job, char *buf, size_t size)
 {

@@ -1,0 +1,158 @@
+/*
+ * The executor's objects (internal): a group (one member's view of it),
+ * its instances, and their executions' requests; and what the executor's
+ * files call of each other.
+ *
+ * An instance is resolved on its first execution: parameters checked, an
+ * implementation chosen by the coordinator, its init_context run.  Later
+ * executions reuse all of that; a request comes from the group's free list,
+ * so steady-state calls allocate nothing.  Executions of one instance run
+ * one after another (they share the implementation's state); executions of
+ * different instances progress together.  Progress is driven by whichever
+ * thread tests or waits.
+ *
+ *   group.c     joining and leaving a group
+ *   instance.c  an instance's record, its checks and its implementation
+ *   request.c   a request's life: queued, launched, completed
+ *   progress.c  the progress pass, health, decisions, waits, time limits
+ *   execute.c   tutti_execute() and the request API
+ *   blocking.c  the blocking helpers
+ *   coll.c      what each collective reads and writes; scaling
+ *   flight.c    the flight recorder
+ */
+#ifndef TUTTI_CORE_EXEC_EXEC_H
+#define TUTTI_CORE_EXEC_EXEC_H
+
+#include <stdatomic.h>
+
+#include <tutti/module.h>
+#include <tutti/transport.h>
+#include <tutti/tutti.h>
+
+#include "exec/coll.h"
+#include "exec/flight.h"
+#include "job/job.h"
+#include "job/member.h"
+#include "plugin/registry.h"
+#include "plugin/services.h"
+
+#define TUTTI_INSTANCE_BUCKETS 64
+
+typedef struct tutti__instance tutti__instance_t;
+
+struct tutti_request {
+    tutti_group_t *group;
+    tutti__instance_t *inst;
+    tutti_alg_exec_t exec;
+    tutti__exec_link_t link;        /* exec.core_private points here */
+    tutti_status_t status;          /* INPROGRESS until complete */
+    int priority;
+    double timeout;                 /* seconds without progress allowed */
+    uint64_t launch_order;          /* 0 until launched */
+    uint64_t wait_for[TUTTI_MAX_WAIT_FOR];
+    size_t num_wait_for;
+    tutti_request_cb_t cb;
+    void *cb_arg;
+    struct tutti_request *next;     /* ready, active, queued or free list */
+    char error[512];                /* detail of a failed execution */
+    uint64_t flight_seq;            /* its flight recorder entry */
+    tutti__stage_t *stage;          /* taken from the group's pool, or NULL */
+    size_t *recv_counts;            /* group_size, after pending_from */
+    uint16_t pending_from[];        /* receives outstanding, per rank */
+};
+
+struct tutti__instance {
+    tutti_instance_params_t params;  /* as first executed */
+    char algorithm[TUTTI_NAME_MAX];  /* chosen implementation */
+    const tutti__impl_entry_t *impl;
+    tutti_alg_instance_t alg;
+    void *state;
+    uint64_t next_step;
+    tutti_request_t *running;        /* execution in flight */
+    tutti_request_t *ready;          /* next one, in the group's ready list */
+    tutti_request_t *queue_head, *queue_tail; /* behind those two */
+    uint64_t launched_through;       /* highest step launched + 1 */
+    tutti__instance_t *next;         /* hash chain */
+    int resolved;                    /* the coordinator decided */
+    double timeout_asked;            /* when we told it we gave up */
+    tutti_status_t failed;           /* resolution refused it: why */
+    char failure[512];
+    int *permutation;                /* permute: group_size entries */
+    /* Facts of the instance, found once at its first execution: */
+    int per_rank;                    /* counts given per execution */
+    int prepared;                    /* the core may stage or scale input */
+    int postscaled;                  /* the core scales the output */
+};
+
+struct tutti_group {
+    tutti__job_t *job;
+    tutti__job_member_t member;       /* where the coordinator's decisions go */
+    tutti__peer_link_t peers;         /* the transport, once connected */
+    uint64_t key;
+    int rank, size;
+    tutti_device_type_t device_type;
+    int device_index;
+    char device_name[48];
+    int *rank_task;
+    int num_tasks;                    /* distinct tasks among members */
+    tutti_locality_t *localities;     /* per rank (device resolver) */
+    int num_hosts;
+    char (*hosts)[TUTTI_HOST_NAME_MAX];
+    double timeout;
+    unsigned spin_limit;              /* idle polls before yielding */
+    tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
+    tutti_request_t *ready_head;      /* waiting to launch, by priority */
+    tutti_request_t *active_head;     /* launched, by priority */
+    uint64_t launches;
+    tutti_request_t *free_list;
+    tutti__stage_t *stages;           /* free stage buffers (coll.h) */
+    int health_seen;                  /* job->health_epoch last checked */
+    tutti__flight_t flight;
+    tutti_status_t failed;            /* an execution failed mid-way */
+    char failure[512];                /* its detail */
+};
+
+/* group.c */
+/** tutti_group_join()'s body, for the job @p job. */
+tutti_status_t tutti__group_join(tutti__job_t *job,
+                                 const tutti_group_params_t *params,
+                                 tutti_group_t **group_out);
+
+/* instance.c */
+tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key);
+/** Checks what is fixed for an instance, and that @p p is a whole params
+ *  struct. */
+tutti_status_t tutti__instance_check(const tutti_group_t *g,
+                                     const tutti_instance_params_t *p);
+/** Records a new instance and proposes it to the coordinator. */
+tutti_status_t tutti__instance_new(tutti_group_t *g,
+                                   const tutti_instance_params_t *p,
+                                   tutti__instance_t **inst_out);
+/** A later execution must repeat what the first one asked for. */
+tutti_status_t tutti__instance_check_same(const tutti__instance_t *inst,
+                                          const tutti_instance_params_t *p);
+/** Sets up the implementation the coordinator chose, with the details its
+ *  init_params wrote. */
+tutti_status_t tutti__instance_setup(tutti_group_t *g, tutti__instance_t *inst,
+                                     const tutti__decision_t *d);
+void tutti__instance_free(tutti__instance_t *inst);
+
+/* request.c */
+tutti_request_t *tutti__request_get(tutti_group_t *g);
+void tutti__request_list_insert(tutti_request_t **head, tutti_request_t *r);
+void tutti__request_list_remove(tutti_request_t **head, tutti_request_t *r);
+/** Ends @p r with @p st: post-scale, callback, and the next execution of
+ *  its instance moves up. */
+void tutti__request_complete(tutti_request_t *r, tutti_status_t st);
+/** Launches what is ready, highest priority first; returns launches. */
+int tutti__request_launch_ready(tutti_group_t *g);
+
+/* progress.c */
+/** One pass of the progress engine; returns how much moved. */
+int tutti__group_progress(tutti_group_t *g);
+/** Abort, or a member's task gone: fails the group once, naming why. */
+void tutti__group_check_health(tutti_group_t *g);
+/** Makes a failed request's detail the thread's last error; its status. */
+tutti_status_t tutti__request_status(const tutti_request_t *r);
+
+#endif

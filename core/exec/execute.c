@@ -1,0 +1,129 @@
+/*
+ * tutti_execute() and the request API (exec.h): an execution is checked,
+ * its instance found or proposed, its request queued and launched when it
+ * can be; tests, waits, information and the free list of requests.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "exec/exec.h"
+
+tutti_status_t tutti_execute(tutti_group_t *g,
+                             const tutti_instance_params_t *params,
+                             const void *sendbuf, void *recvbuf,
+                             tutti_request_t **request_out)
+{
+    tutti_status_t st;
+    tutti__instance_t *inst;
+    tutti_request_t *r;
+
+    if (g == NULL || request_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
+                            "tutti_execute: group or request_out is NULL");
+    tutti__group_check_health(g);
+    if (g->failed != TUTTI_OK)
+        return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
+                            "earlier and must be left: %s",
+                            (unsigned long long)g->key, g->rank, g->failure);
+    if (params == NULL || params->size < sizeof(*params))
+        return tutti__instance_check(g, params);
+    /* What is fixed for the instance is checked in full on its first
+     * execution; later ones must repeat it (check_same), which costs a
+     * few comparisons instead of the full check. */
+    uint64_t bytes = 0;
+    inst = tutti__instance_find(g, params->instance_key);
+    if (inst == NULL) {
+        if ((st = tutti__instance_check(g, params)) != TUTTI_OK ||
+            (st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
+                                         recvbuf, &bytes)) != TUTTI_OK ||
+            (st = tutti__instance_new(g, params, &inst)) != TUTTI_OK)
+            return st;
+    } else if (inst->failed != TUTTI_OK) {
+        return tutti__error(inst->failed, "exec", "%s", inst->failure);
+    } else if ((st = tutti__instance_check_same(inst, params)) != TUTTI_OK ||
+               (st = tutti__coll_check_exec(params, g->rank, g->size,
+                                            sendbuf, recvbuf, &bytes)) !=
+                   TUTTI_OK) {
+        return st;
+    }
+    if (params->num_wait_for > TUTTI_MAX_WAIT_FOR ||
+        (params->num_wait_for > 0 && params->wait_for == NULL))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
+                            "%zu wait_for keys: expected at most %d, in an "
+                            "array", (unsigned long long)params->instance_key,
+                            params->num_wait_for, TUTTI_MAX_WAIT_FOR);
+    if ((r = tutti__request_get(g)) == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    r->inst = inst;
+    r->priority = params->priority;
+    r->timeout = params->timeout > 0 ? params->timeout : g->timeout;
+    r->num_wait_for = params->num_wait_for;
+    for (size_t i = 0; i < params->num_wait_for; i++)
+        r->wait_for[i] = params->wait_for[i];
+    uint64_t step = params->step == TUTTI_STEP_NEXT ? inst->next_step++
+                                                    : params->step;
+    r->link.instance_key = params->instance_key;
+    r->link.algorithm = inst->algorithm;
+    r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
+                                 sendbuf, recvbuf, step, &r->link,
+                                 params->counts,
+                                 params->send_count, params->recv_capacity,
+                                 r->recv_counts,
+                                 tutti__coll_recv_total(params, g->rank,
+                                                        g->size)};
+    /* reduce_scatter's per-rank counts are the call's, known to all. */
+    if (inst->per_rank && params->collective == TUTTI_COLL_REDUCE_SCATTER)
+        memcpy(r->recv_counts, params->counts, (size_t)g->size * sizeof(size_t));
+    r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
+                                        inst->algorithm, bytes);
+    if (inst->running == NULL && inst->ready == NULL) {
+        inst->ready = r;
+        tutti__request_list_insert(&g->ready_head, r);
+        tutti__request_launch_ready(g);
+    } else {
+        if (inst->queue_tail)
+            inst->queue_tail->next = r;
+        else
+            inst->queue_head = r;
+        inst->queue_tail = r;
+    }
+    *request_out = r;
+    return TUTTI_OK;
+}
+
+void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)
+{
+    info->instance_key = r->inst->params.instance_key;
+    info->step = r->exec.step;
+    info->launch_order = r->launch_order;
+    info->algorithm = r->inst->resolved ? r->inst->algorithm : "";
+    info->recv_total = r->exec.recv_total;
+    info->recv_counts = NULL;
+    if (r->inst->per_rank && r->status != TUTTI_INPROGRESS)
+        info->recv_counts = r->recv_counts;
+}
+
+void tutti_request_free(tutti_request_t *r)
+{
+    if (r == NULL)
+        return;
+    if (r->status == TUTTI_INPROGRESS) {
+        tutti__log(TUTTI_LOG_ERROR, "exec", "tutti_request_free on a request "
+                   "still in progress (instance 0x%llx); not freed",
+                   (unsigned long long)r->inst->params.instance_key);
+        return;
+    }
+    tutti_group_t *g = r->group;
+    r->next = g->free_list;
+    g->free_list = r;
+}
+
+void tutti_request_set_callback(tutti_request_t *r, tutti_request_cb_t cb,
+                                void *arg)
+{
+    r->cb = cb;
+    r->cb_arg = arg;
+    if (r->status != TUTTI_INPROGRESS && cb != NULL)
+        cb(r, r->status, arg);
+}

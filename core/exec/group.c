@@ -1,0 +1,231 @@
+/*
+ * Groups (exec.h): a member joins through the coordinator, which tells it
+ * its rank and its peers' places; then it connects its transport, and
+ * leaves by freeing what its instances and requests held.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "exec/exec.h"
+#include "transport/local.h"
+#include "transport/mux.h"
+
+int tutti_group_rank(const tutti_group_t *group)
+{
+    return group->rank;
+}
+
+int tutti_group_size(const tutti_group_t *group)
+{
+    return group->size;
+}
+
+tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
+                                    tutti_locality_t *locality_out)
+{
+    if (rank < 0 || rank >= group->size)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "rank %d outside 0..%d",
+                            (unsigned long long)group->key, rank,
+                            group->size - 1);
+    *locality_out = group->localities[rank];
+    return TUTTI_OK;
+}
+
+const char *tutti_group_host(const tutti_group_t *group, int host)
+{
+    return host >= 0 && host < group->num_hosts ? group->hosts[host] : NULL;
+}
+
+/* This member's place in the group the coordinator formed; the group
+ * takes the table's locality and host arrays. */
+static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
+{
+    g->localities = t->members;
+    g->hosts = t->hosts;
+    g->num_hosts = t->num_hosts;
+    t->members = NULL;
+    t->hosts = NULL;
+    g->rank = -1;
+    for (int i = 0; i < t->size; i++) {
+        g->rank_task[i] = g->localities[i].task;
+        if (g->localities[i].task == g->job->task &&
+            g->localities[i].device_index == g->device_index)
+            g->rank = i;
+    }
+    g->num_tasks = t->num_tasks;
+    if (g->rank < 0)
+        return tutti__error(TUTTI_ERR_INTERNAL, "group", "group 0x%llx: the "
+                            "coordinator's table lacks task %d device %d",
+                            (unsigned long long)g->key, g->job->task,
+                            g->device_index);
+    return TUTTI_OK;
+}
+
+/* Inside one task the local transport connects everyone directly; across
+ * tasks each peer gets its transport (tp_mux.c). */
+static tutti_status_t connect_group(tutti_group_t *g)
+{
+    tutti__job_t *job = g->job;
+    int *hosts = malloc((size_t)g->size * sizeof(int));
+    if (hosts == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    for (int r = 0; r < g->size; r++)
+        hosts[r] = g->localities[r].host;
+    tutti_tp_group_t tg = {sizeof(tg), job->job_id, g->key, g->rank, g->size,
+                           g->rank_task, job->task, g->timeout, job->cfg, 0,
+                           0, &tutti__tp_core_ops, NULL, hosts};
+    tutti__peer_link_t *link = &g->peers;
+    tutti_status_t st;
+    if (g->num_tasks == 1) {
+        link->tp = &tutti__tp_local_ops;
+        st = link->tp->connect(&tg, &link->ep);
+    } else {
+        st = tutti__tp_mux_connect(&job->transports, &tg, &link->tp,
+                                   &link->ep);
+    }
+    free(hosts);
+    return st;
+}
+
+static tutti_status_t check_group_params(const tutti_group_params_t *p)
+{
+    if (p == NULL || p->size < sizeof(*p))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group params "
+                            "missing or older than this library (size %zu)",
+                            p ? p->size : 0);
+    if (p->group_size < 1 || p->device_index < 0)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
+                            "group 0x%llx: group size %d, device index %d: "
+                            "expected size >= 1 and index >= 0",
+                            (unsigned long long)p->group_key, p->group_size,
+                            p->device_index);
+    if ((unsigned)p->device_type >= TUTTI_DEVICE_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "device type %d: expected a tutti_device_type_t",
+                            (unsigned long long)p->group_key,
+                            (int)p->device_type);
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__group_join(tutti__job_t *job,
+                                 const tutti_group_params_t *params,
+                                 tutti_group_t **group_out)
+{
+    tutti__group_table_t table;
+    tutti_status_t st;
+    tutti_group_t *g;
+
+    tutti__error_clear();
+    if ((st = check_group_params(params)) != TUTTI_OK)
+        return st;
+    g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    g->job = job;
+    g->key = params->group_key;
+    g->size = params->group_size;
+    g->device_type = params->device_type;
+    g->device_index = params->device_index;
+    g->timeout = params->timeout > 0 ? params->timeout : job->cfg->timeout;
+    /* More members on this host than processors: a waiting member must
+     * give its processor to the peer it waits for at once, not spin. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    g->spin_limit = cpus > 0 && params->group_size > cpus ? 1 : 1024;
+    snprintf(g->device_name, sizeof(g->device_name), "task:%d/%s:%d",
+             job->task, tutti_device_type_name(g->device_type),
+             g->device_index);
+    g->rank_task = malloc((size_t)g->size * sizeof(int));
+    if (g->rank_task == NULL) {
+        st = TUTTI_ERR_NO_MEMORY;
+        goto err_free;
+    }
+    st = tutti__member_join(job, g->key, g->size, g->device_type,
+                            g->device_index, params->ring_order, g->timeout,
+                            &table);
+    if (st != TUTTI_OK)
+        goto err_free;
+    st = place_member(g, &table);
+    if (st != TUTTI_OK)
+        goto err_free;
+    /* Checked after the coordinator saw every member agree on the type,
+     * so a mixed group fails everywhere alike. */
+    if (g->device_type != TUTTI_DEVICE_CPU) {
+        st = tutti__error(TUTTI_ERR_UNSUPPORTED, "group", "group 0x%llx: "
+                          "device type '%s': this build runs cpu devices "
+                          "only", (unsigned long long)g->key,
+                          tutti_device_type_name(g->device_type));
+        goto err_free;
+    }
+    tutti__log_set_thread_member(g->rank, g->device_name);
+    if (g->size > 1 && (st = connect_group(g)) != TUTTI_OK)
+        goto err_free;
+    g->peers.rank = g->rank;
+    g->peers.size = g->size;
+    g->peers.key = g->key;
+    g->health_seen = -1; /* look at the job's health on first use */
+    g->member = (tutti__job_member_t){
+        .group_key = g->key, .device_index = g->device_index,
+        .rank = g->rank, .size = g->size, .device_type = g->device_type,
+        .num_tasks = g->num_tasks};
+    if ((st = tutti__member_add(job, &g->member)) != TUTTI_OK)
+        goto err_disconnect;
+    tutti__log(TUTTI_LOG_DEBUG, "group", "joined group 0x%llx as rank %d of "
+               "%d over %d tasks (%s transport)", (unsigned long long)g->key,
+               g->rank, g->size, g->num_tasks,
+               g->peers.tp ? g->peers.tp->name : "no");
+    pthread_mutex_lock(&job->groups_lock);
+    job->num_groups++;
+    pthread_mutex_unlock(&job->groups_lock);
+    *group_out = g;
+    return TUTTI_OK;
+
+err_disconnect:
+    if (g->peers.ep)
+        g->peers.tp->disconnect(g->peers.ep);
+err_free:
+    free(g->localities);
+    free(g->hosts);
+    free(g->rank_task);
+    free(g);
+    return st;
+}
+
+void tutti_group_leave(tutti_group_t *g)
+{
+    if (g == NULL)
+        return;
+    if (g->active_head != NULL)
+        tutti__log(TUTTI_LOG_WARN, "group", "group 0x%llx left with "
+                   "executions in flight", (unsigned long long)g->key);
+    for (int b = 0; b < TUTTI_INSTANCE_BUCKETS; b++) {
+        while (g->instances[b]) {
+            tutti__instance_t *next = g->instances[b]->next;
+            tutti__instance_free(g->instances[b]);
+            g->instances[b] = next;
+        }
+    }
+    while (g->free_list) {
+        tutti_request_t *next = g->free_list->next;
+        free(g->free_list);
+        g->free_list = next;
+    }
+    while (g->stages) {
+        tutti__stage_t *next = g->stages->next;
+        free(g->stages->buf);
+        free(g->stages);
+        g->stages = next;
+    }
+    tutti__member_remove(g->job, &g->member);
+    if (g->peers.ep)
+        g->peers.tp->disconnect(g->peers.ep);
+    pthread_mutex_lock(&g->job->groups_lock);
+    g->job->num_groups--;
+    pthread_mutex_unlock(&g->job->groups_lock);
+    free(g->localities);
+    free(g->hosts);
+    free(g->rank_task);
+    free(g);
+}

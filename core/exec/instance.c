@@ -1,0 +1,167 @@
+/*
+ * Instances (exec.h): found by key in the group's table, checked in full on
+ * the first execution and proposed to the coordinator; the implementation
+ * it decides is set up once; later executions must repeat the first one's
+ * fixed parameters.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "exec/exec.h"
+
+static unsigned bucket_of(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (unsigned)(key % TUTTI_INSTANCE_BUCKETS);
+}
+
+tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key)
+{
+    for (tutti__instance_t *i = g->instances[bucket_of(key)]; i; i = i->next) {
+        if (i->params.instance_key == key)
+            return i;
+    }
+    return NULL;
+}
+
+tutti_status_t tutti__instance_check(const tutti_group_t *g,
+                                     const tutti_instance_params_t *p)
+{
+    if (p == NULL || p->size < sizeof(*p))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance params "
+                            "missing or older than this library (size %zu)",
+                            p ? p->size : 0);
+    return tutti__coll_check_instance(p, g->size);
+}
+
+tutti_status_t tutti__instance_setup(tutti_group_t *g, tutti__instance_t *inst,
+                                     const tutti__decision_t *d)
+{
+    const char *name = d->algorithm, *why = d->detail;
+    const tutti_instance_params_t *p = &inst->params;
+    inst->impl = tutti__registry_find(g->job->reg, name);
+    if (inst->impl == NULL)
+        return tutti__error(TUTTI_ERR_NOT_FOUND, "select", "implementation "
+                            "'%s' chosen for instance 0x%llx is not loaded on "
+                            "task %d", name,
+                            (unsigned long long)p->instance_key, g->job->task);
+    snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", name);
+    tutti__log(TUTTI_LOG_DEBUG, "select", "instance 0x%llx: %s %s x %zu -> "
+               "%s (%s)", (unsigned long long)p->instance_key,
+               tutti_collective_name(p->collective),
+               tutti_dtype_name(p->dtype), p->count, name, why);
+    /* avg reaches the implementation as sum: the core divides after. */
+    tutti_op_t op = p->op == TUTTI_OP_AVG ? TUTTI_OP_SUM : p->op;
+    inst->alg = (tutti_alg_instance_t){
+        sizeof(inst->alg), p->collective, p->dtype, op, p->count, p->root,
+        g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
+        NULL, g->localities, inst->permutation};
+    const tutti_alg_ops_t *ops = inst->impl->impl->ops;
+    return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
+                             d->details_len, &inst->state);
+}
+
+tutti_status_t tutti__instance_new(tutti_group_t *g,
+                                   const tutti_instance_params_t *p,
+                                   tutti__instance_t **inst_out)
+{
+    tutti__instance_t *inst = calloc(1, sizeof(*inst));
+    if (inst == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    inst->params = *p;
+    inst->params.size = sizeof(inst->params);
+    inst->params.algorithm = NULL;
+    inst->params.permutation = NULL;
+    inst->params.counts = NULL;
+    inst->params.wait_for = NULL;
+    if (p->collective == TUTTI_COLL_PERMUTE) {
+        inst->permutation = malloc((size_t)g->size * sizeof(int));
+        if (inst->permutation == NULL) {
+            free(inst);
+            return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance 0x%llx: "
+                                "out of memory for a permutation of %d",
+                                (unsigned long long)p->instance_key, g->size);
+        }
+        memcpy(inst->permutation, p->permutation,
+               (size_t)g->size * sizeof(int));
+        inst->params.permutation = inst->permutation;
+    }
+    inst->per_rank = tutti__coll_per_rank(p);
+    inst->prepared = tutti__coll_prepared(p);
+    inst->postscaled = tutti__coll_postscaled(p);
+    if (p->algorithm) {
+        snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
+        inst->params.algorithm = inst->algorithm;
+    }
+    tutti_status_t st = tutti__member_propose(g->job, &g->member, p);
+    if (st != TUTTI_OK) {
+        free(inst->permutation);
+        free(inst);
+        return st;
+    }
+    unsigned b = bucket_of(p->instance_key);
+    inst->next = g->instances[b];
+    g->instances[b] = inst;
+    *inst_out = inst;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__instance_check_same(const tutti__instance_t *inst,
+                                          const tutti_instance_params_t *p)
+{
+    const tutti_instance_params_t *f = &inst->params;
+    const char *what = NULL;
+    long long was = 0, now = 0;
+
+    if (f->collective != p->collective)
+        what = "collective", was = f->collective, now = p->collective;
+    else if (f->dtype != p->dtype)
+        what = "dtype", was = f->dtype, now = p->dtype;
+    else if (f->count != p->count)
+        what = "count", was = (long long)f->count, now = (long long)p->count;
+    else if (f->op != p->op && (p->collective == TUTTI_COLL_ALLREDUCE ||
+                                p->collective == TUTTI_COLL_REDUCE ||
+                                p->collective == TUTTI_COLL_REDUCE_SCATTER))
+        what = "op", was = f->op, now = p->op;
+    else if (f->root != p->root && (p->collective == TUTTI_COLL_BROADCAST ||
+                                    p->collective == TUTTI_COLL_REDUCE ||
+                                    p->collective == TUTTI_COLL_GATHER))
+        what = "root", was = f->root, now = p->root;
+    else if (f->pre_scale != p->pre_scale || f->post_scale != p->post_scale)
+        return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
+                            "first executed with pre_scale %g, post_scale %g "
+                            "and now with %g, %g",
+                            (unsigned long long)f->instance_key, f->pre_scale,
+                            f->post_scale, p->pre_scale, p->post_scale);
+    else if (inst->permutation != NULL &&
+             (p->permutation == NULL ||
+              memcmp(inst->permutation, p->permutation,
+                     (size_t)inst->alg.group_size * sizeof(int)) != 0))
+        return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
+                            "first executed with another permutation",
+                            (unsigned long long)f->instance_key);
+    else if (p->algorithm && strcmp(p->algorithm, inst->algorithm) != 0)
+        return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx "
+                            "runs %s; this call asks for %s",
+                            (unsigned long long)f->instance_key,
+                            inst->algorithm, p->algorithm);
+    if (what == NULL)
+        return TUTTI_OK;
+    return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
+                        "first executed with %s %lld and now with %lld",
+                        (unsigned long long)f->instance_key, what, was, now);
+}
+
+
+void tutti__instance_free(tutti__instance_t *inst)
+{
+    const tutti_alg_ops_t *ops = inst->impl ? inst->impl->impl->ops : NULL;
+    if (ops && inst->state)
+        ops->fini_context(inst->state);
+    free(inst->permutation);
+    free(inst);
+}

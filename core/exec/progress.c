@@ -1,0 +1,367 @@
+/*
+ * Progress (exec.h): one pass over a group (health, the coordinator's
+ * decisions, launches, the transport, the running executions), and the
+ * waits built on it, which spin briefly, then yield, and fail what made no
+ * progress within the time limit, naming whom it waited for.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "exec/exec.h"
+
+/* Appends the ranks @p pick selects to @p buf as "1,4,5"; returns count. */
+static int rank_list(const tutti_request_t *r, int pending, char *buf,
+                     size_t len)
+{
+    size_t n = 0;
+    int count = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < r->group->size && n + 12 < len; k++) {
+        int hit = pending ? r->pending_from[k] > 0
+                          : k < 64 && (r->link.heard_from >> k) & 1;
+        if (!hit)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", count ? "," : "", k);
+        count++;
+    }
+    return count;
+}
+
+/* Who the executions in flight on @p g were waiting for, and who they had
+ * heard from: the part of a hang one member can see. */
+static void peers_text(const tutti_group_t *g, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const tutti_request_t *r = g->active_head; r && n + 64 < len;
+         r = r->next) {
+        char waiting[128], heard[128];
+        rank_list(r, 1, waiting, sizeof(waiting));
+        rank_list(r, 0, heard, sizeof(heard));
+        n += (size_t)snprintf(buf + n, len - n, "%sinstance 0x%llx step "
+                              "%llu: waiting for rank(s) %s; heard from "
+                              "rank(s) %s", n ? "; " : "",
+                              (unsigned long long)r->inst->params.instance_key,
+                              (unsigned long long)r->exec.step,
+                              waiting[0] ? waiting : "none",
+                              heard[0] ? heard : "none");
+    }
+}
+
+static void dump_flight(const tutti_group_t *g, const char *why)
+{
+    char who[96], peers[1024];
+    snprintf(who, sizeof(who), "group 0x%llx rank %d (%s)",
+             (unsigned long long)g->key, g->rank, g->device_name);
+    peers_text(g, peers, sizeof(peers));
+    tutti__flight_dump(&g->flight, who, why, peers);
+}
+
+/* The coordinator answered for an instance: set it up (the ready list then
+ * launches it), or refuse everything that waits for it. */
+static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
+{
+    tutti__instance_t *inst = tutti__instance_find(g, d->instance_key);
+    tutti_status_t st = d->status;
+    if (inst == NULL || inst->resolved || inst->failed != TUTTI_OK)
+        return;
+    if (st == TUTTI_OK)
+        st = tutti__instance_setup(g, inst, d);
+    else
+        tutti__error(st, "resolve", "%s", d->detail);
+    if (d->status == TUTTI_ERR_TIMEOUT)
+        dump_flight(g, d->detail);
+    if (st == TUTTI_OK) {
+        inst->resolved = 1;
+        return;
+    }
+    inst->failed = st;
+    snprintf(inst->failure, sizeof(inst->failure), "%s", tutti_last_error());
+    tutti_request_t *r = inst->ready;
+    if (r != NULL) {
+        tutti__request_list_remove(&g->ready_head, r);
+        inst->ready = NULL;
+        tutti__request_complete(r, st);
+    }
+}
+
+static void take_decisions(tutti_group_t *g)
+{
+    tutti__decision_t *d = tutti__member_take(g->job, &g->member);
+    while (d) {
+        tutti__decision_t *next = d->next;
+        apply_decision(g, d);
+        free(d);
+        d = next;
+    }
+}
+
+/* Fails every execution of @p g not yet complete with @p st and @p text;
+ * later calls are refused with them too. */
+static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
+{
+    if (g->failed == TUTTI_OK)
+        dump_flight(g, text);
+    if (g->failed == TUTTI_OK) {
+        g->failed = st;
+        snprintf(g->failure, sizeof(g->failure), "%s", text);
+    }
+    while (g->active_head != NULL || g->ready_head != NULL) {
+        tutti_request_t *r = g->active_head ? g->active_head : g->ready_head;
+        tutti__request_list_remove(r == g->active_head ? &g->active_head : &g->ready_head, r);
+        if (r->inst->ready == r)
+            r->inst->ready = NULL;
+        tutti__error_quiet(st, "%s", text);
+        tutti__request_complete(r, st); /* may promote the next: failed in turn */
+    }
+}
+
+/* Abort, or a member's task gone: fail the group once, naming why. */
+void tutti__group_check_health(tutti_group_t *g)
+{
+    tutti__job_t *job = g->job;
+    char text[512];
+    int epoch = atomic_load_explicit(&job->health_epoch, memory_order_acquire);
+    if (epoch == g->health_seen)
+        return;
+    g->health_seen = epoch;
+    if (job->abort_status != TUTTI_OK) {
+        snprintf(text, sizeof(text), "group 0x%llx: %.440s",
+                 (unsigned long long)g->key, job->abort_reason);
+        fail_group(g, job->abort_status, text);
+        return;
+    }
+    for (int r = 0; r < g->size; r++) {
+        int t = g->rank_task[r];
+        if (!atomic_load_explicit(&job->task_dead[t], memory_order_relaxed))
+            continue;
+        snprintf(text, sizeof(text), "group 0x%llx rank %d: task %d (rank "
+                 "%d) is gone: its process exited or was killed",
+                 (unsigned long long)g->key, g->rank, t, r);
+        fail_group(g, TUTTI_ERR_PEER, text);
+        return;
+    }
+}
+
+/* One pass of the progress engine; returns how much moved. */
+int tutti__group_progress(tutti_group_t *g)
+{
+    int moved = 0;
+    if (atomic_load_explicit(&g->job->health_epoch, memory_order_relaxed) !=
+        g->health_seen) {
+        tutti__group_check_health(g);
+        moved++;
+    }
+    if (atomic_load_explicit(&g->member.has_decisions,
+                             memory_order_acquire)) {
+        take_decisions(g);
+        moved++;
+    }
+    if (g->ready_head != NULL)
+        moved += tutti__request_launch_ready(g);
+    if (g->peers.ep != NULL) {
+        int n = g->peers.tp->progress(g->peers.ep);
+        moved += n > 0 ? n : 0;
+    }
+    tutti_request_t *r = g->active_head;
+    while (r != NULL) {
+        tutti_request_t *next = r->next;
+        const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
+        tutti_status_t st = ops->progress(r->inst->state, &r->exec);
+        if (st != TUTTI_INPROGRESS) {
+            tutti__request_list_remove(&g->active_head, r);
+            tutti__request_complete(r, st);
+            moved++;
+            next = g->active_head; /* completion may have changed the list */
+        }
+        r = next;
+    }
+    if (moved && g->ready_head != NULL)
+        moved += tutti__request_launch_ready(g);
+    return moved;
+}
+
+/* Makes a failed request's detail the thread's last error. */
+tutti_status_t tutti__request_status(const tutti_request_t *r)
+{
+    if (r->status != TUTTI_OK && r->status != TUTTI_INPROGRESS)
+        tutti__error_quiet(r->status, "%s", r->error);
+    return r->status;
+}
+
+tutti_status_t tutti_request_test(tutti_request_t *r)
+{
+    if (r->status == TUTTI_INPROGRESS)
+        tutti__group_progress(r->group);
+    return tutti__request_status(r);
+}
+
+/* Fails every execution in flight on @p g with TUTTI_ERR_TIMEOUT. */
+static void group_time_out(tutti_group_t *g, double idle)
+{
+    char why[160];
+    snprintf(why, sizeof(why), "no progress for %.1f s (time limit %.1f s)",
+             idle, g->timeout);
+    if (g->active_head != NULL)
+        dump_flight(g, why);
+    while (g->active_head != NULL) {
+        tutti_request_t *r = g->active_head;
+        char waiting[128];
+        tutti__request_list_remove(&g->active_head, r);
+        int n = rank_list(r, 1, waiting, sizeof(waiting));
+        tutti__error(TUTTI_ERR_TIMEOUT, "exec",
+                     "group 0x%llx rank %d: instance 0x%llx step %llu (%s) "
+                     "made no progress for %.1f s; waiting for rank%s %s",
+                     (unsigned long long)g->key, g->rank,
+                     (unsigned long long)r->inst->params.instance_key,
+                     (unsigned long long)r->exec.step, r->inst->algorithm,
+                     idle, n == 1 ? "" : "s", n ? waiting : "(none: sends "
+                     "not taken)");
+        tutti__request_complete(r, TUTTI_ERR_TIMEOUT);
+    }
+}
+
+/* The request still waits for its instance's resolution and the time
+ * limit passed: ask the coordinator which ranks never came (its answer
+ * refuses the instance); if it does not answer, refuse it here. */
+static void resolution_time_out(tutti_group_t *g, tutti__instance_t *inst)
+{
+    double now = tutti__now();
+    if (inst->timeout_asked == 0) {
+        inst->timeout_asked = now;
+        tutti__member_timeout(g->job, &g->member, inst->params.instance_key);
+        return;
+    }
+    if (now - inst->timeout_asked < 2.0)
+        return;
+    tutti__decision_t d;
+    memset(&d, 0, sizeof(d));
+    d.instance_key = inst->params.instance_key;
+    d.status = TUTTI_ERR_TIMEOUT;
+    snprintf(d.detail, sizeof(d.detail), "instance 0x%llx of group 0x%llx: "
+             "not every member executed it within %.1f s, and the "
+             "coordinator (task 0) did not answer",
+             (unsigned long long)inst->params.instance_key,
+             (unsigned long long)g->key, g->timeout);
+    apply_decision(g, &d);
+}
+
+/* A resolved execution that still waits for the instances it depends on. */
+static void dependency_time_out(tutti_group_t *g, tutti_request_t *r)
+{
+    uint64_t missing = 0;
+    for (size_t i = 0; i < r->num_wait_for; i++) {
+        const tutti__instance_t *dep = tutti__instance_find(g, r->wait_for[i]);
+        if (dep == NULL || dep->launched_through <= r->exec.step)
+            missing = r->wait_for[i];
+    }
+    tutti__request_list_remove(&g->ready_head, r);
+    r->inst->ready = NULL;
+    tutti__error(TUTTI_ERR_TIMEOUT, "exec", "group 0x%llx rank %d: instance "
+                 "0x%llx step %llu waited %.1f s for instance 0x%llx to "
+                 "launch its step %llu on this member",
+                 (unsigned long long)g->key, g->rank,
+                 (unsigned long long)r->inst->params.instance_key,
+                 (unsigned long long)r->exec.step, r->timeout,
+                 (unsigned long long)missing,
+                 (unsigned long long)r->exec.step);
+    tutti__request_complete(r, TUTTI_ERR_TIMEOUT);
+}
+
+/* Nothing moved for longer than the group's time limit while @p r waits:
+ * fail what it waits on, according to where it stands. */
+static void request_time_out(tutti_request_t *r, double idle)
+{
+    tutti_group_t *g = r->group;
+    tutti__instance_t *inst = r->inst;
+    if (r->launch_order != 0)
+        group_time_out(g, idle);
+    else if (!inst->resolved && inst->failed == TUTTI_OK)
+        resolution_time_out(g, inst);
+    else if (inst->ready == r)
+        dependency_time_out(g, r);
+    else if (inst->running != NULL)
+        group_time_out(g, idle); /* behind a running execution */
+    else if (inst->ready != NULL)
+        request_time_out(inst->ready, idle);
+}
+
+typedef struct {
+    unsigned idle;
+    double idle_since;
+} wait_state_t;
+
+/* One round of waiting for @p r: progress, then spin, yield, or fail what
+ * has been idle past the time limit. */
+static void wait_step(tutti_request_t *r, wait_state_t *w)
+{
+    tutti_group_t *g = r->group;
+    if (r->launch_order == 0 && !r->inst->resolved)
+        tutti__job_poll(g->job); /* its answer may be on the way */
+    if (tutti__group_progress(g) > 0) {
+        w->idle = 0;
+        return;
+    }
+    if (++w->idle < g->spin_limit) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        return;
+    }
+    /* Idle for a while: let other processes on this core run, and watch
+     * the clock. */
+    sched_yield();
+    if (w->idle == g->spin_limit)
+        w->idle_since = tutti__now();
+    else if ((w->idle & 255) == 0 &&
+             tutti__now() - w->idle_since > r->timeout)
+        request_time_out(r, tutti__now() - w->idle_since);
+}
+
+tutti_status_t tutti_request_wait(tutti_request_t *r)
+{
+    wait_state_t w = {0, 0};
+    while (r->status == TUTTI_INPROGRESS)
+        wait_step(r, &w);
+    return tutti__request_status(r);
+}
+
+tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
+                                      size_t n)
+{
+    tutti_status_t first = TUTTI_OK;
+    for (size_t i = 0; i < n; i++) {
+        tutti_status_t st = tutti_request_wait(requests[i]);
+        if (first == TUTTI_OK)
+            first = st;
+    }
+    for (size_t i = 0; first != TUTTI_OK && i < n; i++) {
+        if (requests[i]->status == first)
+            return tutti__request_status(requests[i]);
+    }
+    return first;
+}
+
+tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
+                                      size_t n, size_t *index_out)
+{
+    wait_state_t w[TUTTI_MAX_WAIT_ANY] = {{0, 0}};
+    if (n == 0 || n > TUTTI_MAX_WAIT_ANY)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "wait_any on %zu "
+                            "requests: expected 1..%d", n,
+                            TUTTI_MAX_WAIT_ANY);
+    for (;;) {
+        for (size_t i = 0; i < n; i++) {
+            if (requests[i]->status != TUTTI_INPROGRESS) {
+                *index_out = i;
+                return tutti__request_status(requests[i]);
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            wait_step(requests[i], &w[i]);
+    }
+}

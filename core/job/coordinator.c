@@ -1,0 +1,715 @@
+/*
+ * The coordinator (task 0): forms groups from the members' joins, in task
+ * then device order or the ring order every member gave, and decides each
+ * instance once every member proposed it: the fields must agree, then the
+ * call's named implementation or the first rule that matches runs, and its
+ * init_params writes the plan every member receives.  Any disagreement
+ * refuses every member alike, naming the field, the ranks and the values.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "job/coordinator.h"
+#include "job/wire.h"
+#include "plugin/services.h"
+#include "select/select.h"
+
+typedef struct coord_group {
+    uint64_t key;
+    tutti__join_payload_t first;            /* what the first member brought */
+    int first_task;
+    int arrived;
+    tutti_locality_t *members;        /* arrival order, size entries */
+    char hosts[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
+    int num_hosts;
+    int failed;
+    char error[512];
+    struct coord_group *next;
+} coord_group_t;
+
+typedef struct coord_inst {
+    uint64_t group_key, instance_key;
+    int size, arrived;
+    tutti__inst_payload_t *by_rank;
+    int *task_of_rank;               /* -1: not arrived */
+    struct coord_inst *next;
+} coord_inst_t;
+
+struct tutti__coord {
+    coord_group_t *groups;
+    coord_inst_t *insts;
+};
+
+static void send_text(tutti__job_t *job, int task, uint32_t type,
+                      uint64_t gkey, uint64_t ikey, int device_index,
+                      const char *text)
+{
+    tutti__ctrl_msg_t m;
+    tutti__job_msg_init(&m, type, gkey, ikey, device_index);
+    tutti__decision_payload_t *d = (tutti__decision_payload_t *)m.payload;
+    memset(d, 0, sizeof(*d));
+    snprintf(d->detail, sizeof(d->detail), "%s", text);
+    m.len = sizeof(*d);
+    tutti__job_send(job, task, &m);
+}
+
+/* ---- groups -------------------------------------------------------------- */
+
+static const tutti__fingerprint_t *find_fingerprint(const tutti__join_payload_t *j,
+                                             const char *name)
+{
+    for (int k = 0; k < j->num_mods; k++)
+        if (strcmp(j->mods[k].name, name) == 0)
+            return &j->mods[k];
+    return NULL;
+}
+
+/* Compares a newcomer's module set with the first member's, both ways. */
+static int modules_differ(const coord_group_t *cg, const tutti__join_payload_t *j,
+                          int task, char *why, size_t len)
+{
+    const tutti__join_payload_t *a = &cg->first;
+    for (int i = 0; i < a->num_mods; i++) {
+        const tutti__fingerprint_t *fa = &a->mods[i];
+        const tutti__fingerprint_t *fb = find_fingerprint(j, fa->name);
+        if (fb == NULL) {
+            snprintf(why, len, "module '%s' is loaded by task %d but not by "
+                     "task %d", fa->name, cg->first_task, task);
+            return 1;
+        }
+        if (fb->hash != fa->hash || strcmp(fb->version, fa->version) != 0) {
+            snprintf(why, len, "module '%s' differs: task %d has %s (file "
+                     "hash %016llx), task %d has %s (file hash %016llx)",
+                     fa->name, cg->first_task, fa->version,
+                     (unsigned long long)fa->hash, task, fb->version,
+                     (unsigned long long)fb->hash);
+            return 1;
+        }
+    }
+    for (int k = 0; k < j->num_mods; k++) {
+        if (find_fingerprint(a, j->mods[k].name) == NULL) {
+            snprintf(why, len, "module '%s' is loaded by task %d but not by "
+                     "task %d", j->mods[k].name, task, cg->first_task);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* "[2,0,1]", "[2,0,1,...]" past 8 entries, or "none". */
+static void order_text(const tutti__join_payload_t *j, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (!j->has_order) {
+        snprintf(buf, len, "none");
+        return;
+    }
+    for (int i = 0; i < j->size && i < 8 && n + 12 < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%d", i ? "," : "[",
+                              j->order[i]);
+    snprintf(buf + n, len - n, "%s]", j->size > 8 ? ",..." : "");
+}
+
+static int join_conflict(const coord_group_t *cg, const tutti__join_payload_t *j,
+                         int task, char *why, size_t len)
+{
+    char what[400];
+    if (j->size != cg->first.size)
+        snprintf(what, sizeof(what), "group size differs: task %d %s:%d has "
+                 "%d, task %d %s:%d has %d", cg->first_task,
+                 tutti__job_dev_name(cg->first.device_type), cg->first.device_index,
+                 cg->first.size, task, tutti__job_dev_name(j->device_type),
+                 j->device_index, j->size);
+    else if (j->device_type != cg->first.device_type)
+        snprintf(what, sizeof(what), "device type differs: task %d has %s, "
+                 "task %d has %s", cg->first_task,
+                 tutti__job_dev_name(cg->first.device_type), task,
+                 tutti__job_dev_name(j->device_type));
+    else if (j->has_order != cg->first.has_order ||
+             (j->has_order && memcmp(j->order, cg->first.order,
+                                     (size_t)j->size * sizeof(int32_t)) != 0)) {
+        char a[64], b[64];
+        order_text(&cg->first, a, sizeof(a));
+        order_text(j, b, sizeof(b));
+        snprintf(what, sizeof(what), "ring_order differs: task %d %s:%d "
+                 "gives %s, task %d %s:%d gives %s", cg->first_task,
+                 tutti__job_dev_name(cg->first.device_type), cg->first.device_index, a,
+                 task, tutti__job_dev_name(j->device_type), j->device_index, b);
+    }
+    else if (!modules_differ(cg, j, task, what, sizeof(what))) {
+        for (int i = 0; i < cg->arrived; i++) {
+            if (cg->members[i].task == task &&
+                cg->members[i].device_index == j->device_index) {
+                snprintf(what, sizeof(what), "task %d %s:%d joined twice",
+                         task, tutti__job_dev_name(j->device_type), j->device_index);
+                goto found;
+            }
+        }
+        return 0;
+    }
+found:
+    snprintf(why, len, "group 0x%llx: %s", (unsigned long long)cg->key, what);
+    return 1;
+}
+
+static int member_cmp(const void *a, const void *b)
+{
+    const tutti_locality_t *x = a, *y = b;
+    if (x->task != y->task)
+        return x->task < y->task ? -1 : 1;
+    return (x->device_index > y->device_index) -
+           (x->device_index < y->device_index);
+}
+
+/* Numbers hosts in rank order (first seen, first numbered). */
+static void renumber_hosts(coord_group_t *cg,
+                           char (*names)[TUTTI_HOST_NAME_MAX])
+{
+    int map[TUTTI_MAX_HOSTS], next = 0;
+    for (int h = 0; h < TUTTI_MAX_HOSTS; h++)
+        map[h] = -1;
+    for (int i = 0; i < cg->first.size; i++) {
+        int *h = &cg->members[i].host;
+        if (map[*h] < 0) {
+            map[*h] = next;
+            memcpy(names[next++], cg->hosts[*h], TUTTI_HOST_NAME_MAX);
+        }
+        *h = map[*h];
+    }
+}
+
+/* All members arrived: order them and tell each its place. */
+static void group_formed(tutti__job_t *job, coord_group_t *cg)
+{
+    tutti__ctrl_msg_t m;
+    char names[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
+    int n = cg->first.size, tasks = 0;
+    qsort(cg->members, (size_t)n, sizeof(*cg->members), member_cmp);
+    if (cg->first.has_order) {
+        tutti_locality_t sorted[TUTTI__MAX_MEMBERS];
+        memcpy(sorted, cg->members, (size_t)n * sizeof(*sorted));
+        for (int i = 0; i < n; i++)
+            cg->members[i] = sorted[cg->first.order[i]];
+    }
+    renumber_hosts(cg, names);
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int k = 0; k < i && !seen; k++)
+            seen = cg->members[k].task == cg->members[i].task;
+        tasks += !seen;
+    }
+    tutti__log(TUTTI_LOG_DEBUG, "resolve", "group 0x%llx formed: %d %s "
+               "devices over %d tasks", (unsigned long long)cg->key, n,
+               tutti__job_dev_name(cg->first.device_type), tasks);
+    for (int i = 0; i < n; i++) {
+        tutti__job_msg_init(&m, TUTTI_CTRL_GROUP, cg->key, 0, cg->members[i].device_index);
+        tutti__group_payload_t *gp = (tutti__group_payload_t *)m.payload;
+        size_t mbytes = (size_t)n * sizeof(*cg->members);
+        gp->size = n;
+        gp->num_tasks = tasks;
+        gp->num_hosts = cg->num_hosts;
+        memcpy(gp->members, cg->members, mbytes);
+        memcpy((char *)gp->members + mbytes, names,
+               (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX);
+        m.len = (uint32_t)(sizeof(*gp) + mbytes +
+                           (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX);
+        tutti__job_send(job, cg->members[i].task, &m);
+    }
+}
+
+static void coord_group_free(tutti__coord_t *r, coord_group_t *cg)
+{
+    coord_group_t **pp = &r->groups;
+    while (*pp && *pp != cg)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = cg->next;
+    free(cg->members);
+    free(cg);
+}
+
+static coord_group_t *coord_group_get(tutti__coord_t *r, uint64_t key,
+                                      const tutti__join_payload_t *j, int task)
+{
+    for (coord_group_t *cg = r->groups; cg; cg = cg->next)
+        if (cg->key == key)
+            return cg;
+    coord_group_t *cg = calloc(1, sizeof(*cg));
+    int n = j->size > 0 && j->size <= TUTTI__MAX_MEMBERS ? j->size : 1;
+    if (cg == NULL || (cg->members = calloc((size_t)n, sizeof(tutti_locality_t)))
+                          == NULL) {
+        free(cg);
+        return NULL;
+    }
+    cg->key = key;
+    cg->first = *j;
+    cg->first_task = task;
+    cg->next = r->groups;
+    r->groups = cg;
+    return cg;
+}
+
+static int is_permutation(const int32_t *order, int n)
+{
+    unsigned char seen[TUTTI__MAX_MEMBERS] = {0};
+    for (int i = 0; i < n; i++) {
+        if (order[i] < 0 || order[i] >= n || seen[order[i]])
+            return 0;
+        seen[order[i]] = 1;
+    }
+    return 1;
+}
+
+/* The group's number for host @p name, added if new; -1 if full. */
+static int host_index(coord_group_t *cg, const char *name)
+{
+    for (int h = 0; h < cg->num_hosts; h++)
+        if (strncmp(cg->hosts[h], name, TUTTI_HOST_NAME_MAX) == 0)
+            return h;
+    if (cg->num_hosts == TUTTI_MAX_HOSTS)
+        return -1;
+    memcpy(cg->hosts[cg->num_hosts], name, TUTTI_HOST_NAME_MAX);
+    cg->hosts[cg->num_hosts][TUTTI_HOST_NAME_MAX - 1] = '\0';
+    return cg->num_hosts++;
+}
+
+static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
+{
+    const tutti__join_payload_t *j = (const tutti__join_payload_t *)msg->payload;
+    tutti__coord_t *r = job->coord;
+    int task = msg->from_task;
+    char why[512];
+
+    if (j->size < 1 || j->size > TUTTI__MAX_MEMBERS) {
+        snprintf(why, sizeof(why), "group 0x%llx: group size %d: expected "
+                 "1..%d", (unsigned long long)msg->group_key, j->size,
+                 TUTTI__MAX_MEMBERS);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
+                  j->device_index, why);
+        return;
+    }
+    if (j->has_order && !is_permutation(j->order, j->size)) {
+        snprintf(why, sizeof(why), "group 0x%llx: ring_order is not a "
+                 "permutation of 0..%d", (unsigned long long)msg->group_key,
+                 j->size - 1);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
+                  j->device_index, why);
+        return;
+    }
+    coord_group_t *cg = coord_group_get(r, msg->group_key, j, task);
+    if (cg == NULL) {
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
+                  j->device_index, "coordinator out of memory");
+        return;
+    }
+    if (!cg->failed && join_conflict(cg, j, task, why, sizeof(why))) {
+        /* Everyone who came, and everyone who comes later, learns why. */
+        cg->failed = 1;
+        snprintf(cg->error, sizeof(cg->error), "%s", why);
+        for (int i = 0; i < cg->arrived; i++)
+            send_text(job, cg->members[i].task, TUTTI_CTRL_GROUP_ERR, cg->key,
+                      0, cg->members[i].device_index, why);
+    }
+    if (cg->failed) {
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
+                  j->device_index, cg->error);
+        return;
+    }
+    int host = host_index(cg, j->host);
+    if (host < 0) {
+        snprintf(why, sizeof(why), "group 0x%llx spans more than %d hosts, "
+                 "more than one control frame can describe",
+                 (unsigned long long)cg->key, TUTTI_MAX_HOSTS);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
+                  j->device_index, why);
+        return;
+    }
+    cg->members[cg->arrived++] =
+        (tutti_locality_t){task, j->device_index, host, j->numa_node};
+    if (cg->arrived == cg->first.size) {
+        group_formed(job, cg);
+        coord_group_free(r, cg);
+    }
+}
+
+/* A member gave up waiting: tell it who had come, and forget it. */
+static void coord_cancel(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
+{
+    tutti__coord_t *r = job->coord;
+    char why[512], who[300] = "";
+    size_t n = 0;
+    for (coord_group_t *cg = r->groups; cg; cg = cg->next) {
+        if (cg->key != msg->group_key)
+            continue;
+        for (int i = 0; i < cg->arrived && n < sizeof(who) - 32; i++)
+            n += (size_t)snprintf(who + n, sizeof(who) - n, "%stask %d %s:%d",
+                                  i ? ", " : "", cg->members[i].task,
+                                  tutti__job_dev_name(cg->first.device_type),
+                                  cg->members[i].device_index);
+        snprintf(why, sizeof(why), "group 0x%llx: only %d of %d members "
+                 "joined within the time limit (%s)",
+                 (unsigned long long)cg->key, cg->arrived, cg->first.size,
+                 who);
+        tutti__log(TUTTI_LOG_WARN, "resolve", "%s", why);
+        send_text(job, msg->from_task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
+                  msg->device_index, why);
+        for (int i = 0; i < cg->arrived; i++) {
+            if (cg->members[i].task == msg->from_task &&
+                cg->members[i].device_index == msg->device_index) {
+                cg->members[i] = cg->members[--cg->arrived];
+                break;
+            }
+        }
+        if (cg->arrived == 0)
+            coord_group_free(r, cg);
+        return;
+    }
+}
+
+static coord_inst_t *coord_inst_get(tutti__coord_t *r, uint64_t gkey,
+                                    uint64_t ikey, int size)
+{
+    for (coord_inst_t *ci = r->insts; ci; ci = ci->next)
+        if (ci->group_key == gkey && ci->instance_key == ikey)
+            return ci;
+    coord_inst_t *ci = calloc(1, sizeof(*ci));
+    if (ci == NULL)
+        return NULL;
+    ci->by_rank = calloc((size_t)size, sizeof(tutti__inst_payload_t));
+    ci->task_of_rank = malloc((size_t)size * sizeof(int));
+    if (ci->by_rank == NULL || ci->task_of_rank == NULL) {
+        free(ci->by_rank);
+        free(ci->task_of_rank);
+        free(ci);
+        return NULL;
+    }
+    for (int i = 0; i < size; i++)
+        ci->task_of_rank[i] = -1;
+    ci->group_key = gkey;
+    ci->instance_key = ikey;
+    ci->size = size;
+    ci->next = r->insts;
+    r->insts = ci;
+    return ci;
+}
+
+static void coord_inst_free(tutti__coord_t *r, coord_inst_t *ci)
+{
+    coord_inst_t **pp = &r->insts;
+    while (*pp && *pp != ci)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = ci->next;
+    free(ci->by_rank);
+    free(ci->task_of_rank);
+    free(ci);
+}
+
+/* Value of field @p f of @p p as text, for messages and comparison. */
+static void field_text(const tutti__inst_payload_t *p, int f, char *buf, size_t len)
+{
+    const char *s = NULL;
+    switch (f) {
+    case 0: s = tutti_collective_name((tutti_collective_t)p->collective); break;
+    case 1: s = tutti_dtype_name((tutti_dtype_t)p->dtype); break;
+    case 2:
+        if (p->count == (uint64_t)TUTTI_COUNT_PER_RANK)
+            snprintf(buf, len, "per-rank");
+        else
+            snprintf(buf, len, "%llu", (unsigned long long)p->count);
+        return;
+    case 3: s = tutti_op_name((tutti_op_t)p->op); break;
+    case 4: snprintf(buf, len, "%d", p->root); return;
+    case 5: snprintf(buf, len, "%g", p->pre_scale); return;
+    case 6: snprintf(buf, len, "%g", p->post_scale); return;
+    case 7: snprintf(buf, len, "%016llx", (unsigned long long)p->perm_hash);
+        return;
+    default: s = p->algorithm[0] ? p->algorithm : "(selection)"; break;
+    }
+    snprintf(buf, len, "%s", s ? s : "?");
+}
+
+static const char *const field_names[] = {
+    "collective", "dtype", "count", "op", "root", "pre_scale", "post_scale",
+    "permutation (hash)", "algorithm"};
+#define NUM_FIELDS ((int)(sizeof(field_names) / sizeof(field_names[0])))
+
+/* Which fields must agree for this collective. */
+static int field_applies(const tutti__inst_payload_t *p, int f)
+{
+    if (f == 3 || f == 5 || f == 6)
+        return p->collective == TUTTI_COLL_ALLREDUCE ||
+               p->collective == TUTTI_COLL_REDUCE ||
+               p->collective == TUTTI_COLL_REDUCE_SCATTER;
+    if (f == 7)
+        return p->collective == TUTTI_COLL_PERMUTE;
+    if (f == 4)
+        return p->collective == TUTTI_COLL_BROADCAST ||
+               p->collective == TUTTI_COLL_REDUCE ||
+               p->collective == TUTTI_COLL_GATHER;
+    return 1;
+}
+
+/* Finds the first field on which ranks disagree; writes the message. */
+static int disagreement(const coord_inst_t *ci, char *why, size_t len)
+{
+    char want[96], got[96], ranks[200];
+    for (int f = 0; f < NUM_FIELDS; f++) {
+        if (!field_applies(&ci->by_rank[0], f))
+            continue;
+        field_text(&ci->by_rank[0], f, want, sizeof(want));
+        size_t n = 0;
+        got[0] = '\0';
+        for (int r = 1; r < ci->size; r++) {
+            char v[96];
+            field_text(&ci->by_rank[r], f, v, sizeof(v));
+            if (strcmp(v, want) == 0)
+                continue;
+            if (got[0] == '\0')
+                snprintf(got, sizeof(got), "%s", v);
+            if (n < sizeof(ranks) - 12)
+                n += (size_t)snprintf(ranks + n, sizeof(ranks) - n, "%s%d",
+                                      n ? "," : "", r);
+        }
+        if (n == 0)
+            continue;
+        snprintf(why, len, "instance 0x%llx of group 0x%llx: members disagree "
+                 "on %s: rank 0 has %s, rank%s %s %s %s",
+                 (unsigned long long)ci->instance_key,
+                 (unsigned long long)ci->group_key, field_names[f], want,
+                 strchr(ranks, ',') ? "s" : "", ranks,
+                 strchr(ranks, ',') ? "have" : "has", got);
+        return 1;
+    }
+    return 0;
+}
+
+/* What selection sees of an agreed instance. */
+static void query_of(const tutti__inst_payload_t *p, tutti_select_query_t *q)
+{
+    int per_rank = p->count == (uint64_t)TUTTI_COUNT_PER_RANK;
+    *q = (tutti_select_query_t){
+        (tutti_collective_t)p->collective, (tutti_device_type_t)p->device_type,
+        (tutti_dtype_t)p->dtype,
+        per_rank ? SIZE_MAX
+                 : tutti__select_bytes((tutti_dtype_t)p->dtype, p->count),
+        p->size, p->num_tasks, per_rank};
+}
+
+/* Runs the implementation's init_params once, for every member: its bytes
+ * travel in the decision. */
+static tutti_status_t plan(tutti__job_t *job, const coord_inst_t *ci,
+                           const tutti__impl_entry_t *e,
+                           tutti__decision_payload_t *d)
+{
+    const tutti__inst_payload_t *p = &ci->by_rank[0];
+    const tutti_alg_ops_t *ops = e->impl->ops;
+    size_t len = 0;
+    d->details_len = 0;
+    if (ops->init_params == NULL)
+        return TUTTI_OK;
+    tutti_select_query_t q;
+    query_of(p, &q);
+    tutti_alg_instance_t inst = {
+        sizeof(inst), (tutti_collective_t)p->collective,
+        (tutti_dtype_t)p->dtype, (tutti_op_t)p->op, p->count, p->root, 0,
+        p->size, p->num_tasks, (tutti_device_type_t)p->device_type,
+        ci->instance_key,
+        /* A call that names its implementation still gets the params of
+         * the first rule for it that matches the call. */
+        p->algorithm[0]
+            ? tutti__select_named(job->cfg, &q, p->algorithm)
+            : tutti__select(job->cfg, &q, tutti__registry_accept,
+                                   job->reg, NULL, 0),
+        NULL, NULL};
+    if (inst.op == TUTTI_OP_AVG)
+        inst.op = TUTTI_OP_SUM;
+    tutti__error_clear();
+    tutti_status_t st = ops->init_params(&inst, &tutti__core_ops, d->details,
+                                         &len);
+    if (st == TUTTI_OK && len > TUTTI_DETAILS_MAX) {
+        snprintf(d->detail, sizeof(d->detail), "%s: init_params wrote %zu "
+                 "bytes of details, at most %d allowed", e->impl->name, len,
+                 TUTTI_DETAILS_MAX);
+        return TUTTI_ERR_MODULE;
+    }
+    if (st != TUTTI_OK) {
+        snprintf(d->detail, sizeof(d->detail), "%s: init_params failed: %s",
+                 e->impl->name, tutti_last_error()[0] ? tutti_last_error()
+                                                      : tutti_strerror(st));
+        return st;
+    }
+    d->details_len = (uint32_t)len;
+    return TUTTI_OK;
+}
+
+/* The implementation for an agreed instance: the call's choice, else the
+ * first rule that matches. */
+static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
+                             tutti__decision_payload_t *d)
+{
+    const tutti__inst_payload_t *p = &ci->by_rank[0];
+    const char *name = p->algorithm[0] ? p->algorithm : NULL;
+
+    snprintf(d->detail, sizeof(d->detail), "named by the call");
+    if (name == NULL) {
+        char size[32];
+        tutti_select_query_t q;
+        query_of(p, &q);
+        const tutti__rule_t *rule = tutti__select(
+            job->cfg, &q, tutti__registry_accept, job->reg, NULL, 0);
+        if (rule == NULL) {
+            snprintf(d->detail, sizeof(d->detail),
+                     "no selection rule matches %s (%s, %s, %s, group of "
+                     "%d, %d tasks) with an implementation that runs it; "
+                     "add one to %s or set TUTTI_ALGO (tutti-info --explain "
+                     "shows each rule's reason)",
+                     tutti_collective_name(q.collective),
+                     tutti__job_dev_name(p->device_type), tutti_dtype_name(q.dtype),
+                     tutti__select_query_size(&q, size, sizeof(size)),
+                     q.group_size, q.num_tasks,
+                     job->cfg->path ? job->cfg->path : "the config");
+            return TUTTI_ERR_NOT_FOUND;
+        }
+        name = rule->algorithm;
+        snprintf(d->detail, sizeof(d->detail), "rule %s:%d", rule->file,
+                 rule->line);
+    }
+    const tutti__impl_entry_t *e = tutti__registry_find(job->reg, name);
+    if (e == NULL) {
+        snprintf(d->detail, sizeof(d->detail), "implementation '%s' is not "
+                 "provided by any loaded module (tutti-info lists them)",
+                 name);
+        return TUTTI_ERR_NOT_FOUND;
+    }
+    if (!(e->impl->collectives & TUTTI_COLL_BIT(p->collective)) ||
+        !(e->impl->device_types & TUTTI_DEVICE_BIT(p->device_type))) {
+        snprintf(d->detail, sizeof(d->detail), "implementation '%s' (module "
+                 "%s) does not run %s on %s devices", name,
+                 job->reg->modules[e->module].name,
+                 tutti_collective_name((tutti_collective_t)p->collective),
+                 tutti__job_dev_name(p->device_type));
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    if (p->count == (uint64_t)TUTTI_COUNT_PER_RANK &&
+        !(e->impl->per_rank_collectives & TUTTI_COLL_BIT(p->collective))) {
+        snprintf(d->detail, sizeof(d->detail), "implementation '%s' (module "
+                 "%s) runs %s with equal counts only, not per-rank counts",
+                 name, job->reg->modules[e->module].name,
+                 tutti_collective_name((tutti_collective_t)p->collective));
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    snprintf(d->algorithm, sizeof(d->algorithm), "%s", name);
+    return plan(job, ci, e, d);
+}
+
+/* Every member sent its parameters: decide and tell each member task. */
+static void instance_decided(tutti__job_t *job, const coord_inst_t *ci)
+{
+    tutti__ctrl_msg_t m;
+    tutti__decision_payload_t *d = (tutti__decision_payload_t *)m.payload;
+    tutti_status_t st = TUTTI_ERR_MISMATCH;
+
+    tutti__job_msg_init(&m, TUTTI_CTRL_INST_OK, ci->group_key, ci->instance_key, -1);
+    memset(d, 0, sizeof(*d));
+    if (!disagreement(ci, d->detail, sizeof(d->detail)))
+        st = choose(job, ci, d);
+    if (st != TUTTI_OK)
+        m.type = TUTTI_CTRL_INST_ERR;
+    m.status = st;
+    m.len = sizeof(*d);
+    tutti__log(TUTTI_LOG_DEBUG, "resolve", "instance 0x%llx of group 0x%llx: "
+               "%s %s", (unsigned long long)ci->instance_key,
+               (unsigned long long)ci->group_key,
+               st == TUTTI_OK ? d->algorithm : "refused:", d->detail);
+    for (int r = 0; r < ci->size; r++) {
+        int t = ci->task_of_rank[r], seen = 0;
+        for (int k = 0; k < r && !seen; k++)
+            seen = ci->task_of_rank[k] == t;
+        if (!seen)
+            tutti__job_send(job, t, &m);
+    }
+}
+
+/* A member waited too long for the others' first execution: every member
+ * that came learns which ranks never did. */
+static void coord_inst_timeout(tutti__job_t *job,
+                               const tutti__ctrl_msg_t *msg)
+{
+    tutti__coord_t *r = job->coord;
+    char missing[200] = "", why[512];
+    size_t n = 0;
+    for (coord_inst_t *ci = r->insts; ci; ci = ci->next) {
+        if (ci->group_key != msg->group_key ||
+            ci->instance_key != msg->instance_key)
+            continue;
+        for (int k = 0; k < ci->size && n < sizeof(missing) - 12; k++)
+            if (ci->task_of_rank[k] < 0)
+                n += (size_t)snprintf(missing + n, sizeof(missing) - n,
+                                      "%s%d", n ? "," : "", k);
+        snprintf(why, sizeof(why), "instance 0x%llx of group 0x%llx: "
+                 "rank%s %s never executed it within the time limit",
+                 (unsigned long long)ci->instance_key,
+                 (unsigned long long)ci->group_key,
+                 strchr(missing, ',') ? "s" : "", missing);
+        tutti__log(TUTTI_LOG_WARN, "resolve", "%s", why);
+        for (int k = 0; k < ci->size; k++) {
+            int t = ci->task_of_rank[k], seen = 0;
+            for (int j = 0; j < k && !seen; j++)
+                seen = ci->task_of_rank[j] == t;
+            if (t >= 0 && !seen)
+                send_text(job, t, TUTTI_CTRL_INST_ERR, ci->group_key,
+                          ci->instance_key, -1, why);
+        }
+        coord_inst_free(r, ci);
+        return;
+    }
+}
+
+static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
+{
+    const tutti__inst_payload_t *p = (const tutti__inst_payload_t *)msg->payload;
+    tutti__coord_t *r = job->coord;
+    if (p->size < 1 || p->rank < 0 || p->rank >= p->size)
+        return;
+    coord_inst_t *ci = coord_inst_get(r, msg->group_key, msg->instance_key,
+                                      p->size);
+    if (ci == NULL || p->size != ci->size || ci->task_of_rank[p->rank] >= 0)
+        return;
+    ci->by_rank[p->rank] = *p;
+    ci->task_of_rank[p->rank] = msg->from_task;
+    if (++ci->arrived < ci->size)
+        return;
+    instance_decided(job, ci);
+    coord_inst_free(r, ci);
+}
+
+/* ---- the coordinator's frames ---------------------------------------------- */
+
+tutti_status_t tutti__coord_init(tutti__job_t *job)
+{
+    job->coord = calloc(1, sizeof(*job->coord));
+    if (job->coord == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
+                            "coordinator");
+    tutti__job_on(job, TUTTI_CTRL_JOIN, coord_join);
+    tutti__job_on(job, TUTTI_CTRL_JOIN_CANCEL, coord_cancel);
+    tutti__job_on(job, TUTTI_CTRL_INST, coord_inst);
+    tutti__job_on(job, TUTTI_CTRL_INST_TIMEOUT, coord_inst_timeout);
+    return TUTTI_OK;
+}
+
+void tutti__coord_fini(tutti__job_t *job)
+{
+    tutti__coord_t *r = job->coord;
+    if (r == NULL)
+        return;
+    while (r->groups)
+        coord_group_free(r, r->groups);
+    while (r->insts)
+        coord_inst_free(r, r->insts);
+    free(r);
+    job->coord = NULL;
+}

@@ -1,0 +1,52 @@
+/*
+ * The services transport modules get (tutti_tp_core_ops_t, transport.h):
+ * errors, log, the clock, settings, and the core's slot-ring channels.
+ */
+#include <stdarg.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "config/config.h"
+#include "plugin/services.h"
+#include "transport/chan.h"
+
+static tutti_status_t core_error(tutti_status_t st, const char *subsys,
+                                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = tutti__module_verror(st, subsys, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void core_log(int level, const char *subsys, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tutti__module_vlog(level, subsys, fmt, ap);
+    va_end(ap);
+}
+
+static const char *core_config_get(const void *config, const char *key,
+                                   char *buf, size_t len)
+{
+    return tutti__config_get_text(config, key, buf, len);
+}
+
+const tutti_tp_core_ops_t tutti__tp_core_ops = {
+    .size = sizeof(tutti_tp_core_ops_t),
+    .error = core_error,
+    .log = core_log,
+    .now = tutti__now,
+    .config_get = core_config_get,
+    .chan_bytes = tutti__chan_bytes,
+    .chan_init = tutti__chan_api_init,
+    .chan_ep_create = tutti__chan_api_create,
+    .chan_ep_destroy = tutti__chan_api_destroy,
+    .chan_attach = tutti__chan_api_attach,
+    .chan_send = tutti__chan_api_send,
+    .chan_recv = tutti__chan_api_recv,
+    .chan_progress = tutti__chan_api_progress,
+    .chan_enable_single_copy = tutti__chan_api_enable_single_copy,
+};
