@@ -49,110 +49,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tcp_int.h"
+#include "tcp_ep.h"
 
-#define FRAME_MAGIC 0x46545454u     /* "TTTF" */
-#define RING 256                    /* pieces queued per socket */
 #define STRIPE_MIN (256u << 10)     /* per socket, to stripe a message */
-#define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
-#define MSG_MAX (UINT64_C(1) << 40)
 #define CTRL_GROUP_KEY 0xc0c0c0c0c0c0c0c0ULL
 #define DONE_MARK SIZE_MAX
-
-typedef struct {
-    uint32_t magic;
-    uint32_t frag_len;
-    tutti_wire_key_t key;
-    uint64_t msg_len;
-    uint64_t frag_off;
-} frame_t;
-
-typedef struct unexp {
-    struct unexp *next;
-    tutti_wire_key_t key;
-    uint64_t msg_len, got;
-    tutti_tp_op_t *op;              /* a receive waiting for the rest */
-    char data[];
-} unexp_t;
-
-typedef struct {
-    tutti_tp_op_t *op;
-    uint64_t off, len;
-} piece_t;
-
-enum { C_EVENT, C_LISTEN, C_IN, C_OUT, C_DATA };
-
-typedef struct conn {
-    int kind, fd, peer, index;
-    double deadline;
-    char from[64];
-    size_t hs_got;
-    union {
-        tcp_hs_t hs;
-        uint32_t ack;
-    } hs;
-    struct conn *next_pending;
-    /* sending */
-    piece_t ring[RING];
-    unsigned head, tail;
-    frame_t shdr;
-    size_t ssent;
-    int shdr_ready, writable;
-    /* receiving */
-    frame_t rhdr;
-    size_t rgot;
-    int in_body;
-    int held;                 /* a header no receive matches: not read on */
-    uint64_t body_got, rdone;
-    tutti_tp_op_t *rop;
-    unexp_t *rux;
-    size_t stage_have;
-    char *stage;
-} conn_t;
-
-typedef struct {
-    conn_t *conns[16];
-    unsigned joined, rr;
-    int serve, failed, reported;
-    int left;                       /* closed at a frame boundary: receives
-                                       stay posted, the core's liveness
-                                       check (peer_alive) ends them */
-    atomic_int closed;              /* the remote end closed */
-    tutti_tp_op_t *posted_h, *posted_t, *active, *wait_h, *wait_t;
-    unexp_t *unexp;
-    char why[320];
-    char addr[64];
-    char fail_text[512];            /* why its operations failed */
-} peer_t;
-
-typedef struct {
-    const tutti_tp_core_ops_t *core;
-    int rank, size, task;
-    uint64_t group_key;
-    const int *rank_task;
-    tcp_settings_t set;
-    tcp_cred_t cred;
-    char job[TCP_JOB_MAX];
-    peer_t *peers;
-    int epfd;
-    conn_t evc, lsc;                /* the eventfd and the listener */
-    conn_t *pending;                /* connections in their handshake */
-    pthread_t thread;
-    int running;
-    atomic_int stop;
-    pthread_mutex_t lock;
-    tutti_tp_op_t *sub_h, *sub_t;   /* ops queued by send()/recv() */
-    conn_t *new_out;                /* sockets connect() opened */
-    atomic_uint completed;
-    unsigned reported_completed;
-    tutti_status_t setup_err;       /* under lock */
-    char err_text[512];             /* under lock: for progress() */
-    tutti_status_t err_st;
-    int garble;                     /* frames to send before garbling */
-    int truncate;                   /* ...or cutting the frame short */
-    int oversize;                   /* ...or claiming too long a message */
-    unsigned frames_sent;
-} tcp_ep_t;
 
 static const size_t dtype_size[] = {
 #define TCP_DTYPE_SIZE_(up, low, size) size,
