@@ -123,4 +123,21 @@ typedef struct {
     unsigned frames_sent;
 } tcp_ep_t;
 
+/* ---- tcp_complete.c ------------------------------------------------------ */
+
+/** Ends @p op with @p st; the op is the caller's again from then on. */
+void tcp_complete(tcp_ep_t *ep, tutti_tp_op_t *op, tutti_status_t st);
+
+/** Keeps the first error's text for progress() to record. */
+void tcp_note_error(tcp_ep_t *ep, tutti_status_t st, const char *text);
+
+/** Closes @p c's socket, if open, and stops watching it. */
+void tcp_conn_close(tcp_ep_t *ep, conn_t *c);
+
+/** Fails peer @p peer: closes its sockets and ends each of its operations
+ *  once, with TUTTI_ERR_PEER (with TUTTI_OK for sends to a peer that
+ *  left); @p fmt says why. */
+void tcp_peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #endif

@@ -53,121 +53,12 @@
 
 #define STRIPE_MIN (256u << 10)     /* per socket, to stripe a message */
 #define CTRL_GROUP_KEY 0xc0c0c0c0c0c0c0c0ULL
-#define DONE_MARK SIZE_MAX
 
 static const size_t dtype_size[] = {
 #define TCP_DTYPE_SIZE_(up, low, size) size,
     TUTTI_DTYPE_LIST(TCP_DTYPE_SIZE_)
 #undef TCP_DTYPE_SIZE_
 };
-
-/* ---- completing and failing ------------------------------------------------ */
-
-/* The op is the caller's again once its status is stored: touch it no more. */
-static void complete(tcp_ep_t *ep, tutti_tp_op_t *op, tutti_status_t st)
-{
-    __atomic_store_n(&op->status, st, __ATOMIC_RELEASE);
-    atomic_fetch_add_explicit(&ep->completed, 1, memory_order_release);
-}
-
-/* Keeps the first error's text for progress() to record on its thread. */
-static void note_error(tcp_ep_t *ep, tutti_status_t st, const char *text)
-{
-    pthread_mutex_lock(&ep->lock);
-    if (ep->err_st == TUTTI_OK) {
-        ep->err_st = st;
-        snprintf(ep->err_text, sizeof(ep->err_text), "%s", text);
-    }
-    pthread_mutex_unlock(&ep->lock);
-}
-
-static void conn_close(tcp_ep_t *ep, conn_t *c)
-{
-    if (c->fd >= 0) {
-        epoll_ctl(ep->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-        close(c->fd);
-        c->fd = -1;
-    }
-}
-
-static void chain(tutti_tp_op_t **list, tutti_tp_op_t *op)
-{
-    if (op != NULL && op->done != DONE_MARK) {
-        op->done = DONE_MARK;
-        op->next = *list;
-        *list = op;
-    }
-}
-
-/* Fails peer @p p: closes its sockets and ends each of its operations once
- * with TUTTI_ERR_PEER. */
-static void peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
-                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
-                      const char *fmt, ...)
-{
-    peer_t *p = &ep->peers[peer];
-    tutti_tp_op_t *fail = NULL, *op, *next;
-    char text[512];
-    va_list ap;
-
-    if (p->failed)
-        return;
-    p->failed = 1;
-    if (remote_closed)
-        atomic_store(&p->closed, 1);
-    va_start(ap, fmt);
-    vsnprintf(p->why, sizeof(p->why), fmt, ap);
-    va_end(ap);
-    snprintf(text, sizeof(text), "group 0x%llx rank %d: peer rank %d (task "
-             "%d, %s): %s; its operations fail",
-             (unsigned long long)ep->group_key, ep->rank, peer,
-             ep->rank_task[peer], p->addr, p->why);
-    if (!p->left)
-        ep->core->log(remote_closed ? 1 : 0, "tcp", "%s", text);
-    for (unsigned i = 0; i < ep->set.nconn; i++) {
-        conn_t *c = p->conns[i];
-        if (c == NULL)
-            continue;
-        conn_close(ep, c);
-        for (unsigned k = c->head; k != c->tail; k++)
-            chain(&fail, c->ring[k % RING].op);
-        c->head = c->tail = 0;
-        c->rop = NULL;
-        c->rux = NULL;
-        c->in_body = 0;
-    }
-    for (op = p->wait_h; op; op = next) {
-        next = op->next;
-        chain(&fail, op);
-    }
-    p->wait_h = p->wait_t = NULL;
-    for (op = p->posted_h; op && !p->left; op = next) {
-        next = op->next;
-        chain(&fail, op);
-    }
-    for (op = p->active; op && !p->left; op = next) {
-        next = op->next;
-        chain(&fail, op);
-    }
-    if (!p->left)
-        p->posted_h = p->posted_t = p->active = NULL;
-    while (p->unexp != NULL && !p->left) {
-        unexp_t *u = p->unexp;
-        p->unexp = u->next;
-        chain(&fail, u->op);
-        free(u);
-    }
-    if (!p->left)
-        snprintf(p->fail_text, sizeof(p->fail_text), "%s", text);
-    if (fail != NULL && !p->left)
-        note_error(ep, TUTTI_ERR_PEER, text);
-    for (op = fail; op; op = next) {
-        next = op->next;
-        op->done = 0;
-        complete(ep, op, p->left && !op->is_recv ? TUTTI_OK : TUTTI_ERR_PEER);
-    }
-}
 
 /* ---- sending ----------------------------------------------------------------- */
 
@@ -214,7 +105,7 @@ static void post_send(tcp_ep_t *ep, tutti_tp_op_t *op)
 {
     peer_t *p = &ep->peers[op->peer];
     if (p->failed) { /* nobody reads what goes to a peer that left */
-        complete(ep, op, p->left ? TUTTI_OK : TUTTI_ERR_PEER);
+        tcp_complete(ep, op, p->left ? TUTTI_OK : TUTTI_ERR_PEER);
         return;
     }
     op->next = NULL;
@@ -266,7 +157,7 @@ static void do_send(tcp_ep_t *ep, conn_t *c)
                 ep->garble = 0;
                 (void)send(c->fd, &c->shdr, sizeof(frame_t), MSG_NOSIGNAL);
                 shutdown(c->fd, SHUT_WR);
-                peer_fail(ep, c->peer, 0, "test hook: frame cut short");
+                tcp_peer_fail(ep, c->peer, 0, "test hook: frame cut short");
                 return;
             }
             c->shdr_ready = 1;
@@ -296,7 +187,8 @@ static void do_send(tcp_ep_t *ep, conn_t *c)
             }
             if (errno == EINTR)
                 continue;
-            peer_fail(ep, c->peer, 1, "sending failed: %s", strerror(errno));
+            tcp_peer_fail(ep, c->peer, 1, "sending failed: %s",
+                          strerror(errno));
             return;
         }
         c->ssent += (size_t)n;
@@ -308,7 +200,7 @@ static void do_send(tcp_ep_t *ep, conn_t *c)
         op->done += pc->len;
         if (op->done == op->len) {
             op->done = op->len;
-            complete(ep, op, TUTTI_OK);
+            tcp_complete(ep, op, TUTTI_OK);
         }
     }
     if (freed && p->wait_h != NULL)
@@ -347,8 +239,8 @@ static void truncated(tcp_ep_t *ep, tutti_tp_op_t *op, uint64_t msg_len)
              ep->rank, op->peer, (unsigned long long)op->key.instance,
              op->key.step, op->key.tag, (unsigned long long)msg_len, op->len);
     ep->core->log(0, "tcp", "%s", text);
-    note_error(ep, TUTTI_ERR_TRUNCATED, text);
-    complete(ep, op, TUTTI_ERR_TRUNCATED);
+    tcp_note_error(ep, TUTTI_ERR_TRUNCATED, text);
+    tcp_complete(ep, op, TUTTI_ERR_TRUNCATED);
 }
 
 static int match_fragment(tcp_ep_t *ep, conn_t *c);
@@ -378,7 +270,7 @@ static void post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
     op->next = NULL;
     op->done = 0;
     if (p->failed && !p->left) {
-        complete(ep, op, TUTTI_ERR_PEER);
+        tcp_complete(ep, op, TUTTI_ERR_PEER);
         return;
     }
     for (unexp_t **up = &p->unexp; *up; up = &(*up)->next) {
@@ -397,7 +289,7 @@ static void post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
         deliver(op, 0, u->data, u->msg_len);
         free(u);
         op->done = op->len;
-        complete(ep, op, TUTTI_OK);
+        tcp_complete(ep, op, TUTTI_OK);
         return;
     }
     if (p->posted_t)
@@ -464,8 +356,9 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
          * this one aside so the socket flows again. */
         unexp_t *u = malloc(sizeof(*u) + h->msg_len);
         if (u == NULL) {
-            peer_fail(ep, c->peer, 0, "no memory to hold an unexpected "
-                      "message of %llu bytes", (unsigned long long)h->msg_len);
+            tcp_peer_fail(ep, c->peer, 0, "no memory to hold an unexpected "
+                          "message of %llu bytes",
+                          (unsigned long long)h->msg_len);
             return -1;
         }
         u->key = h->key;
@@ -477,9 +370,9 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
         c->rux = u;
     }
     if (c->rop != NULL && c->rop->done + h->frag_len > c->rop->len) {
-        peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
-                  "bytes repeats bytes of its message",
-                  (unsigned long long)h->frag_off, h->frag_len);
+        tcp_peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
+                      "bytes repeats bytes of its message",
+                      (unsigned long long)h->frag_off, h->frag_len);
         return -1;
     }
     c->in_body = 1;
@@ -509,7 +402,7 @@ static void fragment_done(tcp_ep_t *ep, conn_t *c)
         op->done += c->rhdr.frag_len;
         if (op->done == op->len) {
             remove_active(p, op);
-            complete(ep, op, TUTTI_OK);
+            tcp_complete(ep, op, TUTTI_OK);
         }
     } else if (c->rux != NULL) {
         unexp_t *u = c->rux;
@@ -523,7 +416,7 @@ static void fragment_done(tcp_ep_t *ep, conn_t *c)
             }
             deliver(u->op, 0, u->data, u->msg_len);
             u->op->done = u->op->len;
-            complete(ep, u->op, TUTTI_OK);
+            tcp_complete(ep, u->op, TUTTI_OK);
             free(u);
         }
     }
@@ -594,11 +487,12 @@ static void do_recv(tcp_ep_t *ep, conn_t *c)
                     continue;
                 const char *bad = frame_problem(&c->rhdr);
                 if (bad != NULL) {
-                    peer_fail(ep, c->peer, 0, "garbled frame on socket %d: %s "
-                              "(magic 0x%08x, %u bytes at %llu of %llu)",
-                              c->index, bad, c->rhdr.magic, c->rhdr.frag_len,
-                              (unsigned long long)c->rhdr.frag_off,
-                              (unsigned long long)c->rhdr.msg_len);
+                    tcp_peer_fail(ep, c->peer, 0, "garbled frame on socket "
+                                  "%d: %s (magic 0x%08x, %u bytes at %llu of "
+                                  "%llu)", c->index, bad, c->rhdr.magic,
+                                  c->rhdr.frag_len,
+                                  (unsigned long long)c->rhdr.frag_off,
+                                  (unsigned long long)c->rhdr.msg_len);
                     return;
                 }
                 if (match_fragment(ep, c) != 0)
@@ -620,24 +514,24 @@ static void do_recv(tcp_ep_t *ep, conn_t *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n == 0 && (c->in_body || c->rgot > 0)) {
-            peer_fail(ep, c->peer, 1, "connection closed in the middle of a "
-                      "frame (truncated)");
+            tcp_peer_fail(ep, c->peer, 1, "connection closed in the middle "
+                          "of a frame (truncated)");
         } else if (n == 0) {
             /* A clean end of this socket: what the peer sent on its other
              * sockets may still be unread, so the peer has left only once
              * every one of them has ended too. */
             peer_t *p = &ep->peers[c->peer];
             int open = 0;
-            conn_close(ep, c);
+            tcp_conn_close(ep, c);
             for (unsigned i = 0; i < ep->set.nconn; i++)
                 open += p->conns[i] != NULL && p->conns[i]->fd >= 0;
             if (open > 0)
                 return;
             p->left = !p->failed;
-            peer_fail(ep, c->peer, 1, "the peer closed its connections");
+            tcp_peer_fail(ep, c->peer, 1, "the peer closed its connections");
         } else
-            peer_fail(ep, c->peer, 1, "connection %s",
-                      n == 0 ? "closed by the peer" : strerror(errno));
+            tcp_peer_fail(ep, c->peer, 1, "connection %s",
+                          n == 0 ? "closed by the peer" : strerror(errno));
         return;
     }
 }
@@ -663,7 +557,7 @@ static void pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
         ep->core->log(1, "tcp", "group 0x%llx rank %d: refused connection "
                       "from %s: %s", (unsigned long long)ep->group_key,
                       ep->rank, c->from, reason);
-    conn_close(ep, c);
+    tcp_conn_close(ep, c);
     free(c->stage);
     free(c);
 }
@@ -1012,7 +906,7 @@ static void drain_and_close(tcp_ep_t *ep)
                     continue;
                 ssize_t n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
                 if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-                    conn_close(ep, c);
+                    tcp_conn_close(ep, c);
                 else
                     open++;
             }
@@ -1048,7 +942,7 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
             peer_t *p = &ep->peers[r];
             for (unsigned i = 0; i < 16; i++) {
                 if (p->conns[i] != NULL) {
-                    conn_close(ep, p->conns[i]);
+                    tcp_conn_close(ep, p->conns[i]);
                     free(p->conns[i]->stage);
                     free(p->conns[i]);
                 }
