@@ -140,4 +140,13 @@ void tcp_conn_close(tcp_ep_t *ep, conn_t *c);
 void tcp_peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* ---- tcp_send.c ---------------------------------------------------------- */
+
+/** Queues send @p op on its peer's sockets, or behind the sends that wait
+ *  for room; completes it at once where the peer has failed. */
+void tcp_post_send(tcp_ep_t *ep, tutti_tp_op_t *op);
+
+/** Sends what socket @p c can take now. */
+void tcp_do_send(tcp_ep_t *ep, conn_t *c);
+
 #endif
