@@ -149,4 +149,13 @@ void tcp_post_send(tcp_ep_t *ep, tutti_tp_op_t *op);
 /** Sends what socket @p c can take now. */
 void tcp_do_send(tcp_ep_t *ep, conn_t *c);
 
+/* ---- tcp_recv.c ---------------------------------------------------------- */
+
+/** Posts receive @p op: takes the message that came before it, or queues
+ *  it for its peer's fragments and reads on where a header waited. */
+void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op);
+
+/** Reads what socket @p c holds now, as far as receives take it. */
+void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
+
 #endif
