@@ -158,4 +158,37 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op);
 /** Reads what socket @p c holds now, as far as receives take it. */
 void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
 
+/* ---- tcp_join.c ---------------------------------------------------------- */
+
+/** Watches @p c's socket on the endpoint's epoll (edge-triggered, both
+ *  ways); 0 or -1 with errno. */
+int tcp_watch(tcp_ep_t *ep, conn_t *c);
+
+/** Drops @p c, a connection in its handshake, and frees it; logs
+ *  @p reason where it is not NULL. */
+void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason);
+
+/** Reads the handshake (accepted) or its answer (opened) on @p c; joins
+ *  the socket to its peer once complete, or refuses it. */
+void tcp_read_pending(tcp_ep_t *ep, conn_t *c);
+
+/** Accepts every connection waiting on the listener. */
+void tcp_accept_all(tcp_ep_t *ep);
+
+/** Drops the connections whose handshake is past its deadline. */
+void tcp_expire_pending(tcp_ep_t *ep);
+
+/** Opens the sockets to @p peer (a higher rank, registered as @p reg)
+ *  and hands them to the progress thread, which waits for their answers. */
+tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
+                           const char *my_host, double deadline);
+
+/** Waits until every served peer has all its sockets joined. */
+tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
+
+/* ---- tp_tcp.c ------------------------------------------------------------ */
+
+/** Wakes the progress thread. */
+void tcp_ring(tcp_ep_t *ep);
+
 #endif

@@ -53,176 +53,6 @@
 
 #define CTRL_GROUP_KEY 0xc0c0c0c0c0c0c0c0ULL
 
-/* ---- joining -------------------------------------------------------------------- */
-
-static int watch(tcp_ep_t *ep, conn_t *c)
-{
-    struct epoll_event ev = {EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP, {0}};
-    ev.data.ptr = c;
-    return epoll_ctl(ep->epfd, EPOLL_CTL_ADD, c->fd, &ev);
-}
-
-static void pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
-{
-    for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
-        if (*pp == c) {
-            *pp = c->next_pending;
-            break;
-        }
-    }
-    if (reason != NULL)
-        ep->core->log(1, "tcp", "group 0x%llx rank %d: refused connection "
-                      "from %s: %s", (unsigned long long)ep->group_key,
-                      ep->rank, c->from, reason);
-    tcp_conn_close(ep, c);
-    free(c->stage);
-    free(c);
-}
-
-static void join(tcp_ep_t *ep, conn_t *c, int peer, unsigned index)
-{
-    peer_t *p = &ep->peers[peer];
-    for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
-        if (*pp == c) {
-            *pp = c->next_pending;
-            break;
-        }
-    }
-    c->kind = C_DATA;
-    c->peer = peer;
-    c->index = (int)index;
-    c->writable = 1;
-    p->conns[index] = c;
-    if (index == 0)
-        snprintf(p->addr, sizeof(p->addr), "%s", c->from);
-    pthread_mutex_lock(&ep->lock);
-    p->joined++;
-    pthread_mutex_unlock(&ep->lock);
-    tcp_do_recv(ep, c); /* frames may have followed the handshake */
-}
-
-static void setup_fail(tcp_ep_t *ep, tutti_status_t st, const char *text)
-{
-    pthread_mutex_lock(&ep->lock);
-    if (ep->setup_err == TUTTI_OK) {
-        ep->setup_err = st;
-        snprintf(ep->err_text, sizeof(ep->err_text), "%s", text);
-    }
-    pthread_mutex_unlock(&ep->lock);
-}
-
-/* An accepted connection's handshake is complete: join it or refuse it. */
-static void check_incoming(tcp_ep_t *ep, conn_t *c)
-{
-    const tcp_hs_t *h = &c->hs.hs;
-    const char *why = tcp_hs_check(h, &ep->cred, TCP_KIND_DATA);
-    char text[300];
-    uint32_t ack = TCP_ACK_OK;
-    int from = h->from_rank;
-
-    if (why == NULL && h->group_key != ep->group_key)
-        why = "a handshake for another group";
-    if (why == NULL && (h->to_rank != ep->rank || from < 0 ||
-                        from >= ep->rank || !ep->peers[from].serve))
-        why = "ranks that do not connect here";
-    if (why == NULL && h->nconn != ep->set.nconn)
-        ack = TCP_ACK_NCONN;
-    else if (why == NULL && (h->conn_index >= ep->set.nconn ||
-                             ep->peers[from].conns[h->conn_index] != NULL))
-        ack = TCP_ACK_DUP;
-    if (why != NULL) {
-        pending_drop(ep, c, why);
-        return;
-    }
-    if (send(c->fd, &ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack)) {
-        pending_drop(ep, c, "closed before the answer to its handshake");
-        return;
-    }
-    if (ack == TCP_ACK_NCONN) {
-        snprintf(text, sizeof(text), "group 0x%llx: rank %d uses "
-                 "tcp.connections %u, rank %d uses %u; expected the same "
-                 "value on every task", (unsigned long long)ep->group_key,
-                 from, h->nconn, ep->rank, ep->set.nconn);
-        setup_fail(ep, TUTTI_ERR_MISMATCH, text);
-    }
-    if (ack != TCP_ACK_OK) {
-        pending_drop(ep, c, ack == TCP_ACK_DUP ? "socket index already joined"
-                                               : "tcp.connections differs");
-        return;
-    }
-    join(ep, c, from, h->conn_index);
-}
-
-static void read_pending(tcp_ep_t *ep, conn_t *c)
-{
-    size_t want = c->kind == C_IN ? sizeof(tcp_hs_t) : sizeof(uint32_t);
-    for (;;) {
-        ssize_t n = recv(c->fd, (char *)&c->hs + c->hs_got, want - c->hs_got, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            char why[256];
-            snprintf(why, sizeof(why), "closed after %zu of %zu handshake "
-                     "bytes", c->hs_got, want);
-            if (c->kind == C_OUT) {
-                snprintf(why, sizeof(why), "rank %d at %s closed the "
-                         "connection instead of accepting its handshake "
-                         "(another job or secret?)", c->peer, c->from);
-                setup_fail(ep, TUTTI_ERR_PEER, why);
-                pending_drop(ep, c, NULL);
-            } else {
-                pending_drop(ep, c, why);
-            }
-            return;
-        }
-        c->hs_got += (size_t)n;
-        if (c->hs_got < want)
-            continue;
-        if (c->kind == C_IN) {
-            check_incoming(ep, c);
-        } else if (c->hs.ack == TCP_ACK_OK) {
-            join(ep, c, c->peer, (unsigned)c->index);
-        } else {
-            char why[200];
-            snprintf(why, sizeof(why), "rank %d at %s refused socket %d: %s",
-                     c->peer, c->from, c->index,
-                     c->hs.ack == TCP_ACK_NCONN ? "tcp.connections differs "
-                     "between the tasks; expected the same value everywhere"
-                                                : "already joined");
-            setup_fail(ep, TUTTI_ERR_MISMATCH, why);
-            pending_drop(ep, c, NULL);
-        }
-        return;
-    }
-}
-
-static void accept_all(tcp_ep_t *ep)
-{
-    for (;;) {
-        int fd = accept4(ep->lsc.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        conn_t *c = calloc(1, sizeof(*c));
-        if (c == NULL || (c->stage = malloc(STAGE_BYTES)) == NULL) {
-            free(c);
-            close(fd);
-            continue;
-        }
-        c->kind = C_IN;
-        c->fd = fd;
-        c->peer = -1;
-        c->deadline = ep->core->now() + TCP_HS_TIMEOUT;
-        tcp_peer_str(fd, c->from, sizeof(c->from));
-        tcp_nodelay(fd);
-        c->next_pending = ep->pending;
-        ep->pending = c;
-        if (watch(ep, c) != 0)
-            pending_drop(ep, c, "cannot watch it");
-    }
-}
-
 /* ---- the progress thread ---------------------------------------------------------- */
 
 static void take_submitted(tcp_ep_t *ep)
@@ -243,8 +73,8 @@ static void take_submitted(tcp_ep_t *ep)
         cn = c->next_pending;
         c->next_pending = ep->pending;
         ep->pending = c;
-        if (watch(ep, c) != 0)
-            pending_drop(ep, c, "cannot watch it");
+        if (tcp_watch(ep, c) != 0)
+            tcp_pending_drop(ep, c, "cannot watch it");
     }
     for (op = ops; op; op = next) {
         next = op->next;
@@ -252,27 +82,6 @@ static void take_submitted(tcp_ep_t *ep)
             tcp_post_recv(ep, op);
         else
             tcp_post_send(ep, op);
-    }
-}
-
-static void expire_pending(tcp_ep_t *ep)
-{
-    double now = ep->core->now();
-    conn_t *c = ep->pending, *next;
-    for (; c; c = next) {
-        next = c->next_pending;
-        if (now <= c->deadline)
-            continue;
-        if (c->kind == C_OUT) {
-            char why[160];
-            snprintf(why, sizeof(why), "rank %d at %s did not answer the "
-                     "handshake of socket %d", c->peer, c->from, c->index);
-            setup_fail(ep, TUTTI_ERR_TIMEOUT, why);
-            pending_drop(ep, c, NULL);
-        } else {
-            pending_drop(ep, c, "no handshake within the deadline (silent "
-                                "connection)");
-        }
     }
 }
 
@@ -291,11 +100,11 @@ static void *tcp_main(void *arg)
                 take_submitted(ep);
                 break;
             case C_LISTEN:
-                accept_all(ep);
+                tcp_accept_all(ep);
                 break;
             case C_IN:
             case C_OUT:
-                read_pending(ep, c);
+                tcp_read_pending(ep, c);
                 break;
             default:
                 if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
@@ -307,14 +116,14 @@ static void *tcp_main(void *arg)
             }
         }
         if (ep->pending != NULL)
-            expire_pending(ep);
+            tcp_expire_pending(ep);
     }
     return NULL;
 }
 
 /* ---- the ops table ------------------------------------------------------------------ */
 
-static void ring(tcp_ep_t *ep)
+void tcp_ring(tcp_ep_t *ep)
 {
     uint64_t one = 1;
     if (write(ep->evc.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
@@ -345,7 +154,7 @@ static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
         ep->sub_h = op;
     ep->sub_t = op;
     pthread_mutex_unlock(&ep->lock);
-    ring(ep);
+    tcp_ring(ep);
     return TUTTI_OK;
 }
 
@@ -442,11 +251,11 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
         return;
     if (ep->running) {
         atomic_store(&ep->stop, 1);
-        ring(ep);
+        tcp_ring(ep);
         pthread_join(ep->thread, NULL);
     }
     while (ep->pending != NULL)
-        pending_drop(ep, ep->pending, NULL);
+        tcp_pending_drop(ep, ep->pending, NULL);
     for (conn_t *c = ep->new_out, *n; c; c = n) {
         n = c->next_pending;
         close(c->fd);
@@ -480,95 +289,6 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
     pthread_mutex_destroy(&ep->lock);
     free(ep->peers);
     free(ep);
-}
-
-/* Opens the sockets to @p peer (a higher rank) and hands them to the
- * thread, which waits for their answers. */
-static tutti_status_t open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
-                              const char *my_host, double deadline)
-{
-    char why[128] = "no address", addr[64] = "";
-    int same_host = strcmp(reg->host, my_host) == 0;
-
-    for (unsigned i = 0; i < ep->set.nconn; i++) {
-        int fd = -1;
-        /* On one host the loopback address (listed last) is the surest. */
-        for (uint32_t k = 0; fd < 0 && k < reg->naddr; k++) {
-            const tcp_addr_t *a =
-                &reg->addrs[same_host ? reg->naddr - 1 - k : k];
-            tcp_addr_str(a, addr, sizeof(addr));
-            fd = tcp_connect_addr(a, 2.0, why, sizeof(why));
-        }
-        tcp_hs_t hs;
-        tcp_hs_fill(&hs, &ep->cred, TCP_KIND_DATA, ep->group_key, ep->rank,
-                    peer, i, ep->set.nconn);
-        if (fd >= 0 && tcp_write_full(fd, &hs, sizeof(hs)) != 0) {
-            snprintf(why, sizeof(why), "writing the handshake: %s",
-                     strerror(errno));
-            close(fd);
-            fd = -1;
-        }
-        conn_t *c = fd >= 0 ? calloc(1, sizeof(*c)) : NULL;
-        if (c != NULL && (c->stage = malloc(STAGE_BYTES)) == NULL) {
-            free(c);
-            c = NULL;
-        }
-        if (c == NULL) {
-            if (fd >= 0)
-                close(fd);
-            return ep->core->error(fd >= 0 ? TUTTI_ERR_NO_MEMORY
-                                            : TUTTI_ERR_PEER, "tcp",
-                                   "group 0x%llx rank %d: cannot connect to "
-                                   "rank %d (task %d, host %s, last tried "
-                                   "%s): %s",
-                                   (unsigned long long)ep->group_key, ep->rank,
-                                   peer, ep->rank_task[peer], reg->host, addr,
-                                   why);
-        }
-        tcp_nonblock(fd);
-        c->kind = C_OUT;
-        c->fd = fd;
-        c->peer = peer;
-        c->index = (int)i;
-        c->deadline = deadline;
-        snprintf(c->from, sizeof(c->from), "%s", addr);
-        pthread_mutex_lock(&ep->lock);
-        c->next_pending = ep->new_out;
-        ep->new_out = c;
-        pthread_mutex_unlock(&ep->lock);
-        ring(ep);
-    }
-    return TUTTI_OK;
-}
-
-/* Waits until every served peer has all its sockets joined. */
-static tutti_status_t wait_joined(tcp_ep_t *ep, double deadline)
-{
-    for (;;) {
-        int missing = -1;
-        tutti_status_t st;
-        pthread_mutex_lock(&ep->lock);
-        st = ep->setup_err;
-        for (int r = 0; r < ep->size && missing < 0; r++) {
-            if (ep->peers[r].serve && ep->peers[r].joined < ep->set.nconn)
-                missing = r;
-        }
-        pthread_mutex_unlock(&ep->lock);
-        if (st != TUTTI_OK)
-            return ep->core->error(st, "tcp", "group 0x%llx rank %d: %s",
-                                   (unsigned long long)ep->group_key,
-                                   ep->rank, ep->err_text);
-        if (missing < 0)
-            return TUTTI_OK;
-        if (ep->core->now() > deadline)
-            return ep->core->error(TUTTI_ERR_TIMEOUT, "tcp", "group 0x%llx "
-                                   "rank %d: rank %d (task %d) did not "
-                                   "connect within the timeout",
-                                   (unsigned long long)ep->group_key,
-                                   ep->rank, missing, ep->rank_task[missing]);
-        struct timespec ts = {0, 500000};
-        nanosleep(&ts, NULL);
-    }
 }
 
 static tutti_status_t start(tcp_ep_t *ep, const tutti_tp_group_t *g)
@@ -658,11 +378,11 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
                              peers)) != TUTTI_OK)
         goto err;
     for (int r = g->rank + 1; r < g->group_size; r++) {
-        if (want[r] && (st = open_to(ep, r, &peers[r], reg.host, deadline)) !=
-                           TUTTI_OK)
+        if (want[r] && (st = tcp_open_to(ep, r, &peers[r], reg.host,
+                                         deadline)) != TUTTI_OK)
             goto err;
     }
-    if ((st = wait_joined(ep, deadline)) != TUTTI_OK)
+    if ((st = tcp_wait_joined(ep, deadline)) != TUTTI_OK)
         goto err;
     free(peers);
     free(want);
