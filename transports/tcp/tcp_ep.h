@@ -186,9 +186,13 @@ tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
 /** Waits until every served peer has all its sockets joined. */
 tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
 
-/* ---- tp_tcp.c ------------------------------------------------------------ */
+/* ---- tcp_progress.c ------------------------------------------------------ */
 
-/** Wakes the progress thread. */
+/** Wakes the progress thread, to take what was queued or to stop. */
 void tcp_ring(tcp_ep_t *ep);
+
+/** Makes @p ep's epoll set and eventfd, watches them and the listener
+ *  (already open), and starts the progress thread. */
+tutti_status_t tcp_thread_start(tcp_ep_t *ep, const tutti_tp_group_t *g);
 
 #endif
