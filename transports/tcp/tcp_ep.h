@@ -123,7 +123,7 @@ typedef struct {
     unsigned frames_sent;
 } tcp_ep_t;
 
-/* ---- tcp_complete.c ------------------------------------------------------ */
+/* ---- tcp_complete.c ----------------------------------------------------- */
 
 /** Ends @p op with @p st; the op is the caller's again from then on. */
 void tcp_complete(tcp_ep_t *ep, tutti_tp_op_t *op, tutti_status_t st);
@@ -140,7 +140,7 @@ void tcp_conn_close(tcp_ep_t *ep, conn_t *c);
 void tcp_peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* ---- tcp_send.c ---------------------------------------------------------- */
+/* ---- tcp_send.c --------------------------------------------------------- */
 
 /** Queues send @p op on its peer's sockets, or behind the sends that wait
  *  for room; completes it at once where the peer has failed. */
@@ -149,7 +149,7 @@ void tcp_post_send(tcp_ep_t *ep, tutti_tp_op_t *op);
 /** Sends what socket @p c can take now. */
 void tcp_do_send(tcp_ep_t *ep, conn_t *c);
 
-/* ---- tcp_recv.c ---------------------------------------------------------- */
+/* ---- tcp_recv.c --------------------------------------------------------- */
 
 /** Posts receive @p op: takes the message that came before it, or queues
  *  it for its peer's fragments and reads on where a header waited. */
@@ -158,7 +158,7 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op);
 /** Reads what socket @p c holds now, as far as receives take it. */
 void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
 
-/* ---- tcp_join.c ---------------------------------------------------------- */
+/* ---- tcp_join.c --------------------------------------------------------- */
 
 /** Watches @p c's socket on the endpoint's epoll (edge-triggered, both
  *  ways); 0 or -1 with errno. */
@@ -186,7 +186,7 @@ tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
 /** Waits until every served peer has all its sockets joined. */
 tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
 
-/* ---- tcp_progress.c ------------------------------------------------------ */
+/* ---- tcp_progress.c ----------------------------------------------------- */
 
 /** Wakes the progress thread, to take what was queued or to stop. */
 void tcp_ring(tcp_ep_t *ep);

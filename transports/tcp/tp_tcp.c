@@ -22,9 +22,10 @@
  * its checks fails that peer: its sockets close and its operations end
  * with TUTTI_ERR_PEER naming it; other peers go on.
  *
- * Connecting: endpoints register at the rendezvous (tcp_net.c); the lower
- * rank of each pair opens the sockets, the higher accepts them after the
- * handshake (job id, secret, group key, both ranks, socket index).
+ * Connecting: endpoints register at the rendezvous (tcp_rendezvous.c);
+ * the lower rank of each pair opens the sockets, the higher accepts them
+ * after the handshake (job id, secret, group key, both ranks, socket
+ * index).
  *
  * Test hooks, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
  * every group (not the control plane) corrupt the magic of its 3rd frame;
