@@ -33,28 +33,26 @@
  * first frame with a body from the 3rd on, then end that socket;
  * TUTTI_TCP_TEST_GARBLE=R:oversize makes its 3rd frame claim a message
  * over the 1 TiB limit.
+ *
+ * Where each part lives: this file is the ops table, connect (with the
+ * test hook's parsing) and disconnect; tcp_progress.c the thread;
+ * tcp_send.c and tcp_recv.c the data path; tcp_complete.c completing
+ * operations and failing a peer; tcp_join.c the sockets of each pair and
+ * their handshake; tcp_rendezvous.c the rendezvous; tcp_net.c the socket,
+ * address, settings and secret helpers.  tcp_ep.h holds the endpoint's
+ * types, tcp_int.h the handshake's and the rendezvous's.
  */
-#define _GNU_SOURCE /* accept4 */
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tcp_ep.h"
 
 #define CTRL_GROUP_KEY 0xc0c0c0c0c0c0c0c0ULL
-
-/* ---- the ops table ------------------------------------------------------------------ */
 
 static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
                              int is_recv)
