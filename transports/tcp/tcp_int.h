@@ -1,8 +1,10 @@
 /*
  * tcp transport module: what its files share.  tcp_net.c holds the
- * socket helpers, the job secret, the connection handshake and the
- * rendezvous (server and client); tp_tcp.c the endpoints and the data
- * path.  Nothing outside transports/tcp includes this header.
+ * socket helpers, the settings, the job secret and the connection
+ * handshake; tcp_rendezvous.c the rendezvous (server and client);
+ * tp_tcp.c and its parts (tcp_ep.h) the endpoints and the data path.
+ * Outside transports/tcp only tests/unit/test_tcp.c includes this header,
+ * for the handshake's layout.
  */
 #ifndef TUTTI_TP_TCP_INT_H
 #define TUTTI_TP_TCP_INT_H
@@ -119,6 +121,12 @@ int tcp_read_full(int fd, void *buf, size_t len);
 
 void tcp_nodelay(int fd);
 int tcp_nonblock(int fd);
+
+/** @p sa as a tcp_addr_t with @p port (host order). */
+void tcp_sockaddr_to_addr(const struct sockaddr *sa, uint16_t port,
+                          tcp_addr_t *a);
+
+/* ---- tcp_rendezvous.c --------------------------------------------------- */
 
 /**
  * Register @p reg at the job's rendezvous (starting its server first in

@@ -1,0 +1,198 @@
+/*
+ * tcp transport module: the endpoint and its data path, as tp_tcp.c and
+ * the files of its parts share them (the wire frame, the sockets of a
+ * peer, the endpoint its progress thread owns).  tcp_int.h holds what the
+ * rendezvous and the handshake share; nothing outside transports/tcp
+ * includes this header.
+ */
+#ifndef TUTTI_TP_TCP_EP_H
+#define TUTTI_TP_TCP_EP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcp_int.h"
+
+#define FRAME_MAGIC 0x46545454u     /* "TTTF" */
+#define RING 256                    /* pieces queued per socket */
+#define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
+#define MSG_MAX (UINT64_C(1) << 40)
+
+/** The header of every frame on a data socket; its bytes follow. */
+typedef struct {
+    uint32_t magic;
+    uint32_t frag_len;
+    tutti_wire_key_t key;
+    uint64_t msg_len;
+    uint64_t frag_off;
+} frame_t;
+
+/** A message that came before its receive was posted. */
+typedef struct unexp {
+    struct unexp *next;
+    tutti_wire_key_t key;
+    uint64_t msg_len, got;
+    tutti_tp_op_t *op;              /* a receive waiting for the rest */
+    char data[];
+} unexp_t;
+
+/** A piece of a send, queued on one socket. */
+typedef struct {
+    tutti_tp_op_t *op;
+    uint64_t off, len;
+} piece_t;
+
+/** What a conn_t is: the wake-up eventfd, the listener, an accepted or
+ *  opened connection in its handshake, or a joined data socket. */
+enum { C_EVENT, C_LISTEN, C_IN, C_OUT, C_DATA };
+
+/** One socket of the endpoint, as its progress thread sees it. */
+typedef struct conn {
+    int kind, fd, peer, index;
+    double deadline;
+    char from[64];
+    size_t hs_got;
+    union {
+        tcp_hs_t hs;
+        uint32_t ack;
+    } hs;
+    struct conn *next_pending;
+    /* sending */
+    piece_t ring[RING];
+    unsigned head, tail;
+    frame_t shdr;
+    size_t ssent;
+    int shdr_ready, writable;
+    /* receiving */
+    frame_t rhdr;
+    size_t rgot;
+    int in_body;
+    int held;                 /* a header no receive matches: not read on */
+    uint64_t body_got, rdone;
+    tutti_tp_op_t *rop;
+    unexp_t *rux;
+    size_t stage_have;
+    char *stage;
+} conn_t;
+
+/** A member this endpoint talks to, and its sockets. */
+typedef struct {
+    conn_t *conns[16];
+    unsigned joined, rr;
+    int serve, failed, reported;
+    int left;                       /* closed at a frame boundary: receives
+                                       stay posted, the core's liveness
+                                       check (peer_alive) ends them */
+    atomic_int closed;              /* the remote end closed */
+    tutti_tp_op_t *posted_h, *posted_t, *active, *wait_h, *wait_t;
+    unexp_t *unexp;
+    char why[320];
+    char addr[64];
+    char fail_text[512];            /* why its operations failed */
+} peer_t;
+
+/** An endpoint: what connect() returns as a tutti_tp_ep_t. */
+typedef struct {
+    const tutti_tp_core_ops_t *core;
+    int rank, size, task;
+    uint64_t group_key;
+    const int *rank_task;
+    tcp_settings_t set;
+    tcp_cred_t cred;
+    char job[TCP_JOB_MAX];
+    peer_t *peers;
+    int epfd;
+    conn_t evc, lsc;                /* the eventfd and the listener */
+    conn_t *pending;                /* connections in their handshake */
+    pthread_t thread;
+    int running;
+    atomic_int stop;
+    pthread_mutex_t lock;
+    tutti_tp_op_t *sub_h, *sub_t;   /* ops queued by send()/recv() */
+    conn_t *new_out;                /* sockets connect() opened */
+    atomic_uint completed;
+    unsigned reported_completed;
+    tutti_status_t setup_err;       /* under lock */
+    char err_text[512];             /* under lock: for progress() */
+    tutti_status_t err_st;
+    int garble;                     /* frames to send before garbling */
+    int truncate;                   /* ...or cutting the frame short */
+    int oversize;                   /* ...or claiming too long a message */
+    unsigned frames_sent;
+} tcp_ep_t;
+
+/* ---- tcp_complete.c ----------------------------------------------------- */
+
+/** Ends @p op with @p st; the op is the caller's again from then on. */
+void tcp_complete(tcp_ep_t *ep, tutti_tp_op_t *op, tutti_status_t st);
+
+/** Keeps the first error's text for progress() to record. */
+void tcp_note_error(tcp_ep_t *ep, tutti_status_t st, const char *text);
+
+/** Closes @p c's socket, if open, and stops watching it. */
+void tcp_conn_close(tcp_ep_t *ep, conn_t *c);
+
+/** Fails peer @p peer: closes its sockets and ends each of its operations
+ *  once, with TUTTI_ERR_PEER (with TUTTI_OK for sends to a peer that
+ *  left); @p fmt says why. */
+void tcp_peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* ---- tcp_send.c --------------------------------------------------------- */
+
+/** Queues send @p op on its peer's sockets, or behind the sends that wait
+ *  for room; completes it at once where the peer has failed. */
+void tcp_post_send(tcp_ep_t *ep, tutti_tp_op_t *op);
+
+/** Sends what socket @p c can take now. */
+void tcp_do_send(tcp_ep_t *ep, conn_t *c);
+
+/* ---- tcp_recv.c --------------------------------------------------------- */
+
+/** Posts receive @p op: takes the message that came before it, or queues
+ *  it for its peer's fragments and reads on where a header waited. */
+void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op);
+
+/** Reads what socket @p c holds now, as far as receives take it. */
+void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
+
+/* ---- tcp_join.c --------------------------------------------------------- */
+
+/** Watches @p c's socket on the endpoint's epoll (edge-triggered, both
+ *  ways); 0 or -1 with errno. */
+int tcp_watch(tcp_ep_t *ep, conn_t *c);
+
+/** Drops @p c, a connection in its handshake, and frees it; logs
+ *  @p reason where it is not NULL. */
+void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason);
+
+/** Reads the handshake (accepted) or its answer (opened) on @p c; joins
+ *  the socket to its peer once complete, or refuses it. */
+void tcp_read_pending(tcp_ep_t *ep, conn_t *c);
+
+/** Accepts every connection waiting on the listener. */
+void tcp_accept_all(tcp_ep_t *ep);
+
+/** Drops the connections whose handshake is past its deadline. */
+void tcp_expire_pending(tcp_ep_t *ep);
+
+/** Opens the sockets to @p peer (a higher rank, registered as @p reg)
+ *  and hands them to the progress thread, which waits for their answers. */
+tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
+                           const char *my_host, double deadline);
+
+/** Waits until every served peer has all its sockets joined. */
+tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
+
+/* ---- tcp_progress.c ----------------------------------------------------- */
+
+/** Wakes the progress thread, to take what was queued or to stop. */
+void tcp_ring(tcp_ep_t *ep);
+
+/** Makes @p ep's epoll set and eventfd, watches them and the listener
+ *  (already open), and starts the progress thread. */
+tutti_status_t tcp_thread_start(tcp_ep_t *ep, const tutti_tp_group_t *g);
+
+#endif

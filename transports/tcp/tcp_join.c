@@ -1,0 +1,298 @@
+/*
+ * tcp transport: joining, how an endpoint gets its sockets to each peer.
+ * The lower rank of each pair opens tcp.connections sockets and sends the
+ * handshake (job id, secret, group key, both ranks, socket index); the
+ * higher accepts them, checks the handshake and answers it.  A connection
+ * silent past its deadline is dropped; connect() waits until every peer
+ * it serves has all its sockets joined.
+ */
+#define _GNU_SOURCE /* accept4 */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcp_ep.h"
+
+int tcp_watch(tcp_ep_t *ep, conn_t *c)
+{
+    struct epoll_event ev = {EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP, {0}};
+    ev.data.ptr = c;
+    return epoll_ctl(ep->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+}
+
+void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
+{
+    for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
+        if (*pp == c) {
+            *pp = c->next_pending;
+            break;
+        }
+    }
+    if (reason != NULL)
+        ep->core->log(1, "tcp", "group 0x%llx rank %d: refused connection "
+                      "from %s: %s", (unsigned long long)ep->group_key,
+                      ep->rank, c->from, reason);
+    tcp_conn_close(ep, c);
+    free(c->stage);
+    free(c);
+}
+
+static void join(tcp_ep_t *ep, conn_t *c, int peer, unsigned index)
+{
+    peer_t *p = &ep->peers[peer];
+    for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
+        if (*pp == c) {
+            *pp = c->next_pending;
+            break;
+        }
+    }
+    c->kind = C_DATA;
+    c->peer = peer;
+    c->index = (int)index;
+    c->writable = 1;
+    p->conns[index] = c;
+    if (index == 0)
+        snprintf(p->addr, sizeof(p->addr), "%s", c->from);
+    pthread_mutex_lock(&ep->lock);
+    p->joined++;
+    pthread_mutex_unlock(&ep->lock);
+    tcp_do_recv(ep, c); /* frames may have followed the handshake */
+}
+
+static void setup_fail(tcp_ep_t *ep, tutti_status_t st, const char *text)
+{
+    pthread_mutex_lock(&ep->lock);
+    if (ep->setup_err == TUTTI_OK) {
+        ep->setup_err = st;
+        snprintf(ep->err_text, sizeof(ep->err_text), "%s", text);
+    }
+    pthread_mutex_unlock(&ep->lock);
+}
+
+/* An accepted connection's handshake is complete: join it or refuse it. */
+static void check_incoming(tcp_ep_t *ep, conn_t *c)
+{
+    const tcp_hs_t *h = &c->hs.hs;
+    const char *why = tcp_hs_check(h, &ep->cred, TCP_KIND_DATA);
+    char text[300];
+    uint32_t ack = TCP_ACK_OK;
+    int from = h->from_rank;
+
+    if (why == NULL && h->group_key != ep->group_key)
+        why = "a handshake for another group";
+    if (why == NULL && (h->to_rank != ep->rank || from < 0 ||
+                        from >= ep->rank || !ep->peers[from].serve))
+        why = "ranks that do not connect here";
+    if (why == NULL && h->nconn != ep->set.nconn)
+        ack = TCP_ACK_NCONN;
+    else if (why == NULL && (h->conn_index >= ep->set.nconn ||
+                             ep->peers[from].conns[h->conn_index] != NULL))
+        ack = TCP_ACK_DUP;
+    if (why != NULL) {
+        tcp_pending_drop(ep, c, why);
+        return;
+    }
+    if (send(c->fd, &ack, sizeof(ack), MSG_NOSIGNAL) != (ssize_t)sizeof(ack)) {
+        tcp_pending_drop(ep, c, "closed before the answer to its handshake");
+        return;
+    }
+    if (ack == TCP_ACK_NCONN) {
+        snprintf(text, sizeof(text), "group 0x%llx: rank %d uses "
+                 "tcp.connections %u, rank %d uses %u; expected the same "
+                 "value on every task", (unsigned long long)ep->group_key,
+                 from, h->nconn, ep->rank, ep->set.nconn);
+        setup_fail(ep, TUTTI_ERR_MISMATCH, text);
+    }
+    if (ack != TCP_ACK_OK) {
+        tcp_pending_drop(ep, c, ack == TCP_ACK_DUP
+                                    ? "socket index already joined"
+                                    : "tcp.connections differs");
+        return;
+    }
+    join(ep, c, from, h->conn_index);
+}
+
+void tcp_read_pending(tcp_ep_t *ep, conn_t *c)
+{
+    size_t want = c->kind == C_IN ? sizeof(tcp_hs_t) : sizeof(uint32_t);
+    for (;;) {
+        ssize_t n = recv(c->fd, (char *)&c->hs + c->hs_got, want - c->hs_got, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            char why[256];
+            snprintf(why, sizeof(why), "closed after %zu of %zu handshake "
+                     "bytes", c->hs_got, want);
+            if (c->kind == C_OUT) {
+                snprintf(why, sizeof(why), "rank %d at %s closed the "
+                         "connection instead of accepting its handshake "
+                         "(another job or secret?)", c->peer, c->from);
+                setup_fail(ep, TUTTI_ERR_PEER, why);
+                tcp_pending_drop(ep, c, NULL);
+            } else {
+                tcp_pending_drop(ep, c, why);
+            }
+            return;
+        }
+        c->hs_got += (size_t)n;
+        if (c->hs_got < want)
+            continue;
+        if (c->kind == C_IN) {
+            check_incoming(ep, c);
+        } else if (c->hs.ack == TCP_ACK_OK) {
+            join(ep, c, c->peer, (unsigned)c->index);
+        } else {
+            char why[200];
+            snprintf(why, sizeof(why), "rank %d at %s refused socket %d: %s",
+                     c->peer, c->from, c->index,
+                     c->hs.ack == TCP_ACK_NCONN ? "tcp.connections differs "
+                     "between the tasks; expected the same value everywhere"
+                                                : "already joined");
+            setup_fail(ep, TUTTI_ERR_MISMATCH, why);
+            tcp_pending_drop(ep, c, NULL);
+        }
+        return;
+    }
+}
+
+void tcp_accept_all(tcp_ep_t *ep)
+{
+    for (;;) {
+        int fd = accept4(ep->lsc.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        conn_t *c = calloc(1, sizeof(*c));
+        if (c == NULL || (c->stage = malloc(STAGE_BYTES)) == NULL) {
+            free(c);
+            close(fd);
+            continue;
+        }
+        c->kind = C_IN;
+        c->fd = fd;
+        c->peer = -1;
+        c->deadline = ep->core->now() + TCP_HS_TIMEOUT;
+        tcp_peer_str(fd, c->from, sizeof(c->from));
+        tcp_nodelay(fd);
+        c->next_pending = ep->pending;
+        ep->pending = c;
+        if (tcp_watch(ep, c) != 0)
+            tcp_pending_drop(ep, c, "cannot watch it");
+    }
+}
+
+void tcp_expire_pending(tcp_ep_t *ep)
+{
+    double now = ep->core->now();
+    conn_t *c = ep->pending, *next;
+    for (; c; c = next) {
+        next = c->next_pending;
+        if (now <= c->deadline)
+            continue;
+        if (c->kind == C_OUT) {
+            char why[160];
+            snprintf(why, sizeof(why), "rank %d at %s did not answer the "
+                     "handshake of socket %d", c->peer, c->from, c->index);
+            setup_fail(ep, TUTTI_ERR_TIMEOUT, why);
+            tcp_pending_drop(ep, c, NULL);
+        } else {
+            tcp_pending_drop(ep, c, "no handshake within the deadline "
+                                    "(silent connection)");
+        }
+    }
+}
+
+/* Opens the sockets to @p peer (a higher rank) and hands them to the
+ * thread, which waits for their answers. */
+tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
+                           const char *my_host, double deadline)
+{
+    char why[128] = "no address", addr[64] = "";
+    int same_host = strcmp(reg->host, my_host) == 0;
+
+    for (unsigned i = 0; i < ep->set.nconn; i++) {
+        int fd = -1;
+        /* On one host the loopback address (listed last) is the surest. */
+        for (uint32_t k = 0; fd < 0 && k < reg->naddr; k++) {
+            const tcp_addr_t *a =
+                &reg->addrs[same_host ? reg->naddr - 1 - k : k];
+            tcp_addr_str(a, addr, sizeof(addr));
+            fd = tcp_connect_addr(a, 2.0, why, sizeof(why));
+        }
+        tcp_hs_t hs;
+        tcp_hs_fill(&hs, &ep->cred, TCP_KIND_DATA, ep->group_key, ep->rank,
+                    peer, i, ep->set.nconn);
+        if (fd >= 0 && tcp_write_full(fd, &hs, sizeof(hs)) != 0) {
+            snprintf(why, sizeof(why), "writing the handshake: %s",
+                     strerror(errno));
+            close(fd);
+            fd = -1;
+        }
+        conn_t *c = fd >= 0 ? calloc(1, sizeof(*c)) : NULL;
+        if (c != NULL && (c->stage = malloc(STAGE_BYTES)) == NULL) {
+            free(c);
+            c = NULL;
+        }
+        if (c == NULL) {
+            if (fd >= 0)
+                close(fd);
+            return ep->core->error(fd >= 0 ? TUTTI_ERR_NO_MEMORY
+                                            : TUTTI_ERR_PEER, "tcp",
+                                   "group 0x%llx rank %d: cannot connect to "
+                                   "rank %d (task %d, host %s, last tried "
+                                   "%s): %s",
+                                   (unsigned long long)ep->group_key, ep->rank,
+                                   peer, ep->rank_task[peer], reg->host, addr,
+                                   why);
+        }
+        tcp_nonblock(fd);
+        c->kind = C_OUT;
+        c->fd = fd;
+        c->peer = peer;
+        c->index = (int)i;
+        c->deadline = deadline;
+        snprintf(c->from, sizeof(c->from), "%s", addr);
+        pthread_mutex_lock(&ep->lock);
+        c->next_pending = ep->new_out;
+        ep->new_out = c;
+        pthread_mutex_unlock(&ep->lock);
+        tcp_ring(ep);
+    }
+    return TUTTI_OK;
+}
+
+/* Waits until every served peer has all its sockets joined. */
+tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline)
+{
+    for (;;) {
+        int missing = -1;
+        tutti_status_t st;
+        pthread_mutex_lock(&ep->lock);
+        st = ep->setup_err;
+        for (int r = 0; r < ep->size && missing < 0; r++) {
+            if (ep->peers[r].serve && ep->peers[r].joined < ep->set.nconn)
+                missing = r;
+        }
+        pthread_mutex_unlock(&ep->lock);
+        if (st != TUTTI_OK)
+            return ep->core->error(st, "tcp", "group 0x%llx rank %d: %s",
+                                   (unsigned long long)ep->group_key,
+                                   ep->rank, ep->err_text);
+        if (missing < 0)
+            return TUTTI_OK;
+        if (ep->core->now() > deadline)
+            return ep->core->error(TUTTI_ERR_TIMEOUT, "tcp", "group 0x%llx "
+                                   "rank %d: rank %d (task %d) did not "
+                                   "connect within the timeout",
+                                   (unsigned long long)ep->group_key,
+                                   ep->rank, missing, ep->rank_task[missing]);
+        struct timespec ts = {0, 500000};
+        nanosleep(&ts, NULL);
+    }
+}

@@ -1,0 +1,114 @@
+/*
+ * tcp transport: an endpoint's progress thread.  It alone touches the
+ * endpoint's sockets: an edge-triggered epoll loop over the listener, the
+ * peer sockets, the connections still in their handshake, and an eventfd
+ * that the API calls ring to hand it operations and sockets, or to stop
+ * it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "tcp_ep.h"
+
+void tcp_ring(tcp_ep_t *ep)
+{
+    uint64_t one = 1;
+    if (write(ep->evc.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        ep->core->log(0, "tcp", "waking the progress thread: %s",
+                      strerror(errno));
+}
+
+static void take_submitted(tcp_ep_t *ep)
+{
+    tutti_tp_op_t *ops, *op, *next;
+    conn_t *outs, *c, *cn;
+    uint64_t v;
+
+    if (read(ep->evc.fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+        return;
+    pthread_mutex_lock(&ep->lock);
+    ops = ep->sub_h;
+    outs = ep->new_out;
+    ep->sub_h = ep->sub_t = NULL;
+    ep->new_out = NULL;
+    pthread_mutex_unlock(&ep->lock);
+    for (c = outs; c; c = cn) {
+        cn = c->next_pending;
+        c->next_pending = ep->pending;
+        ep->pending = c;
+        if (tcp_watch(ep, c) != 0)
+            tcp_pending_drop(ep, c, "cannot watch it");
+    }
+    for (op = ops; op; op = next) {
+        next = op->next;
+        if (op->is_recv)
+            tcp_post_recv(ep, op);
+        else
+            tcp_post_send(ep, op);
+    }
+}
+
+static void *tcp_main(void *arg)
+{
+    tcp_ep_t *ep = arg;
+    struct epoll_event evs[64];
+
+    while (!atomic_load_explicit(&ep->stop, memory_order_acquire)) {
+        int n = epoll_wait(ep->epfd, evs, 64, ep->pending ? 100 : 500);
+        for (int i = 0; i < n; i++) {
+            conn_t *c = evs[i].data.ptr;
+            uint32_t e = evs[i].events;
+            switch (c->kind) {
+            case C_EVENT:
+                take_submitted(ep);
+                break;
+            case C_LISTEN:
+                tcp_accept_all(ep);
+                break;
+            case C_IN:
+            case C_OUT:
+                tcp_read_pending(ep, c);
+                break;
+            default:
+                if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+                    tcp_do_recv(ep, c);
+                if ((e & EPOLLOUT) && c->fd >= 0) {
+                    c->writable = 1;
+                    tcp_do_send(ep, c);
+                }
+            }
+        }
+        if (ep->pending != NULL)
+            tcp_expire_pending(ep);
+    }
+    return NULL;
+}
+
+tutti_status_t tcp_thread_start(tcp_ep_t *ep, const tutti_tp_group_t *g)
+{
+    const tutti_tp_core_ops_t *core = g->core;
+    struct epoll_event ev = {EPOLLIN | EPOLLET, {0}};
+    ep->epfd = epoll_create1(EPOLL_CLOEXEC);
+    ep->evc.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ep->epfd < 0 || ep->evc.fd < 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "epoll/eventfd: %s",
+                           strerror(errno));
+    ep->evc.kind = C_EVENT;
+    ep->lsc.kind = C_LISTEN;
+    ev.data.ptr = &ep->evc;
+    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->evc.fd, &ev) != 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "epoll_ctl (wake-up event): "
+                           "%s", strerror(errno));
+    ev.data.ptr = &ep->lsc;
+    if (epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ep->lsc.fd, &ev) != 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "epoll_ctl (listening "
+                           "socket): %s", strerror(errno));
+    if (pthread_create(&ep->thread, NULL, tcp_main, ep) != 0)
+        return core->error(TUTTI_ERR_INTERNAL, "tcp", "cannot start the "
+                           "progress thread");
+    ep->running = 1;
+    return TUTTI_OK;
+}

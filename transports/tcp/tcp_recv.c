@@ -1,0 +1,347 @@
+/*
+ * tcp transport: receiving.  Receives match by key per peer; a fragment
+ * goes straight into the posted buffer (through a small staging buffer and
+ * op->reduce.fn where it reduces), waits in its socket while no receive of
+ * the peer is posted, or is copied aside when a receive for another
+ * message waits behind it.  A frame that fails its checks fails the peer.
+ * Only the progress thread runs this.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "tcp_ep.h"
+
+static const size_t dtype_size[] = {
+#define TCP_DTYPE_SIZE_(up, low, size) size,
+    TUTTI_DTYPE_LIST(TCP_DTYPE_SIZE_)
+#undef TCP_DTYPE_SIZE_
+};
+
+static int key_eq(const tutti_wire_key_t *a, const tutti_wire_key_t *b)
+{
+    return a->instance == b->instance && a->step == b->step && a->tag == b->tag;
+}
+
+/* Copies or reduces @p len bytes at offset @p off of @p op's message. */
+static void deliver(tutti_tp_op_t *op, uint64_t off, const char *data,
+                    size_t len)
+{
+    if (len == 0)
+        return;
+    if (op->reduce.fn != NULL) {
+        size_t es = (unsigned)op->reduce.dtype < TUTTI_DTYPE_COUNT
+                        ? dtype_size[op->reduce.dtype]
+                        : 1;
+        op->reduce.fn(op->reduce.dtype, op->reduce.op, (char *)op->rbuf + off,
+                      (const char *)op->reduce.local + off, data, len / es);
+    } else {
+        memcpy((char *)op->rbuf + off, data, len);
+    }
+}
+
+static void truncated(tcp_ep_t *ep, tutti_tp_op_t *op, uint64_t msg_len)
+{
+    char text[400];
+    snprintf(text, sizeof(text), "rank %d: message from rank %d (instance "
+             "0x%llx step %u tag %u) has %llu bytes, the receive expects %zu",
+             ep->rank, op->peer, (unsigned long long)op->key.instance,
+             op->key.step, op->key.tag, (unsigned long long)msg_len, op->len);
+    ep->core->log(0, "tcp", "%s", text);
+    tcp_note_error(ep, TUTTI_ERR_TRUNCATED, text);
+    tcp_complete(ep, op, TUTTI_ERR_TRUNCATED);
+}
+
+static int match_fragment(tcp_ep_t *ep, conn_t *c);
+static void fragment_done(tcp_ep_t *ep, conn_t *c);
+
+/* A receive was posted: place the headers that waited for one, and read
+ * on. */
+static void resume_held(tcp_ep_t *ep, peer_t *p)
+{
+    for (unsigned i = 0; i < ep->set.nconn; i++) {
+        conn_t *c = p->conns[i];
+        if (c == NULL || !c->held || c->fd < 0)
+            continue;
+        c->held = 0;
+        if (match_fragment(ep, c) != 0)
+            continue;
+        if (c->rhdr.frag_len == 0)
+            fragment_done(ep, c);
+        tcp_do_recv(ep, c);
+    }
+}
+
+void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
+{
+    peer_t *p = &ep->peers[op->peer];
+    op->next = NULL;
+    op->done = 0;
+    if (p->failed && !p->left) {
+        tcp_complete(ep, op, TUTTI_ERR_PEER);
+        return;
+    }
+    for (unexp_t **up = &p->unexp; *up; up = &(*up)->next) {
+        unexp_t *u = *up;
+        if (!key_eq(&u->key, &op->key) || u->op != NULL)
+            continue;
+        if (u->msg_len != op->len) {
+            truncated(ep, op, u->msg_len);
+            return; /* u stays, unclaimed, until the job ends */
+        }
+        if (u->got < u->msg_len) {
+            u->op = op;
+            return;
+        }
+        *up = u->next;
+        deliver(op, 0, u->data, u->msg_len);
+        free(u);
+        op->done = op->len;
+        tcp_complete(ep, op, TUTTI_OK);
+        return;
+    }
+    if (p->posted_t)
+        p->posted_t->next = op;
+    else
+        p->posted_h = op;
+    p->posted_t = op;
+    resume_held(ep, p);
+}
+
+/* Where the fragment whose header @p c just read goes; 0, 1 (held until a
+ * receive is posted) or -1 (failed). */
+static int match_fragment(tcp_ep_t *ep, conn_t *c)
+{
+    peer_t *p = &ep->peers[c->peer];
+    frame_t *h = &c->rhdr;
+    tutti_tp_op_t **pp, *prev = NULL;
+    int dropped = 0;
+
+    c->rop = NULL;
+    c->rux = NULL;
+    for (tutti_tp_op_t *op = p->active; op; op = op->next) {
+        if (key_eq(&op->key, &h->key)) {
+            c->rop = op;
+            break;
+        }
+    }
+    for (pp = &p->posted_h; c->rop == NULL && *pp; prev = *pp, pp = &(*pp)->next) {
+        tutti_tp_op_t *op = *pp;
+        if (!key_eq(&op->key, &h->key))
+            continue;
+        *pp = op->next;
+        if (p->posted_t == op)
+            p->posted_t = prev;
+        if (op->len != h->msg_len) {
+            truncated(ep, op, h->msg_len);
+            dropped = 1; /* the bytes are read and dropped */
+            break;
+        }
+        op->next = p->active;
+        p->active = op;
+        c->rop = op;
+        break;
+    }
+    if (c->rop == NULL) {
+        for (unexp_t *u = p->unexp; u; u = u->next) {
+            if (key_eq(&u->key, &h->key) && u->got < u->msg_len) {
+                c->rux = u;
+                break;
+            }
+        }
+    }
+    if (c->rop == NULL && c->rux == NULL && !dropped &&
+        p->posted_h == NULL) {
+        /* No receive from this peer is posted: its receive usually comes a
+         * moment later, so leave the body in the socket (the sender waits
+         * on a full socket at worst) rather than copying it aside.  Once a
+         * receive is posted, tcp_post_recv() looks again. */
+        c->held = 1;
+        return 1;
+    }
+    if (c->rop == NULL && c->rux == NULL && !dropped) {
+        /* A receive for another message is waiting behind this one: take
+         * this one aside so the socket flows again. */
+        unexp_t *u = malloc(sizeof(*u) + h->msg_len);
+        if (u == NULL) {
+            tcp_peer_fail(ep, c->peer, 0, "no memory to hold an unexpected "
+                          "message of %llu bytes",
+                          (unsigned long long)h->msg_len);
+            return -1;
+        }
+        u->key = h->key;
+        u->msg_len = h->msg_len;
+        u->got = 0;
+        u->op = NULL;
+        u->next = p->unexp;
+        p->unexp = u;
+        c->rux = u;
+    }
+    if (c->rop != NULL && c->rop->done + h->frag_len > c->rop->len) {
+        tcp_peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
+                      "bytes repeats bytes of its message",
+                      (unsigned long long)h->frag_off, h->frag_len);
+        return -1;
+    }
+    c->in_body = 1;
+    c->body_got = 0;
+    c->rdone = 0;
+    c->stage_have = 0;
+    return 0;
+}
+
+static void remove_active(peer_t *p, tutti_tp_op_t *op)
+{
+    for (tutti_tp_op_t **pp = &p->active; *pp; pp = &(*pp)->next) {
+        if (*pp == op) {
+            *pp = op->next;
+            return;
+        }
+    }
+}
+
+static void fragment_done(tcp_ep_t *ep, conn_t *c)
+{
+    peer_t *p = &ep->peers[c->peer];
+    c->in_body = 0;
+    c->rgot = 0;
+    if (c->rop != NULL) {
+        tutti_tp_op_t *op = c->rop;
+        op->done += c->rhdr.frag_len;
+        if (op->done == op->len) {
+            remove_active(p, op);
+            tcp_complete(ep, op, TUTTI_OK);
+        }
+    } else if (c->rux != NULL) {
+        unexp_t *u = c->rux;
+        u->got += c->rhdr.frag_len;
+        if (u->got == u->msg_len && u->op != NULL) {
+            for (unexp_t **up = &p->unexp; *up; up = &(*up)->next) {
+                if (*up == u) {
+                    *up = u->next;
+                    break;
+                }
+            }
+            deliver(u->op, 0, u->data, u->msg_len);
+            u->op->done = u->op->len;
+            tcp_complete(ep, u->op, TUTTI_OK);
+            free(u);
+        }
+    }
+    c->rop = NULL;
+    c->rux = NULL;
+}
+
+static const char *frame_problem(const frame_t *h)
+{
+    if (h->magic != FRAME_MAGIC)
+        return "bad magic";
+    if (h->msg_len > MSG_MAX)
+        return "message length over 1 TiB";
+    if (h->frag_len > h->msg_len || h->frag_off > h->msg_len - h->frag_len)
+        return "fragment outside its message";
+    return NULL;
+}
+
+/* Reads body bytes of the current fragment; returns bytes read, 0 at EOF,
+ * -1 with errno. */
+static ssize_t read_body(conn_t *c)
+{
+    uint64_t left = c->rhdr.frag_len - c->body_got;
+    tutti_tp_op_t *op = c->rop;
+    char *dst;
+    size_t want;
+
+    if (op != NULL && op->reduce.fn == NULL) {
+        dst = (char *)op->rbuf + c->rhdr.frag_off + c->body_got;
+        want = (size_t)left;
+    } else if (c->rux != NULL) {
+        dst = c->rux->data + c->rhdr.frag_off + c->body_got;
+        want = (size_t)left;
+    } else { /* reducing, or dropping a refused message */
+        dst = c->stage + c->stage_have;
+        want = STAGE_BYTES - c->stage_have;
+        if (want > left)
+            want = (size_t)left;
+    }
+    ssize_t n = recv(c->fd, dst, want, 0);
+    if (n <= 0)
+        return n;
+    c->body_got += (uint64_t)n;
+    if (op != NULL && op->reduce.fn != NULL) {
+        size_t es = (unsigned)op->reduce.dtype < TUTTI_DTYPE_COUNT
+                        ? dtype_size[op->reduce.dtype]
+                        : 1;
+        size_t have = c->stage_have + (size_t)n;
+        size_t whole = have - have % es;
+        deliver(op, c->rhdr.frag_off + c->rdone, c->stage, whole);
+        c->rdone += whole;
+        memmove(c->stage, c->stage + whole, have - whole);
+        c->stage_have = have - whole;
+    }
+    return n;
+}
+
+void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
+{
+    while (c->fd >= 0 && !c->held) {
+        ssize_t n;
+        if (!c->in_body) {
+            n = recv(c->fd, (char *)&c->rhdr + c->rgot,
+                     sizeof(frame_t) - c->rgot, 0);
+            if (n > 0) {
+                c->rgot += (size_t)n;
+                if (c->rgot < sizeof(frame_t))
+                    continue;
+                const char *bad = frame_problem(&c->rhdr);
+                if (bad != NULL) {
+                    tcp_peer_fail(ep, c->peer, 0, "garbled frame on socket "
+                                  "%d: %s (magic 0x%08x, %u bytes at %llu of "
+                                  "%llu)", c->index, bad, c->rhdr.magic,
+                                  c->rhdr.frag_len,
+                                  (unsigned long long)c->rhdr.frag_off,
+                                  (unsigned long long)c->rhdr.msg_len);
+                    return;
+                }
+                if (match_fragment(ep, c) != 0)
+                    return;
+                if (c->rhdr.frag_len == 0)
+                    fragment_done(ep, c);
+                continue;
+            }
+        } else {
+            n = read_body(c);
+            if (n > 0) {
+                if (c->body_got == c->rhdr.frag_len)
+                    fragment_done(ep, c);
+                continue;
+            }
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 && (c->in_body || c->rgot > 0)) {
+            tcp_peer_fail(ep, c->peer, 1, "connection closed in the middle "
+                          "of a frame (truncated)");
+        } else if (n == 0) {
+            /* A clean end of this socket: what the peer sent on its other
+             * sockets may still be unread, so the peer has left only once
+             * every one of them has ended too. */
+            peer_t *p = &ep->peers[c->peer];
+            int open = 0;
+            tcp_conn_close(ep, c);
+            for (unsigned i = 0; i < ep->set.nconn; i++)
+                open += p->conns[i] != NULL && p->conns[i]->fd >= 0;
+            if (open > 0)
+                return;
+            p->left = !p->failed;
+            tcp_peer_fail(ep, c->peer, 1, "the peer closed its connections");
+        } else
+            tcp_peer_fail(ep, c->peer, 1, "connection %s",
+                          n == 0 ? "closed by the peer" : strerror(errno));
+        return;
+    }
+}

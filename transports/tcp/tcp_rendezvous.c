@@ -1,0 +1,538 @@
+/*
+ * tcp transport: the rendezvous, where the members of a job learn each
+ * other's listen addresses.
+ *
+ * The rendezvous server is a thread of task 0's module, started by its
+ * first endpoint and kept for the life of the process (the module is
+ * linked -z nodelete, so unloading never pulls its code from under the
+ * thread): groups made later meet there too.  It keeps, per (group key,
+ * rank), the last registration, and answers look-ups; it talks only to
+ * connections that opened with this job's id and secret.  Requests and
+ * answers are fixed-size frames, checked by magic.
+ */
+#define _GNU_SOURCE /* accept4 */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tcp_int.h"
+
+#define RDV_REQ_MAGIC 0x52564452u /* "RDVR" */
+#define RDV_REP_MAGIC 0x50564452u /* "RDVP" */
+#define RDV_REG 1u
+#define RDV_GET 2u
+
+typedef struct {
+    uint32_t magic, type;
+    uint64_t group_key;
+    int32_t rank, pad;
+    tcp_reg_t reg;
+} rdv_req_t;
+
+typedef struct {
+    uint32_t magic, found;
+    tcp_reg_t reg;
+} rdv_rep_t;
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static void nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void set_io_timeout(int fd, double seconds)
+{
+    struct timeval tv = {(time_t)seconds,
+                         (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* ---- rendezvous server ------------------------------------------------------- */
+
+typedef struct {
+    int fd;
+    int joined;               /* handshake passed */
+    size_t got;
+    double deadline;
+    union {
+        tcp_hs_t hs;
+        rdv_req_t req;
+    } in;
+    char from[64];
+} rdv_client_t;
+
+static struct {
+    pthread_mutex_t lock;
+    int started;
+    int fd;
+    const tutti_tp_core_ops_t *core;
+    tcp_cred_t cred;
+    char job[TCP_JOB_MAX];
+    tcp_reg_t *regs;
+    size_t nregs;
+    rdv_client_t *clients;
+    size_t nclients;
+} rdv = {PTHREAD_MUTEX_INITIALIZER, 0, -1, NULL, {{0}, 0, NULL}, "", NULL,
+         0, NULL, 0};
+
+static void rdv_drop(size_t i, const char *reason)
+{
+    rdv_client_t *c = &rdv.clients[i];
+    if (reason != NULL)
+        rdv.core->log(1, "tcp", "rendezvous: refused connection from %s: %s",
+                      c->from, reason);
+    close(c->fd);
+    rdv.clients[i] = rdv.clients[--rdv.nclients];
+}
+
+static void rdv_accept(void)
+{
+    for (;;) {
+        int fd = accept4(rdv.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        rdv_client_t *grown = realloc(rdv.clients, (rdv.nclients + 1) *
+                                                       sizeof(*grown));
+        if (grown == NULL) {
+            close(fd);
+            return;
+        }
+        rdv.clients = grown;
+        rdv_client_t *c = &rdv.clients[rdv.nclients++];
+        memset(c, 0, sizeof(*c));
+        c->fd = fd;
+        c->deadline = rdv.core->now() + TCP_HS_TIMEOUT;
+        tcp_peer_str(fd, c->from, sizeof(c->from));
+    }
+}
+
+/* Stores or answers one request; 0, or -1 to drop the client. */
+static int rdv_serve(rdv_client_t *c)
+{
+    rdv_req_t *q = &c->in.req;
+    rdv_rep_t rep;
+    memset(&rep, 0, sizeof(rep));
+    rep.magic = RDV_REP_MAGIC;
+    if (q->magic != RDV_REQ_MAGIC)
+        return -1;
+    for (size_t i = 0; i < rdv.nregs; i++) {
+        if (rdv.regs[i].group_key != q->group_key ||
+            rdv.regs[i].rank != (q->type == RDV_REG ? q->reg.rank : q->rank))
+            continue;
+        if (q->type == RDV_REG) {
+            rdv.regs[i] = q->reg; /* a newer endpoint of that rank */
+            return 0;
+        }
+        rep.found = 1;
+        rep.reg = rdv.regs[i];
+        break;
+    }
+    if (q->type == RDV_REG) {
+        tcp_reg_t *grown = realloc(rdv.regs, (rdv.nregs + 1) * sizeof(*grown));
+        if (grown == NULL)
+            return -1;
+        rdv.regs = grown;
+        rdv.regs[rdv.nregs++] = q->reg;
+        return 0;
+    }
+    if (q->type != RDV_GET)
+        return -1;
+    return tcp_write_full(c->fd, &rep, sizeof(rep)); /* small: fits */
+}
+
+/* Reads what client @p i sent; returns 0 to keep it. */
+static int rdv_read(size_t i)
+{
+    rdv_client_t *c = &rdv.clients[i];
+    size_t want = c->joined ? sizeof(rdv_req_t) : sizeof(tcp_hs_t);
+    for (;;) {
+        ssize_t n = recv(c->fd, (char *)&c->in + c->got, want - c->got, 0);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0) {
+            char why[96];
+            if (!c->joined) {
+                snprintf(why, sizeof(why), "closed after %zu of %zu "
+                         "handshake bytes", c->got, want);
+                rdv_drop(i, why);
+            } else {
+                rdv_drop(i, NULL); /* a member done with its look-ups */
+            }
+            return -1;
+        }
+        c->got += (size_t)n;
+        if (c->got < want)
+            continue;
+        c->got = 0;
+        if (!c->joined) {
+            const char *why = tcp_hs_check(&c->in.hs, &rdv.cred, TCP_KIND_RDV);
+            if (why != NULL) {
+                rdv_drop(i, why);
+                return -1;
+            }
+            c->joined = 1;
+        } else if (rdv_serve(c) != 0) {
+            rdv_drop(i, "malformed rendezvous request");
+            return -1;
+        }
+        want = sizeof(rdv_req_t);
+    }
+}
+
+static void *rdv_main(void *arg)
+{
+    struct pollfd *p = NULL;
+    size_t cap = 0;
+    (void)arg;
+    for (;;) {
+        size_t n = rdv.nclients + 1;
+        if (n > cap) {
+            struct pollfd *grown = realloc(p, n * sizeof(*p));
+            if (grown == NULL) {
+                nap_ms(100);
+                continue;
+            }
+            p = grown;
+            cap = n;
+        }
+        p[0] = (struct pollfd){rdv.fd, POLLIN, 0};
+        for (size_t i = 0; i < rdv.nclients; i++)
+            p[i + 1] = (struct pollfd){rdv.clients[i].fd, POLLIN, 0};
+        if (poll(p, n, 500) < 0 && errno != EINTR)
+            nap_ms(100);
+        double now = rdv.core->now();
+        /* Backwards, since dropping moves the last client into the hole. */
+        for (size_t i = rdv.nclients; i-- > 0;) {
+            if (p[i + 1].revents != 0) {
+                if (rdv_read(i) != 0)
+                    continue;
+            }
+            if (!rdv.clients[i].joined && now > rdv.clients[i].deadline)
+                rdv_drop(i, "no handshake within the deadline");
+        }
+        if (p[0].revents & POLLIN)
+            rdv_accept();
+    }
+    return NULL;
+}
+
+/* "host:port" or "[v6]:port" of TUTTI_RENDEZVOUS. */
+static int split_hostport(const char *s, char *host, size_t hl, char *port,
+                          size_t pl)
+{
+    const char *colon = strrchr(s, ':');
+    size_t n;
+    if (colon == NULL || colon[1] == '\0' || strspn(colon + 1, "0123456789") !=
+                                                 strlen(colon + 1))
+        return -1;
+    n = (size_t)(colon - s);
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+        s++;
+        n -= 2;
+    }
+    if (n == 0 || n >= hl || strlen(colon + 1) >= pl)
+        return -1;
+    memcpy(host, s, n);
+    host[n] = '\0';
+    snprintf(port, pl, "%s", colon + 1);
+    return 0;
+}
+
+static void rdv_file_path(const char *job, char *buf, size_t len)
+{
+    const char *f = getenv("TUTTI_RENDEZVOUS_FILE");
+    if (f != NULL && *f != '\0') {
+        snprintf(buf, len, "%s", f);
+        return;
+    }
+    snprintf(buf, len, "/tmp/tutti-rdv-%s", job);
+    for (char *c = buf + strlen("/tmp/tutti-rdv-"); *c; c++) {
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_')
+            *c = '_';
+    }
+}
+
+/* The default file is this job's alone: remove it when task 0 ends. */
+static char rdv_default_file[256];
+static void rdv_unlink_default(void)
+{
+    if (rdv_default_file[0] != '\0')
+        unlink(rdv_default_file);
+}
+
+/* Writes "<address> <port>" to the rendezvous file, atomically. */
+static tutti_status_t rdv_publish(const tcp_reg_t *reg)
+{
+    char path[256], tmp[300], addr[INET6_ADDRSTRLEN];
+    const tcp_addr_t *a = &reg->addrs[0];
+    int shared = getenv("TUTTI_RENDEZVOUS_FILE") != NULL &&
+                 *getenv("TUTTI_RENDEZVOUS_FILE") != '\0';
+    tcp_addr_t lo;
+    FILE *f;
+
+    rdv_file_path(rdv.job, path, sizeof(path));
+    if (!shared) { /* one host: loopback of the listener's family */
+        memset(&lo, 0, sizeof(lo));
+        lo.family = a->family;
+        lo.port = a->port;
+        if (lo.family == AF_INET) {
+            lo.addr[0] = 127;
+            lo.addr[3] = 1;
+        } else {
+            lo.addr[15] = 1;
+        }
+        for (uint32_t i = 0; i < reg->naddr; i++) {
+            if (reg->addrs[i].family == AF_INET) { /* 127.0.0.1 if any v4 */
+                memset(&lo, 0, sizeof(lo));
+                lo.family = AF_INET;
+                lo.port = a->port;
+                lo.addr[0] = 127;
+                lo.addr[3] = 1;
+                break;
+            }
+        }
+        a = &lo;
+    }
+    inet_ntop(a->family, a->addr, addr, sizeof(addr));
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    f = fopen(tmp, "w");
+    if (f == NULL || fprintf(f, "%s %u\n", addr, (unsigned)a->port) < 0 ||
+        fclose(f) != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return rdv.core->error(TUTTI_ERR_IO, "tcp", "cannot write the "
+                               "rendezvous file '%s'%s: %s", path,
+                               shared ? " (TUTTI_RENDEZVOUS_FILE)" : "",
+                               strerror(e));
+    }
+    if (!shared && rdv_default_file[0] == '\0') {
+        snprintf(rdv_default_file, sizeof(rdv_default_file), "%s", path);
+        atexit(rdv_unlink_default);
+    }
+    return TUTTI_OK;
+}
+
+/* The server listening on the port of TUTTI_RENDEZVOUS, every address. */
+static tutti_status_t rdv_listen_env(const char *env, const tcp_settings_t *s,
+                                     int *fd_out)
+{
+    char host[256], port[16];
+    tcp_settings_t any = *s;
+    tcp_reg_t reg;
+    if (split_hostport(env, host, sizeof(host), port, sizeof(port)) != 0)
+        return rdv.core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_RENDEZVOUS="
+                               "'%s'; expected host:port, e.g. "
+                               "node01:29400 or [fe80::1]:29400", env);
+    any.ifname[0] = '\0';
+    any.port_lo = any.port_hi = (uint16_t)atoi(port);
+    if (any.port_lo == 0)
+        return rdv.core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_RENDEZVOUS="
+                               "'%s': port 0; expected a port from 1 to "
+                               "65535", env);
+    tutti_status_t st = tcp_listen(rdv.core, &any, fd_out, &reg);
+    if (st != TUTTI_OK)
+        return rdv.core->error(st, "tcp", "task 0 cannot listen on "
+                               "TUTTI_RENDEZVOUS=%s (port in use by another "
+                               "job?)", env);
+    return TUTTI_OK;
+}
+
+static tutti_status_t rdv_start(const tutti_tp_group_t *g,
+                                const tcp_settings_t *s, const tcp_cred_t *cred)
+{
+    const char *env = getenv("TUTTI_RENDEZVOUS");
+    tutti_status_t st = TUTTI_OK;
+    pthread_t th;
+    pthread_attr_t at;
+    tcp_reg_t reg;
+
+    pthread_mutex_lock(&rdv.lock);
+    if (rdv.started) {
+        if (strcmp(rdv.job, g->job_id) != 0)
+            st = g->core->error(TUTTI_ERR_CONFIG, "tcp", "this process runs "
+                                "the rendezvous of job '%s' and cannot serve "
+                                "job '%s' too", rdv.job, g->job_id);
+        pthread_mutex_unlock(&rdv.lock);
+        return st;
+    }
+    rdv.core = g->core;
+    rdv.cred = *cred;
+    snprintf(rdv.job, sizeof(rdv.job), "%s", g->job_id);
+    rdv.cred.job_id = rdv.job;
+    if (env != NULL && *env != '\0')
+        st = rdv_listen_env(env, s, &rdv.fd);
+    else if ((st = tcp_listen(g->core, s, &rdv.fd, &reg)) == TUTTI_OK)
+        st = rdv_publish(&reg);
+    if (st == TUTTI_OK) {
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &at, rdv_main, NULL) != 0)
+            st = g->core->error(TUTTI_ERR_INTERNAL, "tcp", "cannot start the "
+                                "rendezvous thread");
+        pthread_attr_destroy(&at);
+    }
+    if (st != TUTTI_OK && rdv.fd >= 0) {
+        close(rdv.fd);
+        rdv.fd = -1;
+    }
+    rdv.started = st == TUTTI_OK;
+    pthread_mutex_unlock(&rdv.lock);
+    return st;
+}
+
+/* ---- rendezvous client ---------------------------------------------------------- */
+
+/* Where the rendezvous is now: from TUTTI_RENDEZVOUS or the file. */
+static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl)
+{
+    const char *env = getenv("TUTTI_RENDEZVOUS");
+    char host[256], port[16], path[256];
+    struct addrinfo hints, *res = NULL;
+
+    if (env != NULL && *env != '\0') {
+        snprintf(desc, dl, "TUTTI_RENDEZVOUS=%s", env);
+        if (split_hostport(env, host, sizeof(host), port, sizeof(port)) != 0)
+            return -1;
+    } else {
+        FILE *f;
+        unsigned p = 0;
+        rdv_file_path(job, path, sizeof(path));
+        snprintf(desc, dl, "rendezvous file %s", path);
+        if ((f = fopen(path, "r")) == NULL)
+            return -1;
+        int ok = fscanf(f, "%255s %u", host, &p) == 2 && p > 0 && p < 65536;
+        fclose(f);
+        if (!ok)
+            return -1;
+        snprintf(port, sizeof(port), "%u", p);
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
+        return -1;
+    tcp_sockaddr_to_addr(res->ai_addr,
+                         ntohs(res->ai_family == AF_INET
+                                   ? ((struct sockaddr_in *)(void *)
+                                          res->ai_addr)->sin_port
+                                   : ((struct sockaddr_in6 *)(void *)
+                                          res->ai_addr)->sin6_port),
+                         a);
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* One session: register, then look up every wanted rank.  0: all found;
+ * 1: try again; why says what went wrong. */
+static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
+                       const tcp_reg_t *reg, const unsigned char *want,
+                       double deadline, tcp_reg_t *peers, char *why,
+                       size_t wl)
+{
+    char desc[300];
+    tcp_addr_t a;
+    tcp_hs_t hs;
+    rdv_req_t q;
+    rdv_rep_t rep;
+    int fd, r = 0, nap = 2;
+
+    if (rdv_where(g->job_id, &a, desc, sizeof(desc)) != 0) {
+        snprintf(why, wl, "%s not readable or not host:port yet", desc);
+        return 1;
+    }
+    char err[128];
+    if ((fd = tcp_connect_addr(&a, 2.0, err, sizeof(err))) < 0) {
+        snprintf(why, wl, "%s: connect: %s", desc, err);
+        return 1;
+    }
+    set_io_timeout(fd, 5.0);
+    tcp_hs_fill(&hs, cred, TCP_KIND_RDV, g->group_key, g->rank, -1, 0, 0);
+    memset(&q, 0, sizeof(q));
+    q.magic = RDV_REQ_MAGIC;
+    q.type = RDV_REG;
+    q.group_key = g->group_key;
+    q.reg = *reg;
+    if (tcp_write_full(fd, &hs, sizeof(hs)) != 0 ||
+        tcp_write_full(fd, &q, sizeof(q)) != 0)
+        goto lost;
+    q.type = RDV_GET;
+    while (r < g->group_size) {
+        if (!want[r] || peers[r].nconn != 0) {
+            r++;
+            continue;
+        }
+        q.rank = r;
+        if (tcp_write_full(fd, &q, sizeof(q)) != 0 ||
+            tcp_read_full(fd, &rep, sizeof(rep)) != 0)
+            goto lost;
+        if (rep.magic != RDV_REP_MAGIC) {
+            snprintf(why, wl, "%s answered with a garbled frame", desc);
+            close(fd);
+            return 1;
+        }
+        if (rep.found && rep.reg.rank == r && rep.reg.nconn > 0 &&
+            rep.reg.naddr > 0 && rep.reg.naddr <= TCP_ADDRS_MAX) {
+            peers[r] = rep.reg;
+            r++;
+            nap = 2;
+            continue;
+        }
+        if (g->core->now() > deadline) {
+            snprintf(why, wl, "rank %d (task %d) has not registered at %s",
+                     r, g->rank_task[r], desc);
+            close(fd);
+            return -1;
+        }
+        nap_ms(nap);
+        nap = nap < 50 ? nap * 2 : 50;
+    }
+    close(fd);
+    return 0;
+lost:
+    snprintf(why, wl, "%s closed the connection (a stale file, or a "
+             "rendezvous of another job or secret: TUTTI_JOB_SECRET must be "
+             "the same for every task)", desc);
+    close(fd);
+    return 1;
+}
+
+tutti_status_t tcp_rendezvous(const tutti_tp_group_t *g,
+                              const tcp_settings_t *s, const tcp_cred_t *cred,
+                              const tcp_reg_t *reg,
+                              const unsigned char *want, double deadline,
+                              tcp_reg_t *peers_out)
+{
+    char why[512] = "";
+    tutti_status_t st;
+    int rc;
+
+    if (g->task == 0 && (st = rdv_start(g, s, cred)) != TUTTI_OK)
+        return st;
+    for (;;) {
+        rc = rdv_session(g, cred, reg, want, deadline, peers_out, why,
+                         sizeof(why));
+        if (rc == 0)
+            return TUTTI_OK;
+        if (rc < 0 || g->core->now() > deadline)
+            break;
+        g->core->log(3, "tcp", "rank %d: rendezvous: %s; retrying", g->rank,
+                     why);
+        nap_ms(20);
+    }
+    return g->core->error(TUTTI_ERR_TIMEOUT, "tcp", "group 0x%llx rank %d: "
+                          "peers not found within %.0f s: %s",
+                          (unsigned long long)g->group_key, g->rank,
+                          g->timeout, why);
+}
