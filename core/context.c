@@ -62,7 +62,6 @@ static tutti_status_t read_config(tutti_context_t *ctx,
 {
     const char *path = p->config_path;
     tutti_status_t st;
-    int level;
 
     tutti__config_init(&ctx->cfg);
     if (path == NULL)
@@ -80,20 +79,11 @@ static tutti_status_t read_config(tutti_context_t *ctx,
         return st;
     if ((st = tutti__config_apply_env(&ctx->cfg)) != TUTTI_OK)
         return st;
-    if (p->log_level != NULL) {
-        char *copy = strdup(p->log_level);
-        if (copy == NULL)
-            return TUTTI_ERR_NO_MEMORY;
-        free(ctx->cfg.log_level);
-        ctx->cfg.log_level = copy;
-        ctx->cfg.log_level_src = TUTTI_SRC_API;
-    }
-    if (tutti__log_parse_level(ctx->cfg.log_level, &level) != TUTTI_OK)
-        return tutti__error(TUTTI_ERR_CONFIG, "config", "log level '%s' (%s): "
-                            "expected error, warn, info, debug, trace or off",
-                            ctx->cfg.log_level,
-                            tutti__source_name(ctx->cfg.log_level_src));
-    tutti__log_set_level(level);
+    if (p->log_level != NULL &&
+        (st = tutti__config_set_log_level(&ctx->cfg, p->log_level,
+                                          TUTTI_SRC_API)) != TUTTI_OK)
+        return st;
+    tutti__log_set_level(tutti__config_log_level(&ctx->cfg));
     return TUTTI_OK;
 }
 
@@ -180,6 +170,12 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     if ((st = tutti__registry_load(&ctx->reg, &ctx->module_dirs,
                                    &ctx->cfg.module_load)) != TUTTI_OK)
         goto err_free;
+    /* Modules' settings: every task finds the same errors in them. */
+    previous = tutti__log_error_level(alike);
+    st = tutti__registry_settings(&ctx->reg, &ctx->cfg);
+    tutti__log_error_level(previous);
+    if (st != TUTTI_OK)
+        goto err_free;
     tutti__select_check_rules(&ctx->cfg, impl_lookup, &ctx->reg,
                               boot.task == 0 ? TUTTI_LOG_WARN
                                              : TUTTI_LOG_DEBUG);
@@ -208,8 +204,8 @@ void tutti_context_destroy(tutti_context_t *ctx)
         tutti__member_fini(job);
         tutti__job_fini(job);
     }
+    tutti__config_free(&ctx->cfg); /* before the modules its rows are in */
     tutti__registry_free(&ctx->reg);
-    tutti__config_free(&ctx->cfg);
     tutti__strlist_free(&ctx->module_dirs);
     free(ctx);
 }
@@ -315,4 +311,9 @@ void tutti_info_print_config(const tutti_context_t *ctx, void *file)
     for (size_t i = 0; i < ctx->module_dirs.count; i++)
         fprintf(out, "  %s\n", ctx->module_dirs.items[i]);
     tutti__config_print(&ctx->cfg, out);
+}
+
+void tutti_info_print_settings(const tutti_context_t *ctx, void *file)
+{
+    tutti__config_print_settings(&ctx->cfg, file);
 }

@@ -18,6 +18,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: tutti-info [--config FILE] [--modules DIRS] [--log-level L]\n"
+        "                  [--settings]\n"
         "       tutti-info --explain COLLECTIVE [--size BYTES] [--group-size N]\n"
         "                  [--num-tasks T] [--device cpu|cuda] [--dtype TYPE]\n"
         "                  [--per-rank] [--resolve]\n"
@@ -25,6 +26,9 @@ static void usage(FILE *out)
         "the reason), the implementations they provide, the transports, the\n"
         "configuration in force (each value with its source: default, file,\n"
         "env or api) and the selection rules, with those skipped and why.\n"
+        "  --settings         instead, every setting (the core's and the\n"
+        "                     loaded modules'): its doc, default, environment\n"
+        "                     variable and what it accepts\n"
         "  --config FILE      read FILE instead of $TUTTI_CONFIG or the default\n"
         "  --modules DIRS     colon-separated module directories searched first\n"
         "  --log-level L      error warn info debug trace off\n"
@@ -199,12 +203,14 @@ int main(int argc, char **argv)
         {"num-tasks", 1, 0, 't'},  {"device", 1, 0, 'D'},
         {"dtype", 1, 0, 'd'},      {"help", 0, 0, 'h'},
         {"resolve", 0, 0, 'R'},    {"per-rank", 0, 0, 'P'},
+        {"settings", 0, 0, 'S'},
         {0, 0, 0, 0}};
     tutti_context_params_t cp;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
                               TUTTI_FLOAT32, 1u << 20, 2, -1, 0};
     tutti_context_t *ctx;
     int c, li = 0, want_explain = 0, want_resolve = 0, bad = 0, rc;
+    int want_settings = 0;
 
     tutti_context_params_init(&cp);
     while ((c = getopt_long(argc, argv, "h", longs, &li)) != -1) {
@@ -223,6 +229,7 @@ int main(int argc, char **argv)
         case 'd': bad = tutti_dtype_parse(optarg, &q.dtype) != 0; break;
         case 'R': want_resolve = 1; break;
         case 'P': q.per_rank = 1; break;
+        case 'S': want_settings = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -235,6 +242,10 @@ int main(int argc, char **argv)
     if (optind < argc) {
         fprintf(stderr, "tutti-info: unexpected argument '%s'; see "
                 "tutti-info --help\n", argv[optind]);
+        return 2;
+    }
+    if (want_settings && want_explain) {
+        fprintf(stderr, "tutti-info: --settings and --explain go apart\n");
         return 2;
     }
     if (want_resolve && !want_explain) {
@@ -281,6 +292,9 @@ int main(int argc, char **argv)
     }
     if (want_explain) {
         rc = explain(ctx, &q);
+    } else if (want_settings) {
+        tutti_info_print_settings(ctx, stdout);
+        rc = 0;
     } else {
         print_modules(ctx);
         tutti_info_print_config(ctx, stdout);

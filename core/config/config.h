@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <tutti/plugin.h>
 #include <tutti/tutti.h>
 
 #include "base/strlist.h"
@@ -43,51 +44,69 @@ typedef struct {
     size_t num_params;
     char *file;                /* where it came from: path, or "TUTTI_ALGO" */
     int line, column;          /* 1-based; 0 when not from a file */
-    int skipped;               /* set by tutti__config_check_rules() */
+    int skipped;               /* set by tutti__select_check_rules() */
     char *skip_reason;
 } tutti__rule_t;
 
-/* shm.single_copy: whether the shm transport may move large messages with
- * one copy (cross-memory attach) where the kernel allows it. */
-typedef enum {
-    TUTTI_SHM_SINGLE_COPY_AUTO = 0,
-    TUTTI_SHM_SINGLE_COPY_OFF
-} tutti__single_copy_t;
+/* The core's own settings, by row (keys.c): log_level, timeout,
+ * modules.path, modules.load, transports. */
+enum {
+    TUTTI__SET_LOG_LEVEL,
+    TUTTI__SET_TIMEOUT,
+    TUTTI__SET_MODULE_PATH,
+    TUTTI__SET_MODULE_LOAD,
+    TUTTI__SET_TRANSPORTS,
+    TUTTI__CORE_SETTINGS
+};
 
-/* tcp.family: which address families the tcp transport listens on. */
-typedef enum {
-    TUTTI_TCP_FAMILY_ANY = 0,
-    TUTTI_TCP_FAMILY_IPV4,
-    TUTTI_TCP_FAMILY_IPV6
-} tutti__tcp_family_t;
+/* A module's setting met in the file before the module loaded: its
+ * section is not one of the core's, so it waits for a module of that
+ * name to declare its rows (tutti__config_add_module). */
+typedef struct {
+    char *section, *key, *value;
+    int line, column;
+} tutti__pending_t;
 
-#define TUTTI__TCP_IFNAME_MAX 16      /* IFNAMSIZ, NUL included */
-#define TUTTI__TCP_CONNECTIONS_MAX 16
+/* A loaded module's settings: its rows and the typed values they fill. */
+typedef struct {
+    char *section;                 /* the module's name */
+    const tutti_setting_t *rows;   /* the module's (lives while it is loaded) */
+    size_t num_rows;
+    void *values;                  /* the module's settings struct */
+    tutti__source_t *src;          /* per row */
+} tutti__module_settings_t;
 
 typedef struct {
     char *path;                   /* file read, or NULL */
-    char *log_level;              tutti__source_t log_level_src;
-    double timeout;               tutti__source_t timeout_src;   /* seconds */
-    tutti__strlist_t module_path; tutti__source_t module_path_src;
-    tutti__strlist_t module_load; tutti__source_t module_load_src; /* empty: all */
-    tutti__strlist_t transports;  tutti__source_t transports_src;
-    uint64_t shm_slot_size;       tutti__source_t shm_slot_size_src;
-    uint64_t shm_slots;           tutti__source_t shm_slots_src;
-    tutti__single_copy_t shm_single_copy; tutti__source_t shm_single_copy_src;
-    char tcp_interface[TUTTI__TCP_IFNAME_MAX]; /* "": any */
-                                  tutti__source_t tcp_interface_src;
-    tutti__tcp_family_t tcp_family; tutti__source_t tcp_family_src;
-    uint16_t tcp_port_lo, tcp_port_hi; /* 0, 0: any free port */
-                                  tutti__source_t tcp_ports_src;
-    uint32_t tcp_connections;     tutti__source_t tcp_connections_src;
+    /* The core's values, at the offsets its rows give (keys.c). */
+    int log_level;                /* index in the row's choices */
+    double timeout;               /* seconds */
+    tutti__strlist_t module_path;
+    tutti__strlist_t module_load; /* empty: all */
+    tutti__strlist_t transports;
+    tutti__source_t src[TUTTI__CORE_SETTINGS];
     tutti__rule_t *rules;         /* in match order */
     size_t num_rules;
+    tutti__pending_t *pending;    /* file values for modules not yet seen */
+    size_t num_pending;
+    tutti__module_settings_t *modules;
+    size_t num_modules;
 } tutti__config_t;
 
-/** Set every field to its built-in default (log_level "warn", timeout 300,
- *  transports [shm], shm slot_size 64K, slots 16, single_copy auto, tcp
- *  interface "" (any), family any, ports "0" (any), connections 2, no
- *  rules). */
+/** The core's rows (keys.c), TUTTI__CORE_SETTINGS of them, in the order of
+ *  the enum above; each row's name is its dotted key. */
+extern const tutti_setting_t tutti__core_settings[];
+
+/** The log level (TUTTI_LOG_*) the configuration asks for. */
+int tutti__config_log_level(const tutti__config_t *cfg);
+/** Sets the log level from the API's text; TUTTI_ERR_CONFIG naming it and
+ *  what was expected if it is not one. */
+tutti_status_t tutti__config_set_log_level(tutti__config_t *cfg,
+                                           const char *text,
+                                           tutti__source_t src);
+
+/** Set every core setting to its row's default (log_level warn, timeout
+ *  300, transports [shm]); no rules, no module settings. */
 void tutti__config_init(tutti__config_t *cfg);
 void tutti__config_free(tutti__config_t *cfg);
 
@@ -100,19 +119,34 @@ void tutti__config_free(tutti__config_t *cfg);
  */
 tutti_status_t tutti__config_load_file(tutti__config_t *cfg, const char *path);
 
-/** Apply TUTTI_LOG_LEVEL, TUTTI_TIMEOUT, TUTTI_MODULE_PATH (colon list,
- *  searched before the file's), TUTTI_TRANSPORTS (comma list),
- *  TUTTI_SHM_SINGLE_COPY, TUTTI_TCP_IFNAME, TUTTI_TCP_FAMILY,
- *  TUTTI_TCP_PORTS, TUTTI_TCP_CONNECTIONS and
- *  TUTTI_ALGO ("allreduce:RingReduce,broadcast:X", rules put before the
- *  file's).  A malformed value fails naming the variable. */
+/** Apply the core settings' variables (TUTTI_LOG_LEVEL, TUTTI_TIMEOUT,
+ *  TUTTI_MODULE_PATH (colon list, searched before the file's),
+ *  TUTTI_MODULES_LOAD and TUTTI_TRANSPORTS (comma lists)) and TUTTI_ALGO
+ *  ("allreduce:RingReduce,broadcast:X", rules put before the file's).  A
+ *  malformed value fails naming the variable.  Modules' variables are read
+ *  when their rows come (tutti__config_add_module). */
 tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);
 
-/** A setting by its dotted key ("shm.slots", "timeout", "tcp.ports") as
- *  text in @p buf, for transport modules; NULL for a key not known here.
- *  Values read back in the form the file takes: shm.single_copy "auto" or
- *  "off", tcp.interface the name or "" (any), tcp.family "any", "ipv4" or
- *  "ipv6", tcp.ports "0" or "LO-HI", tcp.connections a number. */
+/** Takes module @p section's rows: fills a settings struct of @p size
+ *  bytes with each row's default, then the values the file gave in its
+ *  section (consumed from the pending ones), then the environment's.  A bad
+ *  value fails naming file:line:column or the variable, and what was
+ *  expected; an unknown key in the section fails likewise.  The rows must
+ *  have passed tutti__setting_row_ok(). */
+tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
+                                        const char *section,
+                                        const tutti_setting_t *rows,
+                                        size_t num_rows, size_t size);
+/** After every module's rows: a section of the file that no module took
+ *  is an unknown key, reported with its place. */
+tutti_status_t tutti__config_modules_done(tutti__config_t *cfg);
+/** Module @p section's settings struct, or NULL. */
+const void *tutti__config_module_values(const tutti__config_t *cfg,
+                                        const char *section);
+
+/** A setting by its dotted key ("timeout", "tcp.ports"), the core's or a
+ *  module's, as tutti-info prints it, in @p buf; NULL for a key no one
+ *  declares (the services' config_get, for modules of transport ABI 2.0). */
 const char *tutti__config_get_text(const tutti__config_t *cfg, const char *key,
                                    char *buf, size_t len);
 
@@ -144,5 +178,8 @@ void tutti__config_rule_where(const tutti__rule_t *r, char *buf, size_t len);
 
 /** Print values with sources, then rules with skip reasons. */
 void tutti__config_print(const tutti__config_t *cfg, FILE *out);
+/** Print every setting, the core's and the modules': key, value, source,
+ *  environment variable, default and its line of doc. */
+void tutti__config_print_settings(const tutti__config_t *cfg, FILE *out);
 
 #endif

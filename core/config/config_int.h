@@ -1,7 +1,7 @@
 /*
- * Configuration internals shared by config.c (values, rules, environment,
- * selection) and config_yaml.c (the YAML file).  Nothing outside those two
- * files includes this header.
+ * Configuration internals shared by the files of core/config (the object
+ * and rules, the environment, the YAML file, modules' settings, printing).
+ * Nothing outside core/config includes this header.
  */
 #ifndef TUTTI_CORE_CONFIG_INT_H
 #define TUTTI_CORE_CONFIG_INT_H
@@ -12,18 +12,6 @@
 
 #include "base/size.h"
 #include "config/config.h"
-
-#define TUTTI__CFG_LEVEL_EXPECTED "one of error, warn, info, debug, trace, off"
-
-#define TUTTI__CFG_SINGLE_COPY_EXPECTED "auto or off"
-#define TUTTI__CFG_IFNAME_EXPECTED                                             \
-    "a network interface name of 1 to 15 characters without '/', ':' or "    \
-    "spaces, e.g. eth0, or \"\" for any"
-#define TUTTI__CFG_FAMILY_EXPECTED "one of any, ipv4, ipv6"
-#define TUTTI__CFG_PORTS_EXPECTED                                              \
-    "0 (any free port) or a range LO-HI of ports from 1 to 65535, e.g. "      \
-    "29500-29599"
-#define TUTTI__CFG_CONNECTIONS_EXPECTED "a whole number from 1 to 16"
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -36,6 +24,12 @@ tutti_status_t tutti__cfg_set_str(char **field, const char *value);
 
 /** 1 to 63 printable characters without spaces. */
 bool tutti__cfg_valid_name(const char *s);
+
+/** @p s without the blanks around it (in place). */
+char *tutti__cfg_trim(char *s);
+
+/** The variable whose rules come before the file's. */
+#define TUTTI__ALGO_ENV "TUTTI_ALGO"
 
 /* ---- string lists, rules ------------------------------------------------ */
 
@@ -80,37 +74,23 @@ tutti_status_t tutti__cfg_config_copy(tutti__config_t *dst,
 /** Free @p cfg and move @p tmp into it. */
 void tutti__cfg_config_replace(tutti__config_t *cfg, tutti__config_t *tmp);
 
-/* ---- values -------------------------------------------------------------- */
+/* ---- the environment (env.c) --------------------------------------------- */
 
-/* Values of shm.single_copy and the tcp section; each leaves its output
- * alone and returns false on anything its TUTTI__CFG_*_EXPECTED does not
- * describe. */
-bool tutti__cfg_single_copy_value(const char *s, tutti__single_copy_t *out);
-bool tutti__cfg_ifname_value(const char *s, char out[TUTTI__TCP_IFNAME_MAX]);
-bool tutti__cfg_family_value(const char *s, tutti__tcp_family_t *out);
-bool tutti__cfg_ports_value(const char *s, uint16_t *lo, uint16_t *hi);
-bool tutti__cfg_connections_value(const char *s, uint32_t *out);
+/** Applies the variables of @p rows (section @p section, NULL for the
+ *  core's dotted keys) to @p values, marking @p src; fails naming the
+ *  variable, its value and what was expected. */
+tutti_status_t tutti__cfg_env_rows(const char *section,
+                                   const tutti_setting_t *rows, size_t n,
+                                   void *values, tutti__source_t *src);
 
-/** A setting given as one scalar, in YAML (section.key) and in the
- * environment alike: its parser writes the value into the config. */
-typedef struct {
-    const char *section, *key;  /* "tcp", "family" */
-    const char *env;            /* "TUTTI_TCP_FAMILY" */
-    const char *expected;       /* TUTTI__CFG_*_EXPECTED */
-    const char *not_what;       /* "not an address family" (env errors) */
-    bool (*set)(tutti__config_t *cfg, const char *text);
-    size_t src_offset;          /* offsetof the setting's source field */
-} tutti__cfg_scalar_t;
+/* ---- module settings before their modules (config.c) ----------------- */
 
-/** The scalar settings of shm and tcp, ended by a NULL key. */
-extern const tutti__cfg_scalar_t tutti__cfg_scalars[];
-/** The one named @p section.@p key, or the one read from @p env. */
-const tutti__cfg_scalar_t *tutti__cfg_scalar_find(const char *section,
-                                                  const char *key,
-                                                  const char *env);
-
-/** Names of the values above, for printing. */
-const char *tutti__cfg_single_copy_name(tutti__single_copy_t v);
-const char *tutti__cfg_family_name(tutti__tcp_family_t v);
+/** Keeps a value of @p section.@p key from the file (place @p line,
+ *  @p column) until a module of that name declares its rows. */
+tutti_status_t tutti__cfg_pending_add(tutti__config_t *cfg,
+                                      const char *section, const char *key,
+                                      const char *value, int line, int column);
+/** Forgets the pending values of @p section. */
+void tutti__cfg_pending_drop(tutti__config_t *cfg, const char *section);
 
 #endif

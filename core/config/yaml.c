@@ -15,13 +15,10 @@
 
 #include "config/config.h"
 #include "config/config_int.h"
+#include "config/setting.h"
 #include "base/log.h"
 #include "base/sbuf.h"
 
-#define SHM_SLOT_SIZE_MIN (UINT64_C(4) << 10)
-#define SHM_SLOT_SIZE_MAX (UINT64_C(16) << 20)
-#define SHM_SLOTS_MIN 2
-#define SHM_SLOTS_MAX 1024
 #define CONFIG_FILE_MAX (16u << 20)
 
 #define NAME_EXPECTED                                                          \
@@ -418,203 +415,6 @@ static tutti_status_t rule_item(const parse_t *p, yaml_node_t *n, void *arg)
 
 /* ---- YAML: top-level keys ----------------------------------------------- */
 
-static tutti_status_t key_log_level(const parse_t *p, yaml_node_t *v,
-                                    void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    int level;
-    tutti_status_t st = get_scalar(p, v, TUTTI__CFG_LEVEL_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (tutti__log_parse_level(s, &level) != TUTTI_OK)
-        return value_error(p, v, "log_level", TUTTI__CFG_LEVEL_EXPECTED);
-    cfg->log_level_src = TUTTI_SRC_FILE;
-    return tutti__cfg_set_str(&cfg->log_level, s);
-}
-
-static tutti_status_t key_timeout(const parse_t *p, yaml_node_t *v,
-                                  void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    tutti_status_t st = get_scalar(p, v, TUTTI__SECONDS_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__seconds_value(s, &cfg->timeout))
-        return value_error(p, v, "timeout", TUTTI__SECONDS_EXPECTED);
-    cfg->timeout_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-typedef struct {
-    tutti__strlist_t list;
-    const char *expected;
-    bool names; /* names (no spaces, bounded) rather than paths */
-} list_arg_t;
-
-static tutti_status_t list_item(const parse_t *p, yaml_node_t *n, void *arg)
-{
-    list_arg_t *a = arg;
-    const char *s = NULL;
-    tutti_status_t st = get_scalar(p, n, a->expected, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (a->names ? !tutti__cfg_valid_name(s) : *s == '\0')
-        return type_error(p, n, a->expected);
-    return tutti__cfg_strlist_push(&a->list, s);
-}
-
-static tutti_status_t parse_list(const parse_t *p, yaml_node_t *v,
-                                 const char *expected, bool names,
-                                 tutti__strlist_t *list, tutti__source_t *src)
-{
-    list_arg_t a = {{NULL, 0}, expected, names};
-    tutti_status_t st = for_each_item(p, v, expected, true, list_item, &a);
-
-    if (st != TUTTI_OK) {
-        tutti__strlist_free(&a.list);
-        return st;
-    }
-    tutti__strlist_free(list);
-    *list = a.list;
-    *src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-static tutti_status_t key_module_path(const parse_t *p, yaml_node_t *v,
-                                      void *target)
-{
-    tutti__config_t *cfg = target;
-
-    return parse_list(p, v, "a directory or a list of directories", false,
-                      &cfg->module_path, &cfg->module_path_src);
-}
-
-static tutti_status_t key_module_load(const parse_t *p, yaml_node_t *v,
-                                      void *target)
-{
-    tutti__config_t *cfg = target;
-
-    return parse_list(p, v,
-                      "a list of module names (empty: load all), e.g. [ring]",
-                      true, &cfg->module_load, &cfg->module_load_src);
-}
-
-static tutti_status_t key_transports(const parse_t *p, yaml_node_t *v,
-                                     void *target)
-{
-    tutti__config_t *cfg = target;
-
-    return parse_list(p, v, "a list of transport names, e.g. [shm, tcp]",
-                      true, &cfg->transports, &cfg->transports_src);
-}
-
-#define SLOT_SIZE_EXPECTED "a power of two from 4K to 16M, e.g. 64K"
-#define SLOTS_EXPECTED "a whole number from 2 to 1024"
-
-static tutti_status_t key_slot_size(const parse_t *p, yaml_node_t *v,
-                                    void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    uint64_t size;
-    tutti_status_t st = get_scalar(p, v, SLOT_SIZE_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__size_value(s, &size) || size < SHM_SLOT_SIZE_MIN ||
-        size > SHM_SLOT_SIZE_MAX || (size & (size - 1)) != 0)
-        return value_error(p, v, "slot_size", SLOT_SIZE_EXPECTED);
-    cfg->shm_slot_size = size;
-    cfg->shm_slot_size_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-static tutti_status_t key_slots(const parse_t *p, yaml_node_t *v, void *target)
-{
-    tutti__config_t *cfg = target;
-    const char *s = NULL;
-    uint64_t n;
-    tutti_status_t st = get_scalar(p, v, SLOTS_EXPECTED, &s);
-
-    if (st != TUTTI_OK)
-        return st;
-    if (!tutti__uint_value(s, UINT32_MAX, &n) || n < SHM_SLOTS_MIN ||
-        n > SHM_SLOTS_MAX)
-        return value_error(p, v, "slots", SLOTS_EXPECTED);
-    cfg->shm_slots = n;
-    cfg->shm_slots_src = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-/* shm.single_copy and the tcp keys: see tutti__cfg_scalars.  No value,
- * like "", leaves the text empty (tcp.interface: any). */
-static tutti_status_t key_scalar(const parse_t *p, yaml_node_t *v,
-                                 const tutti__cfg_scalar_t *d, void *target)
-{
-    const char *s = "";
-    tutti_status_t st = TUTTI_OK;
-
-    if (!is_null(v))
-        st = get_scalar(p, v, d->expected, &s);
-    if (st != TUTTI_OK)
-        return st;
-    if (!d->set(target, s))
-        return value_error(p, v, d->key, d->expected);
-    *(tutti__source_t *)((char *)target + d->src_offset) = TUTTI_SRC_FILE;
-    return TUTTI_OK;
-}
-
-#define SCALAR_KEY(sec, name)                                                  \
-    static tutti_status_t key_##sec##_##name(const parse_t *p,                 \
-                                             yaml_node_t *v, void *target)     \
-    {                                                                          \
-        return key_scalar(p, v, tutti__cfg_scalar_find(#sec, #name, NULL),    \
-                          target);                                             \
-    }
-SCALAR_KEY(shm, single_copy)
-SCALAR_KEY(tcp, interface)
-SCALAR_KEY(tcp, family)
-SCALAR_KEY(tcp, ports)
-SCALAR_KEY(tcp, connections)
-
-static const keydef_t module_keys[] = {
-    {"path", key_module_path}, {"load", key_module_load}, {NULL, NULL}};
-static const section_t module_section = {"in modules", module_keys};
-
-static const keydef_t shm_keys[] = {{"slot_size", key_slot_size},
-                                    {"slots", key_slots},
-                                    {"single_copy", key_shm_single_copy},
-                                    {NULL, NULL}};
-static const section_t shm_section = {"in shm", shm_keys};
-
-static const keydef_t tcp_keys[] = {{"interface", key_tcp_interface},
-                                    {"family", key_tcp_family},
-                                    {"ports", key_tcp_ports},
-                                    {"connections", key_tcp_connections},
-                                    {NULL, NULL}};
-static const section_t tcp_section = {"in tcp", tcp_keys};
-
-static tutti_status_t key_modules(const parse_t *p, yaml_node_t *v,
-                                  void *target)
-{
-    return parse_section(p, v, &module_section, target);
-}
-
-static tutti_status_t key_shm(const parse_t *p, yaml_node_t *v, void *target)
-{
-    return parse_section(p, v, &shm_section, target);
-}
-
-static tutti_status_t key_tcp(const parse_t *p, yaml_node_t *v, void *target)
-{
-    return parse_section(p, v, &tcp_section, target);
-}
-
 static tutti_status_t key_selection(const parse_t *p, yaml_node_t *v,
                                     void *target)
 {
@@ -629,12 +429,190 @@ static tutti_status_t key_selection(const parse_t *p, yaml_node_t *v,
     return tutti__cfg_rules_replace(target, false, a.rules, a.count);
 }
 
-static const keydef_t top_keys[] = {
-    {"log_level", key_log_level},   {"timeout", key_timeout},
-    {"modules", key_modules},       {"transports", key_transports},
-    {"shm", key_shm},               {"tcp", key_tcp},
-    {"selection", key_selection},   {NULL, NULL}};
-static const section_t top_section = {"at top level", top_keys};
+/* ---- YAML: settings ------------------------------------------------------ */
+
+typedef struct {
+    const tutti_setting_t *row;
+    tutti__config_t *cfg;
+} item_arg_t;
+
+static tutti_status_t list_item(const parse_t *p, yaml_node_t *n, void *arg)
+{
+    item_arg_t *a = arg;
+    char expected[256];
+    const char *s = NULL;
+    tutti__setting_expected(a->row, expected, sizeof(expected));
+    tutti_status_t st = get_scalar(p, n, expected, &s);
+    if (st != TUTTI_OK)
+        return st;
+    st = tutti__setting_add_item(a->row, s, a->cfg);
+    if (st == TUTTI_ERR_CONFIG)
+        return type_error(p, n, expected);
+    return st == TUTTI_ERR_NO_MEMORY ? tutti__cfg_oom() : st;
+}
+
+/* The core's setting @p row from @p v: a list (or one item, or nothing)
+ * for the list types, else one scalar; "" where a string may be empty. */
+static tutti_status_t parse_row(const parse_t *p, const tutti_setting_t *row,
+                                yaml_node_t *v, tutti__config_t *cfg)
+{
+    char expected[256];
+    const char *s = "";
+    const char *name = strrchr(row->name, '.');
+    tutti_status_t st;
+
+    name = name != NULL ? name + 1 : row->name;
+    tutti__setting_expected(row, expected, sizeof(expected));
+    if ((int)row->type == TUTTI__SETTING_PATHS ||
+        (int)row->type == TUTTI__SETTING_NAMES) {
+        item_arg_t a = {row, cfg};
+        tutti__setting_clear(row, cfg);
+        st = for_each_item(p, v, expected, true, list_item, &a);
+    } else {
+        st = row->type == TUTTI_SETTING_STRING && is_null(v)
+                 ? TUTTI_OK
+                 : get_scalar(p, v, expected, &s);
+        if (st != TUTTI_OK)
+            return st;
+        st = tutti__setting_set(row, s, cfg);
+        if (st == TUTTI_ERR_CONFIG)
+            return value_error(p, v, name, expected);
+        if (st == TUTTI_ERR_NO_MEMORY)
+            return tutti__cfg_oom();
+    }
+    if (st == TUTTI_OK)
+        cfg->src[row - tutti__core_settings] = TUTTI_SRC_FILE;
+    return st;
+}
+
+/* The core row whose dotted key is @p prefix.@p name (no prefix: @p name). */
+static const tutti_setting_t *core_row(const char *prefix, const char *name)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "%s%s%s", prefix ? prefix : "",
+             prefix ? "." : "", name);
+    for (int i = 0; i < TUTTI__CORE_SETTINGS; i++)
+        if (strcmp(tutti__core_settings[i].name, key) == 0)
+            return &tutti__core_settings[i];
+    return NULL;
+}
+
+/* Whether some core row's key starts with "@p name." (a section). */
+static bool core_section(const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < TUTTI__CORE_SETTINGS; i++) {
+        const char *k = tutti__core_settings[i].name;
+        if (strncmp(k, name, n) == 0 && k[n] == '.')
+            return true;
+    }
+    return false;
+}
+
+/* "path, load": the keys of core section @p name. */
+static void section_keys(const char *name, char *buf, size_t len)
+{
+    tutti__sbuf_t sb = {buf, len, 0};
+    size_t n = strlen(name);
+    buf[0] = '\0';
+    for (int i = 0; i < TUTTI__CORE_SETTINGS; i++) {
+        const char *k = tutti__core_settings[i].name;
+        if (strncmp(k, name, n) == 0 && k[n] == '.')
+            tutti__sbuf_printf(&sb, "%s%s", sb.pos > 0 ? ", " : "", k + n + 1);
+    }
+}
+
+static tutti_status_t parse_core_section(const parse_t *p, const char *name,
+                                         yaml_node_t *map,
+                                         tutti__config_t *cfg)
+{
+    char keys[200], expected[300];
+    tutti_status_t st = TUTTI_OK;
+    section_keys(name, keys, sizeof(keys));
+    if (map->type != YAML_MAPPING_NODE) {
+        snprintf(expected, sizeof(expected), "a mapping with keys %s", keys);
+        return type_error(p, map, expected);
+    }
+    for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
+         pair < map->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
+        const char *key = NULL;
+        st = pair_key(p, map, pair, &key);
+        if (st != TUTTI_OK)
+            break;
+        const tutti_setting_t *row = core_row(name, key);
+        if (row == NULL) {
+            snprintf(expected, sizeof(expected), "one of %s", keys);
+            return node_error(p, yaml_document_get_node(p->doc, pair->key),
+                              expected, "unknown key '%.60s' in %s", key,
+                              name);
+        }
+        st = parse_row(p, row, yaml_document_get_node(p->doc, pair->value),
+                       cfg);
+    }
+    return st;
+}
+
+/* A section no core row knows: a module's settings, kept as text until the
+ * module declares its rows (config/modules.c). */
+static tutti_status_t parse_module_section(const parse_t *p, const char *name,
+                                           yaml_node_t *map,
+                                           tutti__config_t *cfg)
+{
+    tutti_status_t st = TUTTI_OK;
+    if (is_null(map))
+        return TUTTI_OK;
+    tutti__cfg_pending_drop(cfg, name);
+    for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
+         pair < map->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
+        const char *key = NULL, *value = "";
+        yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
+        st = pair_key(p, map, pair, &key);
+        if (st == TUTTI_OK && !is_null(v))
+            st = get_scalar(p, v, "one value (a module's setting)", &value);
+        if (st == TUTTI_OK)
+            st = tutti__cfg_pending_add(cfg, name, key, value,
+                                        (int)v->start_mark.line + 1,
+                                        (int)v->start_mark.column + 1);
+    }
+    return st;
+}
+
+#define TOP_EXPECTED                                                           \
+    "one of log_level, timeout, modules, transports, selection, or a "         \
+    "module's section (a mapping), e.g. shm or tcp"
+
+static tutti_status_t parse_top(const parse_t *p, yaml_node_t *root,
+                                tutti__config_t *cfg)
+{
+    tutti_status_t st = TUTTI_OK;
+    if (root->type != YAML_MAPPING_NODE)
+        return type_error(p, root, "a mapping of settings, " TOP_EXPECTED);
+    for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
+         pair < root->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
+        const char *name = NULL;
+        const tutti_setting_t *row;
+        yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
+        st = pair_key(p, root, pair, &name);
+        if (st != TUTTI_OK)
+            break;
+        if (strcmp(name, "selection") == 0)
+            st = key_selection(p, v, cfg);
+        else if ((row = core_row(NULL, name)) != NULL)
+            st = parse_row(p, row, v, cfg);
+        else if (core_section(name))
+            st = parse_core_section(p, name, v, cfg);
+        else if (v->type == YAML_MAPPING_NODE || is_null(v))
+            st = parse_module_section(p, name, v, cfg);
+        else if (v->type == YAML_SEQUENCE_NODE)
+            st = node_error(p, v, "a mapping of a module's settings",
+                            "found a list for '%.60s'", name);
+        else
+            st = node_error(p, yaml_document_get_node(p->doc, pair->key),
+                            TOP_EXPECTED, "unknown key '%.60s' at top level",
+                            name);
+    }
+    return st;
+}
 
 /* ---- YAML: loading a file ----------------------------------------------- */
 
@@ -702,7 +680,7 @@ static tutti_status_t parse_text(tutti__config_t *cfg, const char *path,
     st = TUTTI_OK;
     if (root != NULL && !is_null(root)) {
         parse_t p = {path, &doc};
-        st = parse_section(&p, root, &top_section, cfg);
+        st = parse_top(&p, root, cfg);
     }
     yaml_document_delete(&doc);
     if (st == TUTTI_OK)

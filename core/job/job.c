@@ -31,9 +31,7 @@ tutti_status_t tutti__job_init(tutti__job_t *job, int task, int num_tasks,
     if (job->task_dead == NULL || job->said_bye == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
                             "state of %d tasks", num_tasks);
-    return tutti__registry_tp_list(reg, &cfg->transports,
-                                   tutti__source_name(cfg->transports_src),
-                                   &job->transports);
+    return tutti__registry_tp_list(reg, cfg, &job->transports);
 }
 
 void tutti__job_on(tutti__job_t *job, uint32_t type,

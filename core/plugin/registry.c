@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "config/setting.h"
 #include "plugin/registry.h"
 
 #define REASON_MAX 512
@@ -101,25 +102,38 @@ const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
     return NULL;
 }
 
+/* The module that provides transport @p name, or NULL. */
+static const tutti__module_t *tp_module(const tutti__registry_t *reg,
+                                        const char *name)
+{
+    for (size_t i = 0; name != NULL && i < reg->num_modules; i++) {
+        const tutti__module_t *m = &reg->modules[i];
+        if (m->tp != NULL && strcmp(m->tp->ops->name, name) == 0)
+            return m;
+    }
+    return NULL;
+}
+
 tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
-                                      const tutti__strlist_t *names,
-                                      const char *source,
+                                      const tutti__config_t *cfg,
                                       tutti__tp_list_t *list_out)
 {
+    const tutti__strlist_t *names = &cfg->transports;
     memset(list_out, 0, sizeof(*list_out));
     list_out->first = names->count > 0 ? names->items[0] : "empty";
-    list_out->source = source;
+    list_out->source = tutti__source_name(cfg->src[TUTTI__SET_TRANSPORTS]);
     for (size_t i = 0; i < names->count; i++) {
         /* "local" serves this process only, and comes first anyway. */
-        const tutti_tp_ops_t *t = tutti__registry_find_tp(reg,
-                                                          names->items[i]);
-        if (t == NULL)
+        const tutti__module_t *m = tp_module(reg, names->items[i]);
+        if (m == NULL)
             continue;
         if (list_out->count == TUTTI__TP_LIST_MAX)
             return tutti__error(TUTTI_ERR_CONFIG, "transport", "transports: "
                                 "more than %d loaded transports listed (%s)",
-                                TUTTI__TP_LIST_MAX, source);
-        list_out->ops[list_out->count++] = t;
+                                TUTTI__TP_LIST_MAX, list_out->source);
+        list_out->settings[list_out->count] =
+            tutti__config_module_values(cfg, m->name);
+        list_out->ops[list_out->count++] = m->tp->ops;
     }
     return TUTTI_OK;
 }
@@ -157,6 +171,81 @@ static int name_free(const tutti__registry_t *reg, const char *name,
     return 0;
 }
 
+/* A transport descriptor of ABI 2.0 ends before its settings. */
+#define TP_DESC_2_0_SIZE offsetof(tutti_tp_module_desc_t, settings)
+#define TP_SETTINGS_MAX 64
+#define TP_SETTINGS_BYTES_MAX (64u << 10)
+
+/* The settings a transport descriptor declares (ABI 2.1), or 0. */
+static uint32_t tp_num_settings(const tutti_tp_module_desc_t *d)
+{
+    return d->abi_minor >= 1 && d->size >= sizeof(tutti_tp_module_desc_t)
+               ? d->num_settings
+               : 0;
+}
+
+/* Checks the settings rows of @p d: their shape, distinct names, and that
+ * each default is a valid value; writes why not. */
+static int tp_settings_ok(const tutti_tp_module_desc_t *d, char *why,
+                          size_t len)
+{
+    uint32_t n = tp_num_settings(d);
+    char row_why[200];
+    if (n == 0)
+        return 1;
+    if (d->settings == NULL || n > TP_SETTINGS_MAX || d->settings_size == 0 ||
+        d->settings_size > TP_SETTINGS_BYTES_MAX) {
+        snprintf(why, len, "malformed settings: %u rows at %p in a struct of "
+                 "%u bytes; expected 1 to %d rows and 1 to %u bytes", n,
+                 (const void *)d->settings, d->settings_size, TP_SETTINGS_MAX,
+                 TP_SETTINGS_BYTES_MAX);
+        return 0;
+    }
+    void *scratch = calloc(1, d->settings_size);
+    int ok = scratch != NULL;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        const tutti_setting_t *row = &d->settings[i];
+        if (!tutti__setting_row_ok(row, d->settings_size, row_why,
+                                   sizeof(row_why))) {
+            snprintf(why, len, "malformed settings: %s", row_why);
+            ok = 0;
+        } else if (tutti__setting_set(row, row->default_value, scratch) !=
+                   TUTTI_OK) {
+            snprintf(why, len, "malformed settings: '%s' has the default "
+                     "'%s'; expected %s", row->name, row->default_value,
+                     tutti__setting_expected(row, row_why, sizeof(row_why)));
+            ok = 0;
+        }
+        for (uint32_t k = 0; ok && k < i; k++) {
+            if (strcmp(d->settings[k].name, row->name) == 0) {
+                snprintf(why, len, "malformed settings: '%s' twice",
+                         row->name);
+                ok = 0;
+            }
+        }
+    }
+    if (scratch == NULL)
+        snprintf(why, len, "no memory to check its settings");
+    free(scratch);
+    return ok;
+}
+
+tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
+                                       tutti__config_t *cfg)
+{
+    for (size_t i = 0; i < reg->num_modules; i++) {
+        const tutti__module_t *m = &reg->modules[i];
+        uint32_t n = m->tp != NULL ? tp_num_settings(m->tp) : 0;
+        if (n == 0)
+            continue;
+        tutti_status_t st = tutti__config_add_module(
+            cfg, m->name, m->tp->settings, n, m->tp->settings_size);
+        if (st != TUTTI_OK)
+            return st;
+    }
+    return tutti__config_modules_done(cfg);
+}
+
 /* Checks a transport module's descriptor; writes why it is refused. */
 static int tp_desc_ok(const tutti__registry_t *reg,
                       const tutti_tp_module_desc_t *d, char *why, size_t len)
@@ -165,13 +254,15 @@ static int tp_desc_ok(const tutti__registry_t *reg,
     if (!abi_ok("transport", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
                 TUTTI_TP_ABI_MINOR, why, len))
         return 0;
-    if (d->size < sizeof(tutti_tp_module_desc_t) || !name_ok(d->name) ||
+    if (d->size < TP_DESC_2_0_SIZE || !name_ok(d->name) ||
         d->version == NULL) {
         snprintf(why, len, "malformed transport descriptor: size %u (core "
                  "reads %zu), name or version missing", d->size,
-                 sizeof(tutti_tp_module_desc_t));
+                 TP_DESC_2_0_SIZE);
         return 0;
     }
+    if (!tp_settings_ok(d, why, len))
+        return 0;
     if (ops == NULL || ops->size < offsetof(tutti_tp_ops_t, peer_alive) ||
         !name_ok(ops->name) || ops->connect == NULL || ops->send == NULL ||
         ops->recv == NULL || ops->progress == NULL ||

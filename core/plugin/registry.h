@@ -63,13 +63,17 @@ int tutti__registry_accept(const void *reg, const char *name,
 /** The loaded transport module whose transport is named @p name. */
 const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
                                               const char *name);
-/** The loaded transports among @p names, in their order, for the per-peer
- *  choice; names no module provides (and "local") are passed over.
- *  @p source says where the names came from, for messages. */
+/** The loaded transports among @p cfg's `transports`, in their order, for
+ *  the per-peer choice, each with its module's settings; names no module
+ *  provides (and "local") are passed over. */
 tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
-                                      const tutti__strlist_t *names,
-                                      const char *source,
+                                      const tutti__config_t *cfg,
                                       tutti__tp_list_t *list_out);
+/** Checks the settings rows of every loaded transport module and hands
+ *  them to @p cfg, which reads their values (file, environment); then a
+ *  section of the file that no module took is an error. */
+tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
+                                       tutti__config_t *cfg);
 void tutti__registry_free(tutti__registry_t *reg);
 
 #endif

@@ -13,12 +13,14 @@
 #include <time.h>
 
 #include "base/log.h"
-#include "config/config.h"
 #include "transport/chan.h"
 #include "transport/local.h"
 
 /* Job ids are at most 40 characters (job/bootstrap.h). */
 #define MESH_JOB_MAX 64
+/* Channels of a group inside one process, unless the group says. */
+#define LOCAL_SLOTS 16
+#define LOCAL_SLOT_SIZE (64u << 10)
 
 struct tutti__local_mesh {
     char job_id[MESH_JOB_MAX];
@@ -202,9 +204,8 @@ tutti_status_t tutti__local_mesh_join(const tutti_tp_group_t *g, int expected,
 static tutti_status_t local_connect(const tutti_tp_group_t *g,
                                     tutti_tp_ep_t **ep_out)
 {
-    const tutti__config_t *cfg = g->config;
-    uint32_t slots = g->slots ? g->slots : (uint32_t)cfg->shm_slots;
-    size_t slot_size = g->slot_size ? g->slot_size : (size_t)cfg->shm_slot_size;
+    uint32_t slots = g->slots ? g->slots : LOCAL_SLOTS;
+    size_t slot_size = g->slot_size ? g->slot_size : LOCAL_SLOT_SIZE;
     tutti_status_t st;
     local_ep_t *ep = calloc(1, sizeof(*ep));
 

@@ -21,6 +21,7 @@
 
 typedef struct {
     const tutti_tp_ops_t *ops;
+    const void *settings;  /* its module's, for connect */
     tutti_tp_ep_t *ep;
     unsigned char *serve;
 } mux_child_t;
@@ -89,6 +90,7 @@ static tutti_status_t assign(const tutti__tp_list_t *list, mux_ep_t *m,
     }
     for (int r = 0; r < g->group_size; r++) {
         const tutti_tp_ops_t *use = NULL;
+        const void *settings = NULL;
         if (r == g->rank)
             continue;
         if (g->rank_task[r] == g->task) {
@@ -96,8 +98,12 @@ static tutti_status_t assign(const tutti__tp_list_t *list, mux_ep_t *m,
         } else {
             for (int i = 0; i < list->count && use == NULL; i++) {
                 const tutti_tp_ops_t *t = list->ops[i];
-                if (t->reachable == NULL || t->reachable(g, r))
+                tutti_tp_group_t tg = *g;
+                tg.settings = list->settings[i];
+                if (t->reachable == NULL || t->reachable(&tg, r)) {
                     use = t;
+                    settings = list->settings[i];
+                }
             }
         }
         if (use == NULL)
@@ -112,6 +118,7 @@ static tutti_status_t assign(const tutti__tp_list_t *list, mux_ep_t *m,
         tutti_status_t st = child_of(m, use, &c);
         if (st != TUTTI_OK)
             return st;
+        m->child[c].settings = settings;
         m->child[c].serve[r] = 1;
         m->via[r] = (unsigned char)c;
     }
@@ -140,6 +147,7 @@ tutti_status_t tutti__tp_mux_connect(const tutti__tp_list_t *list,
         tutti_tp_group_t cg = *g;
         int peers = 0;
         cg.serve = m->child[i].serve;
+        cg.settings = m->child[i].settings;
         for (int r = 0; r < g->group_size; r++)
             peers += m->child[i].serve[r];
         if ((st = m->child[i].ops->connect(&cg, &m->child[i].ep)) != TUTTI_OK)

@@ -14,6 +14,7 @@
  * registry builds it once per context). */
 typedef struct {
     const tutti_tp_ops_t *ops[TUTTI__TP_LIST_MAX];
+    const void *settings[TUTTI__TP_LIST_MAX]; /* each one's module's */
     int count;
     const char *first;   /* the first configured name, or "empty" */
     const char *source;  /* where the list came from: "default", "file"... */

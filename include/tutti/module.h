@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tutti/plugin.h>
 #include <tutti/types.h>
 
 #ifdef __cplusplus
@@ -51,13 +52,7 @@ extern "C" {
 
 #define TUTTI_MODULE_ABI_MAJOR 1
 #define TUTTI_MODULE_ABI_MINOR 1
-#define TUTTI_MODULE_SYMBOL tutti_module_descriptor
-#define TUTTI_MODULE_SYMBOL_NAME "tutti_module_descriptor"
-#define TUTTI_NAME_MAX 64 /* bound on module and implementation names */
 #define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
-
-#define TUTTI_MODULE_KIND_ALG 1
-#define TUTTI_MODULE_KIND_TP 2
 
 /** One transfer in flight.  Opaque storage owned by the algorithm (in its
  *  context state), so posting a transfer allocates nothing.  Must stay in
@@ -196,12 +191,6 @@ typedef struct {
     uint32_t num_impls;
     const tutti_alg_impl_t *impls;
 } tutti_module_desc_t;
-
-#if defined(__GNUC__)
-#define TUTTI_MODULE_EXPORT_ __attribute__((visibility("default")))
-#else
-#define TUTTI_MODULE_EXPORT_
-#endif
 
 /** Define the module's descriptor from a static array of implementations. */
 #define TUTTI_MODULE_DEFINE(mod_name, mod_version, impl_array)                 \

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tutti/plugin.h>
 #include <tutti/types.h>
 
 #ifdef __cplusplus
@@ -39,7 +40,7 @@ extern "C" {
 #endif
 
 #define TUTTI_TP_ABI_MAJOR 2
-#define TUTTI_TP_ABI_MINOR 0
+#define TUTTI_TP_ABI_MINOR 1
 
 /** Key of one message on the wire. */
 typedef struct {
@@ -92,9 +93,10 @@ typedef struct {
         __attribute__((format(printf, 3, 4)));
     /** Monotonic seconds. */
     double (*now)(void);
-    /** A configuration value by its dotted key ("shm.slots"), as the core
-     *  resolved it (file, environment, defaults), in text; NULL for a key
-     *  the core does not know. */
+    /** A setting by its dotted key ("timeout", "tcp.ports"), the core's or
+     *  a loaded module's, as tutti-info prints it; NULL for a key no one
+     *  declares.  For modules of ABI 2.0: from 2.1 a module declares its
+     *  settings and reads them typed from group->settings. */
     const char *(*config_get)(const void *config, const char *key,
                               char *buf, size_t len);
     /** Bytes one channel of @p slots x @p slot_size takes, and its set-up
@@ -144,6 +146,10 @@ typedef struct {
                                      transport connects (never this rank) */
     const int *rank_host;      /**< host number of each rank (equal: same
                                     host), or NULL: all on this host */
+    /* ABI 2.1: */
+    const void *settings;      /**< the module's settings struct, filled
+                                    from its rows (see settings_size); NULL
+                                    for a module that declares none */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;
@@ -185,20 +191,17 @@ typedef struct {
     const char *version;
     const tutti_tp_ops_t *ops; /**< ops->name is the transport's name, as
                                     listed in `transports:` */
+    /* ABI 2.1: the module's settings, read from its section of the YAML
+     * file (named as the module) and the environment; the core fills a
+     * struct of settings_size bytes with the typed values (each row says
+     * where) and hands it to connect() as group->settings. */
+    const tutti_setting_t *settings;
+    uint32_t num_settings;
+    uint32_t settings_size;
 } tutti_tp_module_desc_t;
 
-#ifndef TUTTI_MODULE_SYMBOL
-#define TUTTI_MODULE_SYMBOL tutti_module_descriptor
-#define TUTTI_MODULE_SYMBOL_NAME "tutti_module_descriptor"
-#define TUTTI_MODULE_KIND_ALG 1
-#define TUTTI_MODULE_KIND_TP 2
-#endif
-
-#if defined(__GNUC__)
-#define TUTTI_TP_EXPORT_ __attribute__((visibility("default")))
-#else
-#define TUTTI_TP_EXPORT_
-#endif
+/* Kept for modules written against ABI 2.0. */
+#define TUTTI_TP_EXPORT_ TUTTI_MODULE_EXPORT_
 
 /** Define a transport module's descriptor. */
 #define TUTTI_TP_MODULE_DEFINE(mod_name, mod_version, ops_table)               \
@@ -209,7 +212,27 @@ typedef struct {
         TUTTI_MODULE_KIND_TP,                                                  \
         (mod_name),                                                            \
         (mod_version),                                                         \
-        &(ops_table)}
+        &(ops_table),                                                          \
+        NULL,                                                                  \
+        0,                                                                     \
+        0}
+
+/** Define a transport module's descriptor with settings: @p rows is a
+ *  static array of tutti_setting_t whose offsets point into
+ *  @p settings_type, the struct connect() finds at group->settings. */
+#define TUTTI_TP_MODULE_DEFINE_SETTINGS(mod_name, mod_version, ops_table,      \
+                                        rows, settings_type)                   \
+    TUTTI_TP_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {      \
+        TUTTI_TP_ABI_MAJOR,                                                    \
+        TUTTI_TP_ABI_MINOR,                                                    \
+        (uint32_t)sizeof(tutti_tp_module_desc_t),                              \
+        TUTTI_MODULE_KIND_TP,                                                  \
+        (mod_name),                                                            \
+        (mod_version),                                                         \
+        &(ops_table),                                                          \
+        (rows),                                                                \
+        (uint32_t)(sizeof(rows) / sizeof((rows)[0])),                          \
+        (uint32_t)sizeof(settings_type)}
 
 #ifdef __cplusplus
 }

@@ -420,6 +420,11 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
  *  rules (with those skipped and why) to a stdio FILE *. */
 void tutti_info_print_config(const tutti_context_t *ctx, void *file);
 
+/** Print every setting, the core's and the loaded modules', to a stdio
+ *  FILE *: its key, line of doc, default, environment variable and what it
+ *  accepts. */
+void tutti_info_print_settings(const tutti_context_t *ctx, void *file);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,4 +16,4 @@ static const tutti_tp_ops_t ops = {
 
 TUTTI_TP_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {
     TUTTI_TP_ABI_MAJOR + 1, 0, sizeof(tutti_tp_module_desc_t),
-    TUTTI_MODULE_KIND_TP, "testbadtp", "1.0", &ops};
+    TUTTI_MODULE_KIND_TP, "testbadtp", "1.0", &ops, NULL, 0, 0};

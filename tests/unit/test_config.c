@@ -1,4 +1,5 @@
-/* Unit tests for core/config.c: YAML loading, environment, rule checks. */
+/* Unit tests for core/config: YAML loading, environment, rule checks, and
+ * the settings of the shm and tcp modules read through their rows. */
 #include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -13,21 +14,25 @@
 #include <cmocka.h>
 
 /* By path: the build directory's autoconf config.h shadows "config.h". */
+#include "base/log.h"
 #include "base/size.h"
 #include "config/config.h"
+#include "plugin/registry.h"
 #include "select/select.h"
-#include "base/log.h"
 
 static const char *const env_vars[] = {
     "TUTTI_LOG_LEVEL",       "TUTTI_TIMEOUT",     "TUTTI_MODULE_PATH",
     "TUTTI_TRANSPORTS",      "TUTTI_ALGO",        "TUTTI_SHM_SINGLE_COPY",
     "TUTTI_TCP_IFNAME",      "TUTTI_TCP_FAMILY",  "TUTTI_TCP_PORTS",
-    "TUTTI_TCP_CONNECTIONS"};
+    "TUTTI_TCP_CONNECTIONS", "TUTTI_SHM_SLOTS",   "TUTTI_SHM_SLOT_SIZE",
+    "TUTTI_MODULES_LOAD"};
 
 typedef struct {
     char dir[64];
     char path[128]; /* the last file written */
     tutti__config_t cfg;
+    tutti__registry_t reg; /* the shm and tcp modules, once loaded */
+    int reg_loaded;
 } fixture_t;
 
 static void clear_env(void)
@@ -69,7 +74,8 @@ static int teardown(void **state)
     if (d != NULL)
         closedir(d);
     rmdir(f->dir);
-    tutti__config_free(&f->cfg);
+    tutti__config_free(&f->cfg); /* before the modules its rows are in */
+    tutti__registry_free(&f->reg);
     clear_env();
     free(f);
     return 0;
@@ -105,6 +111,59 @@ static void expect_error(fixture_t *f, const char *text, const char *where,
     assert_non_null(strstr(tutti_last_error(), "; expected "));
 }
 
+/* The build tree's shm and tcp modules declare their settings to f->cfg,
+ * as a context does once it loaded them: the file's sections for them and
+ * their variables are read now.  Returns what that returned. */
+static tutti_status_t take_modules(fixture_t *f)
+{
+    if (!f->reg_loaded) {
+        tutti__strlist_t dirs = {NULL, 0}, all = {NULL, 0};
+        assert_int_equal(tutti__strlist_push(&dirs, TUTTI_TEST_BUILDDIR
+                                             "/transports/shm"), TUTTI_OK);
+        assert_int_equal(tutti__strlist_push(&dirs, TUTTI_TEST_BUILDDIR
+                                             "/transports/tcp"), TUTTI_OK);
+        assert_int_equal(tutti__registry_load(&f->reg, &dirs, &all),
+                         TUTTI_OK);
+        tutti__strlist_free(&dirs);
+        assert_non_null(tutti__registry_find_tp(&f->reg, "shm"));
+        assert_non_null(tutti__registry_find_tp(&f->reg, "tcp"));
+        f->reg_loaded = 1;
+    }
+    return tutti__registry_settings(&f->reg, &f->cfg);
+}
+
+/* A setting's value as tutti-info prints it. */
+static const char *value_of(fixture_t *f, const char *key)
+{
+    static char buf[128];
+    const char *v = tutti__config_get_text(&f->cfg, key, buf, sizeof(buf));
+    if (v == NULL)
+        fail_msg("no setting %s", key);
+    return v;
+}
+
+/* Load @p text, then let the modules take their settings, and expect
+ * TUTTI_ERR_CONFIG there with "<path>:<where>: " and @p what. */
+static void expect_module_error(fixture_t *f, const char *text,
+                                const char *where, const char *what)
+{
+    char prefix[256];
+    const char *path = write_yaml(f, "bad.yaml", text);
+
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    assert_int_equal(take_modules(f), TUTTI_ERR_CONFIG);
+    snprintf(prefix, sizeof(prefix), "%s:%s: ", path, where);
+    if (strstr(tutti_last_error(), prefix) == NULL ||
+        strstr(tutti_last_error(), what) == NULL)
+        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), prefix,
+                 what);
+    assert_non_null(strstr(tutti_last_error(), "; expected "));
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+}
+
 static char *print_config(const tutti__config_t *cfg)
 {
     char *text = NULL;
@@ -133,20 +192,24 @@ static void test_defaults(void **state)
     fixture_t *f = *state;
     char *text;
 
-    assert_string_equal(f->cfg.log_level, "warn");
-    assert_int_equal(f->cfg.log_level_src, TUTTI_SRC_DEFAULT);
+    assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_WARN);
+    assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_DEFAULT);
     assert_true(f->cfg.timeout == 300.0);
     assert_int_equal(f->cfg.transports.count, 1);
     assert_string_equal(f->cfg.transports.items[0], "shm");
-    assert_int_equal(f->cfg.shm_slot_size, 65536);
-    assert_int_equal(f->cfg.shm_slots, 16);
     assert_int_equal(f->cfg.module_path.count, 0);
     assert_int_equal(f->cfg.num_rules, 0);
     assert_null(f->cfg.path);
     text = print_config(&f->cfg);
     assert_non_null(strstr(text, "timeout = 300 (default)\n"));
     assert_non_null(strstr(text, "transports = [shm] (default)\n"));
+    assert_non_null(strstr(text, "log_level = warn (default)\n"));
     free(text);
+    /* The modules' defaults, from their rows. */
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "shm.slot_size"), "64K");
+    assert_string_equal(value_of(f, "shm.slots"), "16");
+    assert_string_equal(tutti_last_error(), "");
     assert_string_equal(tutti__source_name(TUTTI_SRC_ENV), "env");
     assert_string_equal(tutti__source_name(TUTTI_SRC_FILE), "file");
     tutti__config_free(NULL);
@@ -181,23 +244,19 @@ static void test_full_file(void **state)
 
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     assert_string_equal(f->cfg.path, path);
-    assert_string_equal(f->cfg.log_level, "debug");
-    assert_int_equal(f->cfg.log_level_src, TUTTI_SRC_FILE);
+    assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_DEBUG);
+    assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_FILE);
     assert_true(f->cfg.timeout == 2.5);
-    assert_int_equal(f->cfg.timeout_src, TUTTI_SRC_FILE);
+    assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.module_path.count, 2);
     assert_string_equal(f->cfg.module_path.items[1], "/opt/b");
-    assert_int_equal(f->cfg.module_path_src, TUTTI_SRC_FILE);
+    assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_PATH], TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.module_load.count, 2);
     assert_string_equal(f->cfg.module_load.items[0], "ring");
-    assert_int_equal(f->cfg.module_load_src, TUTTI_SRC_FILE);
+    assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_LOAD], TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.transports.count, 2);
     assert_string_equal(f->cfg.transports.items[0], "tcp");
-    assert_int_equal(f->cfg.transports_src, TUTTI_SRC_FILE);
-    assert_int_equal(f->cfg.shm_slot_size, 1 << 20);
-    assert_int_equal(f->cfg.shm_slot_size_src, TUTTI_SRC_FILE);
-    assert_int_equal(f->cfg.shm_slots, 64);
-    assert_int_equal(f->cfg.shm_slots_src, TUTTI_SRC_FILE);
+    assert_int_equal(f->cfg.src[TUTTI__SET_TRANSPORTS], TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.num_rules, 3);
 
     r = &f->cfg.rules[0];
@@ -235,6 +294,17 @@ static void test_full_file(void **state)
     assert_int_equal(r->group_min, 3);
     assert_int_equal(r->group_max, 3);
     assert_int_equal(r->num_params, 0);
+
+    /* The shm section waited for the module's rows. */
+    assert_int_equal(f->cfg.num_pending, 2);
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_int_equal(f->cfg.num_pending, 0);
+    assert_string_equal(value_of(f, "shm.slot_size"), "1M");
+    assert_string_equal(value_of(f, "shm.slots"), "64");
+    char *text = print_config(&f->cfg);
+    assert_non_null(strstr(text, "shm.slots = 64 (file)\n"));
+    assert_non_null(strstr(text, "shm.single_copy = auto (default)\n"));
+    free(text);
 }
 
 static void test_single_values_and_empty(void **state)
@@ -254,7 +324,7 @@ static void test_single_values_and_empty(void **state)
     assert_int_equal(f->cfg.num_rules, 0);
     /* Untouched keys keep their defaults. */
     assert_true(f->cfg.timeout == 300.0);
-    assert_int_equal(f->cfg.timeout_src, TUTTI_SRC_DEFAULT);
+    assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_DEFAULT);
 
     path = write_yaml(f, "empty.yaml", "# nothing but a comment\n");
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
@@ -267,128 +337,144 @@ static void test_tcp_keys(void **state)
 {
     fixture_t *f = *state;
     const char *path;
-    char buf[64], *text;
+    char *text;
 
-    /* Defaults. */
-    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_AUTO);
-    assert_string_equal(f->cfg.tcp_interface, "");
-    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_ANY);
-    assert_int_equal(f->cfg.tcp_port_lo, 0);
-    assert_int_equal(f->cfg.tcp_connections, 2);
-    assert_string_equal(
-        tutti__config_get_text(&f->cfg, "tcp.ports", buf, sizeof(buf)), "0");
-    assert_string_equal(tutti__config_get_text(&f->cfg, "tcp.interface", buf,
-                                               sizeof(buf)),
-                        "");
+    /* Defaults, from the modules' rows. */
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "shm.single_copy"), "auto");
+    assert_string_equal(value_of(f, "tcp.interface"), "");
+    assert_string_equal(value_of(f, "tcp.family"), "any");
+    assert_string_equal(value_of(f, "tcp.ports"), "0");
+    assert_string_equal(value_of(f, "tcp.connections"), "2");
+    assert_null(tutti__config_module_values(&f->cfg, "nosuchmodule"));
+    assert_non_null(tutti__config_module_values(&f->cfg, "tcp"));
     text = print_config(&f->cfg);
     assert_non_null(strstr(text, "shm.single_copy = auto (default)\n"));
-    assert_non_null(strstr(text, "tcp.interface = \"\" (any) (default)\n"));
+    assert_non_null(strstr(text, "tcp.interface = \"\" (default)\n"));
     assert_non_null(strstr(text, "tcp.family = any (default)\n"));
     assert_non_null(strstr(text, "tcp.ports = 0 (default)\n"));
     assert_non_null(strstr(text, "tcp.connections = 2 (default)\n"));
     free(text);
 
     /* From a file. */
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
     path = write_yaml(f, "tcp.yaml",
                       "shm: { single_copy: off }\n"
                       "tcp:\n  interface: eth1\n  family: ipv6\n"
                       "  ports: 29500-29599\n  connections: 4\n");
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
-    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_OFF);
-    assert_int_equal(f->cfg.shm_single_copy_src, TUTTI_SRC_FILE);
-    assert_string_equal(f->cfg.tcp_interface, "eth1");
-    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_IPV6);
-    assert_int_equal(f->cfg.tcp_port_lo, 29500);
-    assert_int_equal(f->cfg.tcp_port_hi, 29599);
-    assert_int_equal(f->cfg.tcp_connections, 4);
-    assert_int_equal(f->cfg.tcp_connections_src, TUTTI_SRC_FILE);
-    assert_string_equal(tutti__config_get_text(&f->cfg, "shm.single_copy",
-                                               buf, sizeof(buf)),
-                        "off");
-    assert_string_equal(
-        tutti__config_get_text(&f->cfg, "tcp.family", buf, sizeof(buf)),
-        "ipv6");
-    assert_string_equal(
-        tutti__config_get_text(&f->cfg, "tcp.ports", buf, sizeof(buf)),
-        "29500-29599");
-    assert_string_equal(tutti__config_get_text(&f->cfg, "tcp.connections",
-                                               buf, sizeof(buf)),
-                        "4");
-    assert_string_equal(tutti__config_get_text(&f->cfg, "tcp.interface", buf,
-                                               sizeof(buf)),
-                        "eth1");
-    assert_null(tutti__config_get_text(&f->cfg, "tcp.port", buf, sizeof(buf)));
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "shm.single_copy"), "off");
+    assert_string_equal(value_of(f, "tcp.family"), "ipv6");
+    assert_string_equal(value_of(f, "tcp.ports"), "29500-29599");
+    assert_string_equal(value_of(f, "tcp.connections"), "4");
+    assert_string_equal(value_of(f, "tcp.interface"), "eth1");
+    assert_null(tutti__config_get_text(&f->cfg, "tcp.port", (char[8]){0}, 8));
     text = print_config(&f->cfg);
     assert_non_null(strstr(text, "tcp.ports = 29500-29599 (file)\n"));
     assert_non_null(strstr(text, "tcp.interface = \"eth1\" (file)\n"));
+    assert_non_null(strstr(text, "tcp.connections = 4 (file)\n"));
     free(text);
 
     /* The environment over the file. */
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     setenv("TUTTI_SHM_SINGLE_COPY", "auto", 1);
     setenv("TUTTI_TCP_IFNAME", "lo", 1);
     setenv("TUTTI_TCP_FAMILY", "ipv4", 1);
     setenv("TUTTI_TCP_PORTS", "0", 1);
     setenv("TUTTI_TCP_CONNECTIONS", "16", 1);
-    assert_int_equal(tutti__config_apply_env(&f->cfg), TUTTI_OK);
-    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_AUTO);
-    assert_int_equal(f->cfg.shm_single_copy_src, TUTTI_SRC_ENV);
-    assert_string_equal(f->cfg.tcp_interface, "lo");
-    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_IPV4);
-    assert_int_equal(f->cfg.tcp_port_lo, 0);
-    assert_int_equal(f->cfg.tcp_ports_src, TUTTI_SRC_ENV);
-    assert_int_equal(f->cfg.tcp_connections, 16);
+    setenv("TUTTI_SHM_SLOTS", " 32 ", 1);
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "shm.single_copy"), "auto");
+    assert_string_equal(value_of(f, "tcp.interface"), "lo");
+    assert_string_equal(value_of(f, "tcp.family"), "ipv4");
+    assert_string_equal(value_of(f, "tcp.ports"), "0");
+    assert_string_equal(value_of(f, "tcp.connections"), "16");
+    assert_string_equal(value_of(f, "shm.slots"), "32");
     text = print_config(&f->cfg);
     assert_non_null(strstr(text, "tcp.family = ipv4 (env)\n"));
     assert_non_null(strstr(text, "tcp.connections = 16 (env)\n"));
+    assert_non_null(strstr(text, "shm.slot_size = 64K (default)\n"));
     free(text);
 
     /* An empty interface in the file means any. */
     clear_env();
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
     path = write_yaml(f, "tcp2.yaml", "tcp: { interface: }\n");
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
-    assert_string_equal(f->cfg.tcp_interface, "");
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "tcp.interface"), "");
 }
 
-static void expect_env_error(fixture_t *f, const char *var, const char *value,
-                             const char *what);
+/* The modules take their variables when their rows come: a bad one fails
+ * there, naming the variable, its value and what was expected. */
+static void expect_module_env_error(fixture_t *f, const char *var,
+                                    const char *value, const char *what)
+{
+    char named[256];
+
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+    setenv(var, value, 1);
+    assert_int_equal(take_modules(f), TUTTI_ERR_CONFIG);
+    snprintf(named, sizeof(named), "%s='%s'", var, value);
+    if (strstr(tutti_last_error(), named) == NULL ||
+        strstr(tutti_last_error(), what) == NULL ||
+        strstr(tutti_last_error(), "; expected ") == NULL)
+        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), named,
+                 what);
+    unsetenv(var);
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+}
 
 static void test_tcp_bad_values(void **state)
 {
     fixture_t *f = *state;
 
-    expect_error(f, "shm: { single_copy: on }\n", "1:21",
-                 "found 'on' for single_copy; expected auto or off");
-    expect_error(f, "tcp: { interface: eth0/1 }\n", "1:19",
-                 "found 'eth0/1' for interface; expected a network interface");
-    expect_error(f, "tcp: { interface: averyveryverylongname }\n", "1:19",
-                 "for interface");
-    expect_error(f, "tcp: { family: inet }\n", "1:16",
-                 "found 'inet' for family; expected one of any, ipv4, ipv6");
-    expect_error(f, "tcp: { ports: 70000 }\n", "1:15",
-                 "found '70000' for ports; expected 0 (any free port)");
-    expect_error(f, "tcp: { ports: 200-100 }\n", "1:15", "for ports");
-    expect_error(f, "tcp: { ports: 0-100 }\n", "1:15", "for ports");
-    expect_error(f, "tcp: { ports: 100- }\n", "1:15", "for ports");
-    expect_error(f, "tcp: { connections: 0 }\n", "1:21",
-                 "found '0' for connections; expected a whole number from 1 "
-                 "to 16");
-    expect_error(f, "tcp: { connections: 17 }\n", "1:21", "connections");
+    expect_module_error(f, "shm: { single_copy: on }\n", "1:21",
+                        "found 'on' for single_copy; expected auto or off");
+    expect_module_error(f, "tcp: { interface: eth0/1 }\n", "1:19",
+                        "found 'eth0/1' for interface; expected a network "
+                        "interface");
+    expect_module_error(f, "tcp: { interface: averyveryverylongname }\n",
+                        "1:19", "for interface");
+    expect_module_error(f, "tcp: { family: inet }\n", "1:16",
+                        "found 'inet' for family; expected one of any, ipv4, "
+                        "ipv6");
+    expect_module_error(f, "tcp: { ports: 70000 }\n", "1:15",
+                        "found '70000' for ports; expected 0 (any free port)");
+    expect_module_error(f, "tcp: { ports: 200-100 }\n", "1:15", "for ports");
+    expect_module_error(f, "tcp: { ports: 0-100 }\n", "1:15", "for ports");
+    expect_module_error(f, "tcp: { ports: 100- }\n", "1:15", "for ports");
+    expect_module_error(f, "tcp: { connections: 0 }\n", "1:21",
+                        "found '0' for connections; expected a whole number "
+                        "from 1 to 16");
+    expect_module_error(f, "tcp: { connections: 17 }\n", "1:21",
+                        "connections");
     expect_error(f, "tcp: [1]\n", "1:6",
-                 "expected a mapping with keys interface, family, ports, "
-                 "connections");
-    assert_int_equal(f->cfg.tcp_connections, 2);
-    assert_int_equal(f->cfg.tcp_connections_src, TUTTI_SRC_DEFAULT);
+                 "found a list for 'tcp'; expected a mapping of a module's "
+                 "settings");
+    expect_error(f, "tcp: { ports: [1, 2] }\n", "1:15",
+                 "found a list; expected one value");
 
-    expect_env_error(f, "TUTTI_SHM_SINGLE_COPY", "yes",
-                     "not a single-copy mode");
-    expect_env_error(f, "TUTTI_TCP_IFNAME", "a b", "not an interface name");
-    expect_env_error(f, "TUTTI_TCP_FAMILY", "ip4", "not an address family");
-    expect_env_error(f, "TUTTI_TCP_PORTS", "1-2-3", "not a port range");
-    expect_env_error(f, "TUTTI_TCP_PORTS", "x", "not a port range");
-    expect_env_error(f, "TUTTI_TCP_CONNECTIONS", "99",
-                     "not a number of connections");
-    assert_string_equal(f->cfg.tcp_interface, "");
-    assert_int_equal(f->cfg.tcp_port_lo, 0);
+    expect_module_env_error(f, "TUTTI_SHM_SINGLE_COPY", "yes",
+                            "not a valid shm.single_copy");
+    expect_module_env_error(f, "TUTTI_TCP_IFNAME", "a b",
+                            "not a valid tcp.interface");
+    expect_module_env_error(f, "TUTTI_TCP_FAMILY", "ip4",
+                            "not a valid tcp.family");
+    expect_module_env_error(f, "TUTTI_TCP_PORTS", "1-2-3",
+                            "not a valid tcp.ports");
+    expect_module_env_error(f, "TUTTI_TCP_PORTS", "x", "not a valid tcp.ports");
+    expect_module_env_error(f, "TUTTI_TCP_CONNECTIONS", "99",
+                            "expected a whole number from 1 to 16");
+    expect_module_env_error(f, "TUTTI_SHM_SLOT_SIZE", "48K",
+                            "expected a power of two from 4K to 16M");
 }
 
 static void test_shipped_config(void **state)
@@ -398,21 +484,24 @@ static void test_shipped_config(void **state)
     const tutti__rule_t *r;
 
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
-    assert_string_equal(f->cfg.log_level, "warn");
+    assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_WARN);
     assert_true(f->cfg.timeout == 300.0);
     assert_int_equal(f->cfg.module_path.count, 0);
     assert_int_equal(f->cfg.module_load.count, 0);
     assert_int_equal(f->cfg.transports.count, 1);
     assert_string_equal(f->cfg.transports.items[0], "shm");
-    assert_int_equal(f->cfg.shm_slot_size, 64 * 1024);
-    assert_int_equal(f->cfg.shm_slots, 16);
-    assert_int_equal(f->cfg.shm_single_copy, TUTTI_SHM_SINGLE_COPY_OFF);
-    assert_int_equal(f->cfg.shm_single_copy_src, TUTTI_SRC_FILE);
-    assert_string_equal(f->cfg.tcp_interface, "");
-    assert_int_equal(f->cfg.tcp_family, TUTTI_TCP_FAMILY_ANY);
-    assert_int_equal(f->cfg.tcp_port_lo, 0);
-    assert_int_equal(f->cfg.tcp_connections, 2);
-    assert_int_equal(f->cfg.tcp_connections_src, TUTTI_SRC_FILE);
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "shm.slot_size"), "64K");
+    assert_string_equal(value_of(f, "shm.slots"), "16");
+    assert_string_equal(value_of(f, "shm.single_copy"), "off");
+    assert_string_equal(value_of(f, "tcp.interface"), "");
+    assert_string_equal(value_of(f, "tcp.family"), "any");
+    assert_string_equal(value_of(f, "tcp.ports"), "0");
+    assert_string_equal(value_of(f, "tcp.connections"), "2");
+    char *text = print_config(&f->cfg);
+    assert_non_null(strstr(text, "shm.single_copy = off (file)\n"));
+    assert_non_null(strstr(text, "tcp.connections = 2 (file)\n"));
+    free(text);
     assert_int_equal(f->cfg.num_rules, 11);
     r = f->cfg.rules;
     /* Every collective has a rule for any size, so selection never fails
@@ -470,8 +559,8 @@ static void test_unknown_keys(void **state)
 
     expect_error(f, "log_level: warn\n\ncolour: red\n", "3:1",
                  "unknown key 'colour' at top level; expected one of "
-                 "log_level, timeout, modules, transports, shm, tcp, "
-                 "selection");
+                 "log_level, timeout, modules, transports, selection, or a "
+                 "module's section");
     expect_error(f,
                  "selection:\n"
                  "  - collective: allreduce\n"
@@ -483,11 +572,17 @@ static void test_unknown_keys(void **state)
                  "algorithm, params");
     expect_error(f, "modules:\n  paths: [/x]\n", "2:3",
                  "unknown key 'paths' in modules");
-    expect_error(f, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:3",
-                 "unknown key 'slot' in shm");
-    expect_error(f, "tcp:\n  port: 0\n", "2:3",
-                 "unknown key 'port' in tcp; expected one of interface, "
-                 "family, ports, connections");
+    expect_module_error(f, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:9",
+                        "unknown key 'slot' in shm");
+    expect_module_error(f, "tcp:\n  port: 0\n", "2:9",
+                        "unknown key 'port' in tcp; expected one of "
+                        "interface, family, ports, connections");
+    /* A section no loaded module takes is an unknown key. */
+    expect_module_error(f, "log_level: warn\nshmm: { slots: 4 }\n", "2:16",
+                        "unknown key 'shmm' at top level; expected one of "
+                        "log_level, timeout, modules, transports, selection, "
+                        "or the section of a loaded module with settings "
+                        "(shm, tcp)");
 }
 
 static void test_bad_values(void **state)
@@ -499,14 +594,16 @@ static void test_bad_values(void **state)
     expect_error(f, "timeout: [1]\n", "1:10", "found a list");
     expect_error(f, "log_level: loud\n", "1:12",
                  "found 'loud' for log_level; expected one of error");
-    expect_error(f, "shm: { slot_size: 48K }\n", "1:19",
-                 "found '48K' for slot_size; expected a power of two");
-    expect_error(f, "shm: { slot_size: 32M }\n", "1:19", "slot_size");
-    expect_error(f, "shm: { slot_size: 2K }\n", "1:19", "slot_size");
-    expect_error(f, "shm: { slots: 1 }\n", "1:15", "found '1' for slots");
-    expect_error(f, "shm: { slots: 1025 }\n", "1:15", "found '1025'");
-    expect_error(f, "shm: [1]\n", "1:6", "expected a mapping with keys "
-                                          "slot_size, slots, single_copy");
+    expect_module_error(f, "shm: { slot_size: 48K }\n", "1:19",
+                        "found '48K' for slot_size; expected a power of two");
+    expect_module_error(f, "shm: { slot_size: 32M }\n", "1:19", "slot_size");
+    expect_module_error(f, "shm: { slot_size: 2K }\n", "1:19", "slot_size");
+    expect_module_error(f, "shm: { slots: 1 }\n", "1:15",
+                        "found '1' for slots");
+    expect_module_error(f, "shm: { slots: 1025 }\n", "1:15", "found '1025'");
+    expect_error(f, "shm: [1]\n", "1:6", "found a list for 'shm'");
+    expect_error(f, "modules: [1]\n", "1:10", "expected a mapping with keys "
+                                              "path, load");
     expect_error(f, "[1, 2]\n", "1:1", "found a list");
     expect_error(f, "timeout: 1\ntimeout: 2\n", "2:1",
                  "duplicate key 'timeout' (first at line 1)");
@@ -572,13 +669,15 @@ static void test_failure_leaves_config_unchanged(void **state)
                       "timeout: 9\n"
                       "transports: [x]\n"
                       "selection:\n  - { algorithm: Y }\n"
-                      "shm: { slots: 0 }\n");
+                      "shm: { slots: 8 }\n"
+                      "log_level: loud\n");
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_ERR_CONFIG);
     assert_true(f->cfg.timeout == 2.5);
     assert_string_equal(f->cfg.transports.items[0], "tcp");
     assert_int_equal(f->cfg.num_rules, 3);
     assert_string_equal(f->cfg.rules[0].algorithm, "FirstImpl");
-    assert_int_equal(f->cfg.shm_slots, 64);
+    assert_int_equal(take_modules(f), TUTTI_OK);
+    assert_string_equal(value_of(f, "shm.slots"), "64");
     assert_non_null(strstr(f->cfg.path, "/good.yaml"));
 }
 
@@ -720,21 +819,21 @@ static void test_env_overrides_file(void **state)
     setenv("TUTTI_MODULE_PATH", "/env/a::/env/b", 1);
     setenv("TUTTI_TRANSPORTS", "tcp, shm", 1);
     assert_int_equal(tutti__config_apply_env(&f->cfg), TUTTI_OK);
-    assert_string_equal(f->cfg.log_level, "trace");
-    assert_int_equal(f->cfg.log_level_src, TUTTI_SRC_ENV);
+    assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_TRACE);
+    assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_ENV);
     assert_true(f->cfg.timeout == 0.25);
-    assert_int_equal(f->cfg.timeout_src, TUTTI_SRC_ENV);
+    assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_ENV);
     assert_int_equal(f->cfg.module_path.count, 3);
     assert_string_equal(f->cfg.module_path.items[0], "/env/a");
     assert_string_equal(f->cfg.module_path.items[1], "/env/b");
     assert_string_equal(f->cfg.module_path.items[2], "/file/dir");
-    assert_int_equal(f->cfg.module_path_src, TUTTI_SRC_ENV);
+    assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_PATH], TUTTI_SRC_ENV);
     assert_int_equal(f->cfg.transports.count, 2);
     assert_string_equal(f->cfg.transports.items[0], "tcp");
     assert_string_equal(f->cfg.transports.items[1], "shm");
-    assert_int_equal(f->cfg.transports_src, TUTTI_SRC_ENV);
+    assert_int_equal(f->cfg.src[TUTTI__SET_TRANSPORTS], TUTTI_SRC_ENV);
     /* Values the environment does not name keep their source. */
-    assert_int_equal(f->cfg.shm_slots_src, TUTTI_SRC_DEFAULT);
+    assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_LOAD], TUTTI_SRC_DEFAULT);
     text = print_config(&f->cfg);
     assert_non_null(strstr(text, "timeout = 0.25 (env)\n"));
     assert_non_null(strstr(text, "log_level = trace (env)\n"));
@@ -803,21 +902,25 @@ static void test_env_errors_leave_config_unchanged(void **state)
 {
     fixture_t *f = *state;
 
-    expect_env_error(f, "TUTTI_LOG_LEVEL", "loud", "unknown log level");
+    expect_env_error(f, "TUTTI_LOG_LEVEL", "loud", "not a valid log_level; "
+                     "expected one of error, warn, info, debug, trace, off");
     /* Applied to the copy first (it is read first), then thrown away. */
     setenv("TUTTI_LOG_LEVEL", "debug", 1);
-    expect_env_error(f, "TUTTI_TIMEOUT", "abc", "not a timeout");
-    expect_env_error(f, "TUTTI_TIMEOUT", "-1", "not a timeout");
-    expect_env_error(f, "TUTTI_TRANSPORTS", "shm,,tcp", "empty or invalid");
+    expect_env_error(f, "TUTTI_TIMEOUT", "abc", "not a valid timeout");
+    expect_env_error(f, "TUTTI_TIMEOUT", "-1", "not a valid timeout");
+    expect_env_error(f, "TUTTI_TRANSPORTS", "shm,,tcp",
+                     "not a valid transports; expected a list of transport");
+    expect_env_error(f, "TUTTI_MODULES_LOAD", "ring, a b",
+                     "not a valid modules.load");
     expect_env_error(f, "TUTTI_ALGO", "allreduce", "'allreduce' is not");
     expect_env_error(f, "TUTTI_ALGO", "allreduce:RingReduce,bcast:X",
                      "unknown collective 'bcast'");
     expect_env_error(f, "TUTTI_ALGO", "allreduce:", "is not collective:name");
     assert_true(f->cfg.timeout == 300.0);
-    assert_int_equal(f->cfg.timeout_src, TUTTI_SRC_DEFAULT);
-    assert_int_equal(f->cfg.log_level_src, TUTTI_SRC_DEFAULT);
+    assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_DEFAULT);
+    assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_DEFAULT);
     assert_int_equal(f->cfg.num_rules, 0);
-    assert_string_equal(f->cfg.log_level, "warn");
+    assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_WARN);
 }
 
 int main(void)

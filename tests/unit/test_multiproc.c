@@ -519,6 +519,82 @@ static void test_second_execution_skips_resolution(void **state)
         fail_msg("unexpected: %s", out);
 }
 
+#define PROBE_DIR TUTTI_TEST_BUILDDIR "/tests/modules/probe"
+
+/* Writes @p text to the file @p path. */
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* tutti-info --settings with config @p conf and @p env; expects exit 1
+ * and @p what in its output. */
+static void expect_probe_refused(const char *conf, const char *env,
+                                 const char *what)
+{
+    char cmd[1024], out[8192];
+    snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s %s %s "
+             "--settings", conf, PROBE_DIR, env, INFO);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 1 || strstr(out, what) == NULL)
+        fail_msg("%s exited %d, expected 1 and '%s':\n%s", cmd, rc, what, out);
+}
+
+/* A transport module of the suite (tests/modules/tp_probe.c) declares
+ * settings of its own, one of each type: the file's section, the
+ * environment and the defaults reach it typed on every task, while shm
+ * carries the data; bad values and unknown keys are refused with their
+ * place, as the core's own settings are. */
+static void test_transport_module_settings(void **state)
+{
+    char conf[128], cmd[1024], out[16384], want[256];
+    (void)state;
+    snprintf(conf, sizeof(conf), "/tmp/tutti-probe-%ld.yaml", (long)getpid());
+    write_text(conf, "transports: [probe, shm]\n"
+                     "probe: { depth: 5, mode: careful, window: 128K }\n");
+    snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s "
+             "TUTTI_ALGO=allreduce:RingReduce TUTTI_PROBE_GREETING=hi "
+             "PROBE_PORTS=100-200 TUTTI_LOG_LEVEL=warn %s -n 2 %s -b 8 "
+             "-e 64K -f 64", conf, PROBE_DIR, RUN, PERF);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    for (int t = 0; t < 2; t++) {
+        snprintf(want, sizeof(want), "tutti[task %d] warn probe: greeting "
+                 "'hi', depth 5, mode careful, window 131072, ports "
+                 "100-200, patience 1.5", t);
+        if (strstr(out, want) == NULL)
+            fail_msg("no '%s' in:\n%s", want, out);
+    }
+    assert_non_null(strstr(out, "RingReduce"));
+
+    snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s %s",
+             conf, PROBE_DIR, INFO);
+    rc = test_run(cmd, 1, out, sizeof(out));
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "probe.depth = 5 (file)\n"));
+    assert_non_null(strstr(out, "probe.greeting = \"hello\" (default)\n"));
+
+    write_text(conf, "probe:\n  depth: 9\n");
+    snprintf(want, sizeof(want), "%s:2:10: found '9' for depth; expected a "
+             "whole number from 1 to 8", conf);
+    expect_probe_refused(conf, "", want);
+    write_text(conf, "probe: { colour: red }\n");
+    expect_probe_refused(conf, "", "unknown key 'colour' in probe; expected "
+                         "one of greeting, depth, mode, window, ports, "
+                         "patience");
+    write_text(conf, "log_level: warn\n");
+    expect_probe_refused(conf, "TUTTI_PROBE_MODE=slow",
+                         "TUTTI_PROBE_MODE='slow': not a valid probe.mode; "
+                         "expected one of fast, careful");
+    expect_probe_refused(conf, "TUTTI_PROBE_WINDOW=3K",
+                         "expected a power of two from 4K to 1M");
+    unlink(conf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_ring_subdivisions),
         cmocka_unit_test(test_module_builds_must_agree),
         cmocka_unit_test(test_second_execution_skips_resolution),
+        cmocka_unit_test(test_transport_module_settings),
         cmocka_unit_test(test_normal_run_is_quiet),
         cmocka_unit_test(test_config_findings_once_per_job),
         cmocka_unit_test(test_abort_reaches_every_task),

@@ -114,6 +114,22 @@ static void test_wrong_transport_abi_refused(void **state)
     assert_string_equal(m.transport, "shm");
 }
 
+static void test_malformed_settings_refused(void **state)
+{
+    assert_refused(*state, "mod_badset", "malformed settings: 'depth' has "
+                   "the default '0'; expected a whole number from 1 to 8");
+}
+
+/* A transport built against ABI 2.0 (no settings fields) still loads. */
+static void test_older_transport_minor_loads(void **state)
+{
+    tutti_module_info_t m = module_by_stem(*state, "tp_v20");
+    assert_null(m.reason);
+    assert_string_equal(m.transport, "v20");
+    assert_int_equal(m.abi_major, 2);
+    assert_int_equal(m.abi_minor, 0);
+}
+
 static void test_no_descriptor_refused(void **state)
 {
     assert_refused(*state, "mod_nodesc",
@@ -435,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_wrong_transport_abi_refused),
         cmocka_unit_test(test_no_descriptor_refused),
         cmocka_unit_test(test_malformed_table_refused),
+        cmocka_unit_test(test_malformed_settings_refused),
+        cmocka_unit_test(test_older_transport_minor_loads),
         cmocka_unit_test(test_duplicate_name_refused),
         cmocka_unit_test(test_builtin_modules_load),
         cmocka_unit_test(test_good_module_runs),

@@ -489,28 +489,25 @@ static int serves(const tutti_tp_group_t *g, int r)
     return r != g->rank && (g->serve == NULL || g->serve[r]);
 }
 
-/* A size setting: the group's, else the configuration's. */
-static uint64_t setting(const tutti_tp_group_t *g, const char *key,
-                        uint64_t given, uint64_t dflt)
-{
-    char buf[64];
-    const char *v;
-    if (given != 0)
-        return given;
-    v = g->core->config_get(g->config, key, buf, sizeof(buf));
-    return v != NULL ? strtoull(v, NULL, 10) : dflt;
-}
+/* The module's settings (rows at the end of this file), typed. */
+typedef struct {
+    uint64_t slot_size;
+    uint64_t slots;
+    int single_copy;      /* index in single_copy_modes */
+} shm_settings_t;
 
-/* False if shm.single_copy is "off" (on a core that does not know the key:
- * if TUTTI_SHM_SINGLE_COPY is); NULL and "auto" allow it. */
-static int single_copy_allowed(const tutti_tp_group_t *g)
+static const char *const single_copy_modes[] = {"auto", "off", NULL};
+enum { SINGLE_COPY_AUTO, SINGLE_COPY_OFF };
+
+/* The settings the core filled for this module; defaults where a core of
+ * transport ABI 2.0 hands none. */
+static shm_settings_t settings_of(const tutti_tp_group_t *g)
 {
-    char buf[16];
-    const char *v =
-        g->core->config_get(g->config, "shm.single_copy", buf, sizeof(buf));
-    if (v == NULL)
-        v = getenv("TUTTI_SHM_SINGLE_COPY");
-    return v == NULL || strcmp(v, "off") != 0;
+    shm_settings_t s = {65536, 16, SINGLE_COPY_AUTO};
+    if (g->size >= offsetof(tutti_tp_group_t, settings) + sizeof(void *) &&
+        g->settings != NULL)
+        s = *(const shm_settings_t *)g->settings;
+    return s;
 }
 
 /* 0 if this process can read peer @p r's memory (it reads back the cookie
@@ -542,7 +539,7 @@ static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g)
                   "does not offer it", key, g->rank);
         return;
     }
-    if (!single_copy_allowed(g)) {
+    if (settings_of(g).single_copy == SINGLE_COPY_OFF) {
         core->log(3, "shm", "group 0x%llx rank %d: single copy off "
                   "(shm.single_copy)", key, g->rank);
         return;
@@ -581,8 +578,9 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
     ep->core = core;
     ep->rank = g->rank;
     ep->size = g->group_size;
-    ep->slots = (uint32_t)setting(g, "shm.slots", g->slots, 16);
-    ep->slot_size = (size_t)setting(g, "shm.slot_size", g->slot_size, 65536);
+    shm_settings_t set = settings_of(g);
+    ep->slots = g->slots ? g->slots : (uint32_t)set.slots;
+    ep->slot_size = g->slot_size ? g->slot_size : (size_t)set.slot_size;
     ep->chan_bytes = core->chan_bytes(ep->slots, ep->slot_size);
     for (int r = 0; r < g->group_size; r++)
         ep->npeers += serves(g, r);
@@ -655,8 +653,42 @@ static int shm_progress(tutti_tp_ep_t *tep)
 }
 
 static const tutti_tp_ops_t shm_ops = {
-    sizeof(tutti_tp_ops_t), "shm", shm_connect, shm_send, shm_recv,
-    shm_progress, shm_disconnect, shm_peer_alive, shm_reachable, NULL,
+    .size = sizeof(tutti_tp_ops_t),
+    .name = "shm",
+    .connect = shm_connect,
+    .send = shm_send,
+    .recv = shm_recv,
+    .progress = shm_progress,
+    .disconnect = shm_disconnect,
+    .peer_alive = shm_peer_alive,
+    .reachable = shm_reachable,
 };
 
-TUTTI_TP_MODULE_DEFINE("shm", "0.2.0", shm_ops);
+static const tutti_setting_t shm_settings[] = {
+    {.name = "slot_size",
+     .default_value = "64K",
+     .doc = "bytes per slot of a channel between two processes",
+     .type = TUTTI_SETTING_SIZE,
+     .offset = offsetof(shm_settings_t, slot_size),
+     .min = 4u << 10,
+     .max = 16u << 20,
+     .flags = TUTTI_SETTING_POW2,
+     .expected = "a power of two from 4K to 16M, e.g. 64K"},
+    {.name = "slots",
+     .default_value = "16",
+     .doc = "slots per channel: messages in flight between two processes",
+     .type = TUTTI_SETTING_UINT,
+     .offset = offsetof(shm_settings_t, slots),
+     .min = 2,
+     .max = 1024},
+    {.name = "single_copy",
+     .default_value = "auto",
+     .doc = "large messages by one copy (process_vm_readv) where allowed",
+     .type = TUTTI_SETTING_CHOICE,
+     .offset = offsetof(shm_settings_t, single_copy),
+     .choices = single_copy_modes,
+     .expected = "auto or off"},
+};
+
+TUTTI_TP_MODULE_DEFINE_SETTINGS("shm", "0.3.0", shm_ops, shm_settings,
+                                shm_settings_t);

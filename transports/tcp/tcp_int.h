@@ -82,7 +82,16 @@ typedef struct {
 
 /* ---- tcp_net.c ---------------------------------------------------------- */
 
-/** Read the settings of @p g's configuration; errors name the key. */
+/* The module's settings as the core fills them from its rows (tp_tcp.c). */
+typedef struct {
+    char interface[16];             /* IFNAMSIZ; "": any */
+    int family;                     /* index in tcp_families */
+    uint64_t ports[2];              /* 0, 0: any free port */
+    uint64_t connections;
+} tcp_config_t;
+
+/** Read the module's settings for @p g (defaults where a core of
+ *  transport ABI 2.0 hands none) into what the sockets need. */
 tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
                                  tcp_settings_t *out);
 

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -150,39 +151,17 @@ void tcp_addr_str(const tcp_addr_t *a, char *buf, size_t len)
 tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
                                  tcp_settings_t *out)
 {
-    const tutti_tp_core_ops_t *core = g->core;
-    char buf[64];
-    const char *v;
-    tcp_settings_t s;
-
-    memset(&s, 0, sizeof(s));
-    s.nconn = 2;
-    v = core->config_get(g->config, "tcp.interface", buf, sizeof(buf));
-    if (v != NULL)
-        snprintf(s.ifname, sizeof(s.ifname), "%s", v);
-    v = core->config_get(g->config, "tcp.family", buf, sizeof(buf));
-    s.family = v == NULL || strcmp(v, "any") == 0 ? AF_UNSPEC
-               : strcmp(v, "ipv4") == 0           ? AF_INET
-                                                  : AF_INET6;
-    v = core->config_get(g->config, "tcp.ports", buf, sizeof(buf));
-    if (v != NULL && strcmp(v, "0") != 0) {
-        unsigned lo, hi;
-        if (sscanf(v, "%u-%u", &lo, &hi) != 2 || lo == 0 || lo > hi ||
-            hi > 65535)
-            return core->error(TUTTI_ERR_CONFIG, "tcp", "tcp.ports is '%s'; "
-                               "expected 0 or LO-HI", v);
-        s.port_lo = (uint16_t)lo;
-        s.port_hi = (uint16_t)hi;
-    }
-    v = core->config_get(g->config, "tcp.connections", buf, sizeof(buf));
-    if (v != NULL) {
-        unsigned long n = strtoul(v, NULL, 10);
-        if (n < 1 || n > 16)
-            return core->error(TUTTI_ERR_CONFIG, "tcp", "tcp.connections is "
-                               "'%s'; expected 1 to 16", v);
-        s.nconn = (uint32_t)n;
-    }
-    *out = s;
+    static const int families[] = {AF_UNSPEC, AF_INET, AF_INET6};
+    tcp_config_t c = {"", 0, {0, 0}, 2};
+    if (g->size >= offsetof(tutti_tp_group_t, settings) + sizeof(void *) &&
+        g->settings != NULL)
+        c = *(const tcp_config_t *)g->settings;
+    memset(out, 0, sizeof(*out));
+    snprintf(out->ifname, sizeof(out->ifname), "%s", c.interface);
+    out->family = families[c.family];
+    out->port_lo = (uint16_t)c.ports[0];
+    out->port_hi = (uint16_t)c.ports[1];
+    out->nconn = (uint32_t)c.connections;
     return TUTTI_OK;
 }
 

@@ -42,6 +42,7 @@
  * address, settings and secret helpers.  tcp_ep.h holds the endpoint's
  * types, tcp_int.h the handshake's and the rendezvous's.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,9 +295,67 @@ err:
 }
 
 static const tutti_tp_ops_t tcp_ops = {
-    sizeof(tutti_tp_ops_t), "tcp", tcp_connect, tcp_send, tcp_recv,
-    tcp_progress, tcp_disconnect, tcp_peer_alive, NULL, /* every peer */
-    tcp_peer_error,
+    .size = sizeof(tutti_tp_ops_t),
+    .name = "tcp",
+    .connect = tcp_connect,
+    .send = tcp_send,
+    .recv = tcp_recv,
+    .progress = tcp_progress,
+    .disconnect = tcp_disconnect,
+    .peer_alive = tcp_peer_alive,
+    .reachable = NULL, /* every peer */
+    .peer_error = tcp_peer_error,
 };
 
-TUTTI_TP_MODULE_DEFINE("tcp", "0.1.0", tcp_ops);
+/* Linux's rules for interface names: below IFNAMSIZ (the row's max), not
+ * "." or "..", no '/', ':' or white space.  "" means any interface. */
+static int ifname_ok(const char *s)
+{
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return 0;
+    for (; *s != '\0'; s++)
+        if (!isgraph((unsigned char)*s) || *s == '/' || *s == ':')
+            return 0;
+    return 1;
+}
+
+static const char *const tcp_families[] = {"any", "ipv4", "ipv6", NULL};
+
+static const tutti_setting_t tcp_settings[] = {
+    {.name = "interface",
+     .env = "TUTTI_TCP_IFNAME",
+     .default_value = "",
+     .doc = "interface to listen on and advertise, \"\" for any",
+     .type = TUTTI_SETTING_STRING,
+     .offset = offsetof(tcp_config_t, interface),
+     .max = sizeof(((tcp_config_t *)0)->interface),
+     .check = ifname_ok,
+     .expected = "a network interface name of 1 to 15 characters without "
+                 "'/', ':' or spaces, e.g. eth0, or \"\" for any"},
+    {.name = "family",
+     .default_value = "any",
+     .doc = "address family to listen on",
+     .type = TUTTI_SETTING_CHOICE,
+     .offset = offsetof(tcp_config_t, family),
+     .choices = tcp_families},
+    {.name = "ports",
+     .default_value = "0",
+     .doc = "listening ports; each endpoint takes the first free one",
+     .type = TUTTI_SETTING_RANGE,
+     .offset = offsetof(tcp_config_t, ports),
+     .min = 1,
+     .max = 65535,
+     .flags = TUTTI_SETTING_ZERO_ANY,
+     .expected = "0 (any free port) or a range LO-HI of ports from 1 to "
+                 "65535, e.g. 29500-29599"},
+    {.name = "connections",
+     .default_value = "2",
+     .doc = "sockets per peer pair; large messages are striped over them",
+     .type = TUTTI_SETTING_UINT,
+     .offset = offsetof(tcp_config_t, connections),
+     .min = 1,
+     .max = 16},
+};
+
+TUTTI_TP_MODULE_DEFINE_SETTINGS("tcp", "0.2.0", tcp_ops, tcp_settings,
+                                tcp_config_t);

@@ -1,0 +1,61 @@
+/*
+ * The core's own settings, one row each (config.h): name, environment
+ * variable, default, doc, type and place.  YAML, the environment,
+ * tutti-info's listing and the checks all come from these rows; transports
+ * declare theirs in their descriptors (plugin.h).
+ */
+#include <stddef.h>
+
+#include "config/config.h"
+#include "config/setting.h"
+
+static const char *const levels[] = {"error", "warn", "info", "debug",
+                                     "trace", "off", NULL};
+
+#define AT(field) offsetof(tutti__config_t, field)
+
+const tutti_setting_t tutti__core_settings[] = {
+    [TUTTI__SET_LOG_LEVEL] = {
+        .name = "log_level",
+        .default_value = "warn",
+        .doc = "lines below this level are not written",
+        .type = TUTTI_SETTING_CHOICE,
+        .offset = AT(log_level),
+        .choices = levels,
+    },
+    [TUTTI__SET_TIMEOUT] = {
+        .name = "timeout",
+        .default_value = "300",
+        .doc = "seconds a call may make no progress before it fails",
+        .type = TUTTI_SETTING_SECONDS,
+        .offset = AT(timeout),
+    },
+    [TUTTI__SET_MODULE_PATH] = {
+        .name = "modules.path",
+        .env = "TUTTI_MODULE_PATH",
+        .default_value = "",
+        .doc = "directories searched for modules before the built-in one",
+        .type = (tutti_setting_type_t)TUTTI__SETTING_PATHS,
+        .offset = AT(module_path),
+    },
+    [TUTTI__SET_MODULE_LOAD] = {
+        .name = "modules.load",
+        .default_value = "",
+        .doc = "modules to load by name; empty loads every one found",
+        .type = (tutti_setting_type_t)TUTTI__SETTING_NAMES,
+        .offset = AT(module_load),
+        .expected = "a list of module names (empty: load all), e.g. [ring]",
+    },
+    [TUTTI__SET_TRANSPORTS] = {
+        .name = "transports",
+        .default_value = "shm",
+        .doc = "transports tried in order for peers in other processes",
+        .type = (tutti_setting_type_t)TUTTI__SETTING_NAMES,
+        .offset = AT(transports),
+        .expected = "a list of transport names, e.g. [shm, tcp]",
+    },
+};
+
+_Static_assert(sizeof(tutti__core_settings) / sizeof(tutti__core_settings[0])
+                   == TUTTI__CORE_SETTINGS,
+               "one row per core setting");
