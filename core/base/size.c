@@ -9,19 +9,8 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/strlist.h"
 #include "base/size.h"
-
-static char *trim(char *s)
-{
-    char *end;
-
-    while (isspace((unsigned char)*s))
-        s++;
-    end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    return s;
-}
 
 /* Digits, then an optional K/M/G/T and an optional B, any case. */
 bool tutti__size_value(const char *s, uint64_t *out)
@@ -98,8 +87,8 @@ int tutti__range_value(const char *s, bool sizes, uint64_t max,
     dash = strchr(buf, '-');
     if (dash != NULL)
         *dash = '\0';
-    a = trim(buf);
-    b = dash != NULL ? trim(dash + 1) : a;
+    a = tutti__trim(buf);
+    b = dash != NULL ? tutti__trim(dash + 1) : a;
     *lo = 0;
     *hi = max;
     if ((*a == '\0' && *b == '\0') || strchr(b, '-') != NULL)

@@ -1,4 +1,5 @@
 /* Lists of strings (strlist.h). */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,4 +62,15 @@ void tutti__strlist_free(tutti__strlist_t *l)
     free(l->items);
     l->items = NULL;
     l->count = 0;
+}
+
+char *tutti__trim(char *s)
+{
+    char *end;
+    while (isspace((unsigned char)*s))
+        s++;
+    end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
 }

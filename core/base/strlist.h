@@ -1,6 +1,7 @@
 /*
  * Lists of strings (internal): module directories, modules to load,
- * transport names.  Each list owns copies of its strings.
+ * transport names.  Each list owns copies of its strings.  And trimming a
+ * string of its blanks.
  */
 #ifndef TUTTI_CORE_BASE_STRLIST_H
 #define TUTTI_CORE_BASE_STRLIST_H
@@ -28,5 +29,9 @@ tutti_status_t tutti__strlist_split(tutti__strlist_t *l, const char *s,
 int tutti__strlist_has(const tutti__strlist_t *l, const char *s);
 /** Free the items and leave @p l empty. */
 void tutti__strlist_free(tutti__strlist_t *l);
+
+/** @p s without the blanks around it: the start moves, the end is cut in
+ *  place. */
+char *tutti__trim(char *s);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/strlist.h"
 #include "base/sbuf.h"
 #include "config/config.h"
 #include "config/config_int.h"
@@ -38,18 +39,6 @@ tutti_status_t tutti__cfg_set_str(char **field, const char *value)
     free(*field);
     *field = copy;
     return TUTTI_OK;
-}
-
-char *tutti__cfg_trim(char *s)
-{
-    char *end;
-
-    while (isspace((unsigned char)*s))
-        s++;
-    end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    return s;
 }
 
 bool tutti__cfg_valid_name(const char *s)

@@ -25,8 +25,6 @@ tutti_status_t tutti__cfg_set_str(char **field, const char *value);
 /** 1 to 63 printable characters without spaces. */
 bool tutti__cfg_valid_name(const char *s);
 
-/** @p s without the blanks around it (in place). */
-char *tutti__cfg_trim(char *s);
 
 /** The variable whose rules come before the file's. */
 #define TUTTI__ALGO_ENV "TUTTI_ALGO"

@@ -30,7 +30,7 @@ static char *next_field(char **cursor, char sep)
     if (end != NULL)
         *end++ = '\0';
     *cursor = end;
-    return tutti__cfg_trim(start);
+    return tutti__trim(start);
 }
 
 tutti_status_t tutti__cfg_env_rows(const char *section,
@@ -48,7 +48,7 @@ tutti_status_t tutti__cfg_env_rows(const char *section,
         if (copy == NULL)
             return tutti__cfg_oom();
         tutti_status_t st = tutti__setting_set(&rows[i],
-                                               tutti__cfg_trim(copy), values);
+                                               tutti__trim(copy), values);
         free(copy);
         if (st == TUTTI_ERR_NO_MEMORY)
             return tutti__cfg_oom();
@@ -74,13 +74,13 @@ static tutti_status_t algo_entry(char *entry, const char *value,
                                  tutti__rule_t *r)
 {
     char *colon = strchr(entry, ':');
-    char *impl = colon != NULL ? tutti__cfg_trim(colon + 1) : NULL;
+    char *impl = colon != NULL ? tutti__trim(colon + 1) : NULL;
     char found[160];
     int coll;
 
     if (colon != NULL)
         *colon = '\0';
-    coll = tutti__cfg_kind_lookup(&tutti__cfg_coll_kind, tutti__cfg_trim(entry));
+    coll = tutti__cfg_kind_lookup(&tutti__cfg_coll_kind, tutti__trim(entry));
     if (impl == NULL || !tutti__cfg_valid_name(impl) ||
         strchr(impl, ':') != NULL) {
         snprintf(found, sizeof(found), "entry '%.60s' is not collective:name",
@@ -93,7 +93,7 @@ static tutti_status_t algo_entry(char *entry, const char *value,
                               sizeof(names));
         snprintf(expected, sizeof(expected), "a collective, one of %s", names);
         snprintf(found, sizeof(found), "unknown collective '%.60s'",
-                 tutti__cfg_trim(entry));
+                 tutti__trim(entry));
         return env_error(TUTTI__ALGO_ENV, value, found, expected);
     }
     tutti__cfg_rule_init(r);

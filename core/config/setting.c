@@ -218,17 +218,13 @@ static tutti_status_t set_list(const tutti_setting_t *row, const char *text,
         const char *end = strchr(s, names ? ',' : ':');
         size_t n = end != NULL ? (size_t)(end - s) : strlen(s);
         char *item = strndup(s, n);
-        char *a = item, *b;
+        char *a = item;
         if (item == NULL) {
             st = TUTTI_ERR_NO_MEMORY;
             break;
         }
         if (names) {
-            while (isspace((unsigned char)*a))
-                a++;
-            b = a + strlen(a);
-            while (b > a && isspace((unsigned char)b[-1]))
-                *--b = '\0';
+            a = tutti__trim(a);
             st = valid_name(a) ? tutti__strlist_push(&items, a)
                                : TUTTI_ERR_CONFIG;
         } else if (*a != '\0') {

@@ -35,32 +35,7 @@ static tutti_status_t run_blocking(tutti_group_t *g,
     return st;
 }
 
-tutti_status_t tutti_allreduce(tutti_group_t *g, const void *sendbuf,
-                               void *recvbuf, size_t count,
-                               tutti_dtype_t dtype, tutti_op_t op)
-{
-    tutti_instance_params_t p;
-    tutti_instance_params_init(&p);
-    p.collective = TUTTI_COLL_ALLREDUCE;
-    p.count = count;
-    p.dtype = dtype;
-    p.op = op;
-    return run_blocking(g, &p, sendbuf, recvbuf);
-}
-
-tutti_status_t tutti_broadcast(tutti_group_t *g, void *buf, size_t count,
-                               tutti_dtype_t dtype, int root)
-{
-    tutti_instance_params_t p;
-    tutti_instance_params_init(&p);
-    p.collective = TUTTI_COLL_BROADCAST;
-    p.count = count;
-    p.dtype = dtype;
-    p.root = root;
-    return run_blocking(g, &p, buf, buf);
-}
-
-/* The blocking helpers of rooted and gathering collectives. */
+/* Every blocking helper with a count per rank. */
 static tutti_status_t run_simple(tutti_group_t *g, tutti_collective_t coll,
                                  const void *sendbuf, void *recvbuf,
                                  size_t count, tutti_dtype_t dtype,
@@ -74,6 +49,21 @@ static tutti_status_t run_simple(tutti_group_t *g, tutti_collective_t coll,
     p.op = op;
     p.root = root;
     return run_blocking(g, &p, sendbuf, recvbuf);
+}
+
+tutti_status_t tutti_allreduce(tutti_group_t *g, const void *sendbuf,
+                               void *recvbuf, size_t count,
+                               tutti_dtype_t dtype, tutti_op_t op)
+{
+    return run_simple(g, TUTTI_COLL_ALLREDUCE, sendbuf, recvbuf, count,
+                      dtype, op, 0);
+}
+
+tutti_status_t tutti_broadcast(tutti_group_t *g, void *buf, size_t count,
+                               tutti_dtype_t dtype, int root)
+{
+    return run_simple(g, TUTTI_COLL_BROADCAST, buf, buf, count, dtype,
+                      TUTTI_OP_SUM, root);
 }
 
 tutti_status_t tutti_reduce(tutti_group_t *g, const void *sendbuf,

@@ -688,17 +688,18 @@ static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 
 /* ---- the coordinator's frames ---------------------------------------------- */
 
+static const tutti__job_route_t coord_routes[] = {
+    {TUTTI_CTRL_JOIN, coord_join},
+    {TUTTI_CTRL_JOIN_CANCEL, coord_cancel},
+    {TUTTI_CTRL_INST, coord_inst},
+    {TUTTI_CTRL_INST_TIMEOUT, coord_inst_timeout},
+};
+
 tutti_status_t tutti__coord_init(tutti__job_t *job)
 {
     job->coord = calloc(1, sizeof(*job->coord));
-    if (job->coord == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
-                            "coordinator");
-    tutti__job_on(job, TUTTI_CTRL_JOIN, coord_join);
-    tutti__job_on(job, TUTTI_CTRL_JOIN_CANCEL, coord_cancel);
-    tutti__job_on(job, TUTTI_CTRL_INST, coord_inst);
-    tutti__job_on(job, TUTTI_CTRL_INST_TIMEOUT, coord_inst_timeout);
-    return TUTTI_OK;
+    return tutti__job_part(job, job->coord, "coordinator", coord_routes,
+                           sizeof(coord_routes) / sizeof(coord_routes[0]));
 }
 
 void tutti__coord_fini(tutti__job_t *job)

@@ -61,11 +61,17 @@ static void on_bye(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     tutti__job_wake(job);
 }
 
+static const tutti__job_route_t health_routes[] = {
+    {TUTTI_CTRL_ABORT, on_abort},
+    {TUTTI_CTRL_TASK_DEAD, on_task_dead},
+    {TUTTI_CTRL_BYE, on_bye},
+};
+
 void tutti__health_init(tutti__job_t *job)
 {
-    tutti__job_on(job, TUTTI_CTRL_ABORT, on_abort);
-    tutti__job_on(job, TUTTI_CTRL_TASK_DEAD, on_task_dead);
-    tutti__job_on(job, TUTTI_CTRL_BYE, on_bye);
+    /* Its state is the job's own (health fields): nothing to allocate. */
+    tutti__job_part(job, job, "job's health", health_routes,
+                    sizeof(health_routes) / sizeof(health_routes[0]));
 }
 
 void tutti__health_abort_all(tutti__job_t *job, const char *reason)

@@ -41,6 +41,18 @@ void tutti__job_on(tutti__job_t *job, uint32_t type,
         job->handlers[type] = handler;
 }
 
+tutti_status_t tutti__job_part(tutti__job_t *job, const void *state,
+                               const char *what,
+                               const tutti__job_route_t *routes, size_t n)
+{
+    if (state == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
+                            "%s", what);
+    for (size_t i = 0; i < n; i++)
+        tutti__job_on(job, routes[i].type, routes[i].handler);
+    return TUTTI_OK;
+}
+
 /* Runs with the job's lock held, in the control thread or in place. */
 static void dispatch(void *arg, const tutti__ctrl_msg_t *msg)
 {

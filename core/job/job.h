@@ -84,6 +84,19 @@ tutti_status_t tutti__job_init(tutti__job_t *job, int task, int num_tasks,
 /** Frames of @p type go to @p handler from now on. */
 void tutti__job_on(tutti__job_t *job, uint32_t type,
                    tutti__job_handler_t handler);
+
+/* One frame type and its handler. */
+typedef struct {
+    uint32_t type;
+    tutti__job_handler_t handler;
+} tutti__job_route_t;
+
+/** A part of the job takes its frames: @p state (its own, allocated by the
+ *  caller; NULL means out of memory, reported naming @p what) and the
+ *  @p n routes.  Returns TUTTI_ERR_NO_MEMORY or TUTTI_OK. */
+tutti_status_t tutti__job_part(tutti__job_t *job, const void *state,
+                               const char *what,
+                               const tutti__job_route_t *routes, size_t n);
 /** Connects the control plane to every task (a thread serves it). */
 tutti_status_t tutti__job_start(tutti__job_t *job);
 /** Stops the control plane: no handler runs after it returns, so the

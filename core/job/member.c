@@ -97,17 +97,18 @@ static void member_decision(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     }
 }
 
+static const tutti__job_route_t member_routes[] = {
+    {TUTTI_CTRL_GROUP, member_group},
+    {TUTTI_CTRL_GROUP_ERR, member_group},
+    {TUTTI_CTRL_INST_OK, member_decision},
+    {TUTTI_CTRL_INST_ERR, member_decision},
+};
+
 tutti_status_t tutti__member_init(tutti__job_t *job)
 {
     job->members = calloc(1, sizeof(*job->members));
-    if (job->members == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
-                            "members' state");
-    tutti__job_on(job, TUTTI_CTRL_GROUP, member_group);
-    tutti__job_on(job, TUTTI_CTRL_GROUP_ERR, member_group);
-    tutti__job_on(job, TUTTI_CTRL_INST_OK, member_decision);
-    tutti__job_on(job, TUTTI_CTRL_INST_ERR, member_decision);
-    return TUTTI_OK;
+    return tutti__job_part(job, job->members, "members' state", member_routes,
+                           sizeof(member_routes) / sizeof(member_routes[0]));
 }
 
 void tutti__member_fini(tutti__job_t *job)
