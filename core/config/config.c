@@ -13,10 +13,10 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/size.h"
 #include "base/strlist.h"
 #include "base/sbuf.h"
 #include "config/config.h"
-#include "config/config_int.h"
 #include "config/setting.h"
 
 #define NAME_LEN_MAX 63

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/size.h"
 #include "config/config.h"
-#include "config/config_int.h"
 #include "config/setting.h"
 
 static tutti_status_t env_error(const char *var, const char *value,

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/size.h"
 #include "base/sbuf.h"
 #include "config/config.h"
-#include "config/config_int.h"
 #include "config/setting.h"
 
 static const tutti_setting_t *find_row(const tutti_setting_t *rows, size_t n,

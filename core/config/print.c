@@ -10,7 +10,6 @@
 
 #include "base/size.h"
 #include "config/config.h"
-#include "config/config_int.h"
 #include "config/setting.h"
 
 static void print_mask(FILE *out, const tutti__cfg_name_kind_t *kind,

@@ -14,9 +14,9 @@
 #include <yaml.h>
 
 #include "config/config.h"
-#include "config/config_int.h"
 #include "config/setting.h"
 #include "base/log.h"
+#include "base/size.h"
 #include "base/sbuf.h"
 
 #define CONFIG_FILE_MAX (16u << 20)
