@@ -8,10 +8,13 @@
 #ifndef TUTTI_TP_TCP_EP_H
 #define TUTTI_TP_TCP_EP_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "tcp_int.h"
 
@@ -188,8 +191,15 @@ tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
 
 /* ---- tcp_progress.c ----------------------------------------------------- */
 
-/** Wakes the progress thread, to take what was queued or to stop. */
-void tcp_ring(tcp_ep_t *ep);
+/** Wakes the progress thread, to take what was queued or to stop (the
+ *  API's side, the join's and the thread's own all ring it). */
+static inline void tcp_ring(tcp_ep_t *ep)
+{
+    uint64_t one = 1;
+    if (write(ep->evc.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        ep->core->log(0, "tcp", "waking the progress thread: %s",
+                      strerror(errno));
+}
 
 /** Makes @p ep's epoll set and eventfd, watches them and the listener
  *  (already open), and starts the progress thread. */

@@ -13,14 +13,6 @@
 
 #include "tcp_ep.h"
 
-void tcp_ring(tcp_ep_t *ep)
-{
-    uint64_t one = 1;
-    if (write(ep->evc.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        ep->core->log(0, "tcp", "waking the progress thread: %s",
-                      strerror(errno));
-}
-
 static void take_submitted(tcp_ep_t *ep)
 {
     tutti_tp_op_t *ops, *op, *next;
