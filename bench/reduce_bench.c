@@ -1,8 +1,8 @@
 /*
  * Throughput of the reduction kernels (not part of the build).
  *
- *   gcc -O3 -std=gnu11 -I include -I core bench/reduce_bench.c core/reduce.c \
- *       -o reduce_bench && ./reduce_bench
+ *   gcc -O3 -std=gnu11 -I include -I core bench/reduce_bench.c \
+ *       core/base/reduce.c -o reduce_bench && ./reduce_bench
  *
  * Add -DTUTTI_REDUCE_BASELINE_ONLY to measure the kernels without the AVX2
  * set.  GB/s counts the bytes the kernel must move: two inputs read and one

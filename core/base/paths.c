@@ -1,12 +1,15 @@
 /*
  * Where the installed or freshly built modules and default config are.
- * A libtutti loaded from the build tree uses the build tree's modules and
- * the source tree's conf/tutti.yaml, so tools and tests run without an
- * install; an installed libtutti never looks into a build tree.
+ * A libtutti that runs from the build tree (the shared library there, or a
+ * test or benchmark under it that links the core statically) uses the
+ * build tree's modules and the source tree's conf/tutti.yaml, so tools and
+ * tests run without an install; an installed libtutti or tool never looks
+ * into a build tree.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,21 +21,41 @@ static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
 static int from_build_tree;
 static char build_config[PATH_MAX];
 
+/* Whether the resolved path @p file lies below directory @p dir. */
+static int is_below(const char *file, const char *dir)
+{
+    char real[PATH_MAX];
+
+    if (realpath(dir, real) == NULL)
+        return 0;
+    size_t n = strlen(real);
+    return strncmp(file, real, n) == 0 && file[n] == '/';
+}
+
 static void find_paths(void)
 {
     Dl_info info;
-    char lib[PATH_MAX], build[PATH_MAX];
+    struct link_map *map = NULL;
+    char file[PATH_MAX];
 
     if (realpath(TUTTI_BUILD_CONFIG, build_config) == NULL)
         snprintf(build_config, sizeof(build_config), "%s", TUTTI_BUILD_CONFIG);
-    if (dladdr((void *)&tutti__running_from_build_tree, &info) == 0 ||
-        info.dli_fname == NULL)
+    if (dladdr1((void *)&tutti__running_from_build_tree, &info, (void **)&map,
+                RTLD_DL_LINKMAP) == 0 ||
+        info.dli_fname == NULL || map == NULL)
         return;
-    if (realpath(info.dli_fname, lib) == NULL ||
-        realpath(TUTTI_BUILD_LIBDIR, build) == NULL)
+    /* The core is in libtutti.so or, linked statically, in the program.
+     * glibc names the program by its argv[0], which may be relative or
+     * found in PATH: its file is /proc/self/exe. */
+    const char *self = map->l_name[0] == '\0' ? "/proc/self/exe"
+                                              : info.dli_fname;
+    if (realpath(self, file) == NULL)
         return;
-    size_t n = strlen(build);
-    from_build_tree = strncmp(lib, build, n) == 0 && lib[n] == '/';
+    /* An install prefix may lie inside the build tree: what is installed
+     * there is still not the build tree's. */
+    from_build_tree = is_below(file, TUTTI_BUILD_DIR) &&
+                      !is_below(file, TUTTI_INSTALL_LIBDIR) &&
+                      !is_below(file, TUTTI_INSTALL_BINDIR);
 }
 
 int tutti__running_from_build_tree(void)

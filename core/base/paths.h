@@ -5,7 +5,8 @@
 #ifndef TUTTI_CORE_BASE_PATHS_H
 #define TUTTI_CORE_BASE_PATHS_H
 
-/** Whether this libtutti is the one in the build tree. */
+/** Whether this libtutti runs from the build tree: the libtutti.so there, or
+ *  a program under it that links the core statically (tests, benchmarks). */
 int tutti__running_from_build_tree(void);
 /** Colon-separated module directories searched last. */
 const char *tutti__default_module_path(void);

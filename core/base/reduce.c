@@ -48,8 +48,8 @@
 #endif
 
 #include <stdatomic.h>
-#include <string.h>
 
+/* After the pragma: the block loops inline reduce.h's 16-bit conversions. */
 #include "base/reduce.h"
 
 /* float16/bfloat16 elements converted per block: 2 x 2 KiB of stack, L1
@@ -64,110 +64,8 @@
 #define REDUCE_HAVE_AVX2 0
 #endif
 
-/* ---- bit casts and 16-bit float conversions --------------------------- */
-
-static inline uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
-
-static inline float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-/* cond ? x : y on bit masks: a ?: chain would let GCC sink the float
- * arithmetic into a branch, and if-conversion then refuses the loop. */
-static inline uint32_t select_u32(int cond, uint32_t x, uint32_t y)
-{
-    uint32_t mask = 0u - (uint32_t)cond;
-    return (x & mask) | (y & ~mask);
-}
-
-/*
- * The conversions are branch-free (every case computed, then selected) so
- * that they vectorize inside the block loops.  NaNs are quieted and keep
- * their sign and top payload bits, as x86 F16C and Arm do.  The float
- * arithmetic never sees a subnormal operand or result except for float32
- * subnormal inputs to half_from_f32, which round to zero either way, so
- * flush-to-zero modes do not change the results.
- */
-static inline float f32_from_half(uint16_t h)
-{
-    const uint32_t exp_mask = 0x7c00u << 13;
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t em = (uint32_t)(h & 0x7fffu) << 13;
-    uint32_t exp = em & exp_mask;
-    /* Normal: rebias the exponent from 15 to 127. */
-    uint32_t normal = em + ((127u - 15u) << 23);
-    /* Inf and NaN: exponent 31 becomes 255; NaNs get the quiet bit. */
-    uint32_t special = (em + ((255u - 31u) << 23)) |
-                       select_u32(em > exp_mask, 0x00400000u, 0u);
-    /* Zero and subnormal: (1.m * 2^-14) - 2^-14 == 0.m * 2^-14, exactly. */
-    uint32_t sub =
-        f32_bits(f32_from_bits(em + (113u << 23)) - f32_from_bits(113u << 23));
-    uint32_t bits =
-        select_u32(exp == 0, sub, select_u32(exp == exp_mask, special, normal));
-    return f32_from_bits(bits | sign);
-}
-
-static inline uint16_t half_from_f32(float f)
-{
-    uint32_t u = f32_bits(f);
-    uint32_t sign = (u >> 16) & 0x8000u;
-    uint32_t x = u & 0x7fffffffu;
-    /* x < 2^31: signed compares, which SSE2 and AVX2 have, are enough. */
-    int32_t xs = (int32_t)x;
-    /* Normal: drop 13 mantissa bits rounding to nearest even, rebias. */
-    uint32_t normal =
-        (x + 0xfffu + ((x >> 13) & 1u) - ((127u - 15u) << 23)) >> 13;
-    /* Below 2^-14: adding 0.5f leaves the value, rounded to nearest even
-     * in units of 2^-24, in the low mantissa bits. */
-    uint32_t sub = f32_bits(f32_from_bits(x) + 0.5f) - f32_bits(0.5f);
-    uint32_t h = select_u32(xs < (113 << 23), sub, normal);
-    /* 65520 is halfway between 65504 (odd) and 2^16: ties go to inf. */
-    h = select_u32(xs >= 0x477ff000, 0x7c00u, h);
-    h = select_u32(xs > 0x7f800000, 0x7e00u | ((x >> 13) & 0x3ffu), h);
-    return (uint16_t)(h | sign);
-}
-
-static inline float f32_from_bf16(uint16_t b)
-{
-    return f32_from_bits((uint32_t)b << 16);
-}
-
-static inline uint16_t bf16_from_f32(float f)
-{
-    uint32_t u = f32_bits(f);
-    /* Round to nearest even; a carry into the exponent is right, up to
-     * inf.  A NaN is only quieted: rounding could carry it into inf. */
-    uint32_t v = f != f ? u | 0x00400000u : u + 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(v >> 16);
-}
-
-float tutti__half_to_float(uint16_t h)
-{
-    return f32_from_half(h);
-}
-
-uint16_t tutti__float_to_half(float f)
-{
-    return half_from_f32(f);
-}
-
-float tutti__bf16_to_float(uint16_t b)
-{
-    return f32_from_bf16(b);
-}
-
-uint16_t tutti__float_to_bf16(float f)
-{
-    return bf16_from_f32(f);
-}
+/* The bit casts and the 16-bit float conversions are static inline in
+ * reduce.h, shared with the tools and tests that fill and check buffers. */
 
 /* ---- element operations ------------------------------------------------ */
 
@@ -374,16 +272,16 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
 
 /* ---- the kernel sets ----------------------------------------------------- */
 
-DEF_CONVERTERS(float16, f32_from_half, half_from_f32, base, )
-DEF_CONVERTERS(bfloat16, f32_from_bf16, bf16_from_f32, base, )
+DEF_CONVERTERS(float16, tutti__half_to_float, tutti__float_to_half, base, )
+DEF_CONVERTERS(bfloat16, tutti__bf16_to_float, tutti__float_to_bf16, base, )
 DEF_KERNEL_SET(base, )
 
 #if REDUCE_HAVE_AVX2
 #define AVX2_ATTR __attribute__((target("avx2,f16c")))
 
 /* F16C converts 8 values per instruction, rounding to nearest even (fixed
- * in the instruction) and quieting NaNs like half_from_f32() does in the
- * default rounding mode; the tails use the portable conversions. */
+ * in the instruction) and quieting NaNs like tutti__float_to_half() does in
+ * the default rounding mode; the tails use the portable conversions. */
 static AVX2_ATTR void float16_in_avx2(float *restrict out,
                                       const uint16_t *restrict in, size_t n)
 {
@@ -394,7 +292,7 @@ static AVX2_ATTR void float16_in_avx2(float *restrict out,
         _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
     }
     for (; i < n; i++)
-        out[i] = f32_from_half(in[i]);
+        out[i] = tutti__half_to_float(in[i]);
 }
 
 static AVX2_ATTR void float16_out_avx2(uint16_t *restrict out,
@@ -408,10 +306,11 @@ static AVX2_ATTR void float16_out_avx2(uint16_t *restrict out,
         _mm_storeu_si128((__m128i *)(out + i), h);
     }
     for (; i < n; i++)
-        out[i] = half_from_f32(in[i]);
+        out[i] = tutti__float_to_half(in[i]);
 }
 
-DEF_CONVERTERS(bfloat16, f32_from_bf16, bf16_from_f32, avx2, AVX2_ATTR)
+DEF_CONVERTERS(bfloat16, tutti__bf16_to_float, tutti__float_to_bf16, avx2,
+               AVX2_ATTR)
 DEF_KERNEL_SET(avx2, AVX2_ATTR)
 #endif
 
