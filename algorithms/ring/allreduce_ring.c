@@ -1,5 +1,8 @@
 /*
  * RingReduce: allreduce around rings of all members, in subdivisions.
+ * Cost: 2(n-1) steps, in which each member sends and receives 2(n-1)/n of
+ * the buffer: bandwidth-optimal, with a latency that grows with n.
+ * Limits: equal counts, CPU memory.
  *
  * The buffer is cut into S parts (subdivisions) of consecutive elements,
  * and each part runs its own ring allreduce around its own ring order of
@@ -329,7 +332,11 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
     return post_all(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_reduce_ops = {
-    sizeof(tutti_alg_ops_t), ring_init_params, ring_init_context, ring_run,
-    ring_progress, ring_fini_context,
+const tutti_alg_ops_t tutti_alg_ring_allreduce_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = ring_init_params,
+    .init_context = ring_init_context,
+    .run = ring_run,
+    .progress = ring_progress,
+    .fini_context = ring_fini_context,
 };

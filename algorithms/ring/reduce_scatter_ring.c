@@ -1,5 +1,8 @@
 /*
- * RingReduceScatter: reduce_scatter around a ring of all members.
+ * RingReduceScatter: reduce_scatter around a ring of all members.  Cost:
+ * n-1 steps per round (one round unless a block is longer than the chunk
+ * below), in which each member sends and receives n-1 partial blocks.
+ * Limits: CPU memory; out of place, two scratch buffers of one chunk.
  *
  * At step k (0 .. n-2) member r sends to its right neighbour the partial
  * result of block r-k-1 and receives from its left one the partial of block
@@ -225,6 +228,10 @@ static tutti_status_t rs_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_ring_reduce_scatter_ops = {
-    sizeof(tutti_alg_ops_t), rs_init_params, rs_init_context, rs_run,
-    rs_progress, rs_fini_context,
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = rs_init_params,
+    .init_context = rs_init_context,
+    .run = rs_run,
+    .progress = rs_progress,
+    .fini_context = rs_fini_context,
 };

@@ -1,5 +1,7 @@
 /*
- * RingGather: allgather around a ring of all members.
+ * RingGather: allgather around a ring of all members.  Cost: n-1 steps,
+ * in which each member sends and receives every other member's block once.
+ * Limits: CPU memory; per-rank counts add one round of small records first.
  *
  * In n-1 steps each member passes to its right neighbour the block it got
  * from its left one at the step before (its own block first), so every
@@ -219,7 +221,10 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     return gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_gather_ops = {
-    sizeof(tutti_alg_ops_t), NULL, gather_init_context, gather_run,
-    gather_progress, gather_fini_context,
+const tutti_alg_ops_t tutti_alg_ring_allgather_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = gather_init_context,
+    .run = gather_run,
+    .progress = gather_progress,
+    .fini_context = gather_fini_context,
 };
