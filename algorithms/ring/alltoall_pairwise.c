@@ -40,21 +40,16 @@
 enum { PHASE_COUNTS, PHASE_TOTALS, PHASE_DATA };
 
 typedef struct {
-    const tutti_alg_instance_t *inst;
-    size_t esize;
-    int per_rank;
-    size_t *soff, *slen;       /* per peer, elements: what goes to it */
-    size_t *roff, *rlen;       /* per peer, elements: what comes from it */
-    uint64_t *cnt_out;         /* per-rank: elements for each peer */
-    uint64_t *cnt_in;          /* per-rank: elements from each peer */
-    tutti_alg_ring_rec_t *rec; /* per rank: its total, its capacity */
-    tutti_xfer_t *msx, *mrx;   /* group_size slots each, for the records */
-    tutti_alg_ring_meta_t meta;
-    char *scratch;             /* in place: WINDOW blocks */
+    tutti_alg_ring_counts_t c;    /* records: its total, its capacity */
+    tutti_alg_ring_blocks_t sblk; /* per peer: what goes to it */
+    tutti_alg_ring_blocks_t rblk; /* per peer: what comes from it */
+    uint64_t *cnt_out;            /* per-rank: elements for each peer */
+    uint64_t *cnt_in;             /* per-rank: elements from each peer */
+    char *scratch;                /* in place: WINDOW blocks */
     tutti_xfer_t sx[WINDOW], rx[WINDOW];
     int phase;
-    int in_place, steps;       /* this call */
-    int posted, done;          /* data steps */
+    int in_place, steps;          /* this call */
+    int posted, done;             /* data steps */
 } a2a_state_t;
 
 static void a2a_fini_context(void *state)
@@ -62,15 +57,11 @@ static void a2a_fini_context(void *state)
     a2a_state_t *s = state;
     if (s == NULL)
         return;
-    free(s->soff);
-    free(s->slen);
-    free(s->roff);
-    free(s->rlen);
+    tutti_alg_ring_blocks_fini(&s->sblk);
+    tutti_alg_ring_blocks_fini(&s->rblk);
     free(s->cnt_out);
     free(s->cnt_in);
-    free(s->rec);
-    free(s->msx);
-    free(s->mrx);
+    tutti_alg_ring_counts_fini(&s->c);
     free(s->scratch);
     free(s);
 }
@@ -86,37 +77,21 @@ static tutti_status_t a2a_init_context(const tutti_alg_instance_t *inst,
     (void)details_len;
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
-    s->inst = inst;
-    s->esize = tutti_dtype_size(inst->dtype);
-    s->per_rank = inst->count == TUTTI_COUNT_PER_RANK;
-    s->soff = calloc(n, sizeof(size_t));
-    s->slen = calloc(n, sizeof(size_t));
-    s->roff = calloc(n, sizeof(size_t));
-    s->rlen = calloc(n, sizeof(size_t));
-    if (s->soff == NULL || s->slen == NULL || s->roff == NULL ||
-        s->rlen == NULL)
+    if (tutti_alg_ring_counts_init(&s->c, inst) != TUTTI_OK ||
+        tutti_alg_ring_blocks_init(&s->sblk, inst) != TUTTI_OK ||
+        tutti_alg_ring_blocks_init(&s->rblk, inst) != TUTTI_OK)
         goto err_free_state;
-    if (s->per_rank) {
+    if (s->c.per_rank) {
         s->cnt_out = calloc(n, sizeof(uint64_t));
         s->cnt_in = calloc(n, sizeof(uint64_t));
-        s->rec = calloc(n, sizeof(*s->rec));
-        s->msx = calloc(n, sizeof(tutti_xfer_t));
-        s->mrx = calloc(n, sizeof(tutti_xfer_t));
-        if (s->cnt_out == NULL || s->cnt_in == NULL || s->rec == NULL ||
-            s->msx == NULL || s->mrx == NULL)
+        if (s->cnt_out == NULL || s->cnt_in == NULL)
             goto err_free_state;
-        s->meta.sx = s->msx;
-        s->meta.rx = s->mrx;
     } else {
-        for (size_t i = 0; i < n; i++) {
-            s->soff[i] = s->roff[i] = i * inst->count;
-            s->slen[i] = s->rlen[i] = inst->count;
-        }
         /* Whether a call will be in place is known only per call.  Step i
          * uses slot i mod WINDOW. */
         size_t slots = n < WINDOW ? n : WINDOW;
         if (n > 1 && inst->count > 0 &&
-            (s->scratch = malloc(slots * inst->count * s->esize)) == NULL)
+            (s->scratch = malloc(slots * inst->count * s->c.esize)) == NULL)
             goto err_free_state;
     }
     *state_out = s;
@@ -132,7 +107,7 @@ err_free_state:
 /* The partner of data step @p i, both directions, or -1: an idle step. */
 static void step_peers(const a2a_state_t *s, int i, int *to, int *from)
 {
-    int n = s->inst->group_size, r = s->inst->rank;
+    int n = s->c.inst->group_size, r = s->c.inst->rank;
     *to = *from = tutti_alg_ring_mod(i - r, n);
     if (*to == r)
         *to = *from = -1;
@@ -141,40 +116,40 @@ static void step_peers(const a2a_state_t *s, int i, int *to, int *from)
 static tutti_status_t post_step(a2a_state_t *s, tutti_alg_exec_t *x, int i)
 {
     int to, from, slot = i % WINDOW;
-    size_t es = s->esize;
+    size_t es = s->c.esize;
     const char *src;
     tutti_status_t st;
 
     step_peers(s, i, &to, &from);
     if (to < 0)
         return TUTTI_OK;
-    src = tutti_alg_ring_cat(x->sendbuf, s->soff[to] * es);
+    src = tutti_alg_ring_cat(x->sendbuf, s->sblk.off[to] * es);
     if (s->in_place) {
-        char *copy = s->scratch + (size_t)slot * s->inst->count * es;
-        memcpy(copy, src, s->slen[to] * es);
+        char *copy = s->scratch + (size_t)slot * s->c.inst->count * es;
+        memcpy(copy, src, s->sblk.len[to] * es);
         src = copy;
     }
     st = x->core->recv(x, from, (uint32_t)i,
-                       tutti_alg_ring_at(x->recvbuf, s->roff[from] * es),
-                       s->rlen[from] * es, NULL, &s->rx[slot]);
+                       tutti_alg_ring_at(x->recvbuf, s->rblk.off[from] * es),
+                       s->rblk.len[from] * es, NULL, &s->rx[slot]);
     if (st != TUTTI_OK)
         return st;
-    return x->core->send(x, to, (uint32_t)i, src, s->slen[to] * es,
+    return x->core->send(x, to, (uint32_t)i, src, s->sblk.len[to] * es,
                          &s->sx[slot]);
 }
 
 /* Copies the own block and posts the first window of steps. */
 static tutti_status_t start_data(a2a_state_t *s, tutti_alg_exec_t *x)
 {
-    int r = s->inst->rank;
-    size_t es = s->esize;
+    int r = s->c.inst->rank;
+    size_t es = s->c.esize;
 
     s->phase = PHASE_DATA;
     s->posted = s->done = 0;
-    if (!s->in_place && s->slen[r] > 0)
-        memcpy(tutti_alg_ring_at(x->recvbuf, s->roff[r] * es),
-               tutti_alg_ring_cat(x->sendbuf, s->soff[r] * es),
-               s->slen[r] * es);
+    if (!s->in_place && s->sblk.len[r] > 0)
+        memcpy(tutti_alg_ring_at(x->recvbuf, s->rblk.off[r] * es),
+               tutti_alg_ring_cat(x->sendbuf, s->sblk.off[r] * es),
+               s->sblk.len[r] * es);
     return TUTTI_OK;
 }
 
@@ -206,24 +181,23 @@ static tutti_status_t data_progress(a2a_state_t *s, tutti_alg_exec_t *x)
  * totals and capacities go to everyone. */
 static tutti_status_t counts_known(a2a_state_t *s, tutti_alg_exec_t *x)
 {
-    int n = s->inst->group_size, r = s->inst->rank;
+    int n = s->c.inst->group_size, r = s->c.inst->rank;
+    tutti_alg_ring_rec_t *rec = s->c.rec;
     uint64_t total = 0;
-    size_t off = 0;
 
     s->cnt_in[r] = s->cnt_out[r];
     for (int i = 0; i < n; i++) {
         x->recv_counts[i] = (size_t)s->cnt_in[i];
         total = tutti_alg_ring_add(total, s->cnt_in[i]);
-        s->rlen[i] = (size_t)s->cnt_in[i];
-        s->roff[i] = off;
-        off += s->rlen[i];
     }
+    tutti_alg_ring_blocks_set(&s->rblk, n, x->recv_counts);
     x->recv_total = total > SIZE_MAX ? SIZE_MAX : (size_t)total;
-    s->rec[r].count = total;
-    s->rec[r].capacity = x->recv_capacity;
+    rec[r].count = total;
+    rec[r].capacity = x->recv_capacity;
     s->phase = PHASE_TOTALS;
-    return tutti_alg_ring_meta_post(x, &s->meta, TUTTI_ALG_RING_TAG_META + 1,
-                                    &s->rec[r], 0, s->rec, sizeof(s->rec[0]));
+    return tutti_alg_ring_meta_post(x, &s->c.meta,
+                                    TUTTI_ALG_RING_TAG_META + 1, &rec[r], 0,
+                                    rec, sizeof(rec[0]));
 }
 
 static tutti_status_t a2a_progress(void *state, tutti_alg_exec_t *x)
@@ -233,15 +207,15 @@ static tutti_status_t a2a_progress(void *state, tutti_alg_exec_t *x)
     int fits = 0;
 
     if (s->phase == PHASE_COUNTS) {
-        if ((st = tutti_alg_ring_meta_test(x, &s->meta)) != TUTTI_OK)
+        if ((st = tutti_alg_ring_meta_test(x, &s->c.meta)) != TUTTI_OK)
             return st;
         if ((st = counts_known(s, x)) != TUTTI_OK)
             return st;
     }
     if (s->phase == PHASE_TOTALS) {
-        if ((st = tutti_alg_ring_meta_test(x, &s->meta)) != TUTTI_OK)
+        if ((st = tutti_alg_ring_meta_test(x, &s->c.meta)) != TUTTI_OK)
             return st;
-        st = tutti_alg_ring_check_fit(x, IMPL, s->rec, NULL, &fits);
+        st = tutti_alg_ring_check_fit(x, IMPL, s->c.rec, NULL, &fits);
         if (st != TUTTI_OK || !fits)
             return st;
         if ((st = start_data(s, x)) != TUTTI_OK)
@@ -253,13 +227,13 @@ static tutti_status_t a2a_progress(void *state, tutti_alg_exec_t *x)
 static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
 {
     a2a_state_t *s = state;
-    const tutti_alg_instance_t *in = s->inst;
+    const tutti_alg_instance_t *in = s->c.inst;
     int n = in->group_size;
     tutti_status_t st;
 
-    s->in_place = !s->per_rank && x->sendbuf == x->recvbuf;
+    s->in_place = !s->c.per_rank && x->sendbuf == x->recvbuf;
     s->steps = n;
-    if (!s->per_rank) {
+    if (!s->c.per_rank) {
         if (in->count == 0 || (s->in_place && n == 1))
             return TUTTI_OK;
         if ((st = start_data(s, x)) != TUTTI_OK)
@@ -267,15 +241,11 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
         return data_progress(s, x);
     }
     /* Per-rank counts: sizes first, even when this member sends nothing. */
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        s->soff[i] = off;
-        s->slen[i] = x->counts[i];
+    tutti_alg_ring_blocks_set(&s->sblk, n, x->counts);
+    for (int i = 0; i < n; i++)
         s->cnt_out[i] = x->counts[i];
-        off += x->counts[i];
-    }
     s->phase = PHASE_COUNTS;
-    st = tutti_alg_ring_meta_post(x, &s->meta, TUTTI_ALG_RING_TAG_META,
+    st = tutti_alg_ring_meta_post(x, &s->c.meta, TUTTI_ALG_RING_TAG_META,
                                   s->cnt_out, sizeof(uint64_t), s->cnt_in,
                                   sizeof(uint64_t));
     if (st != TUTTI_OK)
