@@ -77,11 +77,6 @@ typedef struct {
     ring_part_t part[RING_MAX_PARTS];
 } ring_state_t;
 
-static int mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
-
 static int gcd(int a, int b)
 {
     while (b != 0) {
@@ -154,7 +149,7 @@ static tutti_status_t ring_init_params(const tutti_alg_instance_t *inst,
     int m = ring_strides(n, strides, RING_MAX_PARTS);
     for (int s = 0; s < (int)parts; s++) {
         plan.stride[s] = strides[s % m];
-        plan.shift[s] = mod(s / m, n);
+        plan.shift[s] = tutti_alg_ring_mod(s / m, n);
     }
     core->log(3, "RingReduce", "instance 0x%llx: %d members, %zu bytes, "
               "%u subdivisions", (unsigned long long)inst->instance_key, n,
@@ -218,8 +213,8 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
         p->base = len / (size_t)n;
         p->extra = len % (size_t)n;
         off += len;
-        p->right = mod(r + d, n);
-        p->left = mod(r - d, n);
+        p->right = tutti_alg_ring_mod(r + d, n);
+        p->left = tutti_alg_ring_mod(r - d, n);
         for (int j = 0, q = sh; j < n; j++, q = (q + d) % n) {
             if (q == r)
                 p->pos = j;
@@ -261,13 +256,13 @@ static tutti_status_t post_step(ring_state_t *s, int i, tutti_alg_exec_t *x)
     tutti_status_t st;
 
     if (reducing) {
-        send_seg = mod(pos - k, n);
-        recv_seg = mod(pos - k - 1, n);
+        send_seg = tutti_alg_ring_mod(pos - k, n);
+        recv_seg = tutti_alg_ring_mod(pos - k - 1, n);
         src = k == 0 ? (const char *)x->sendbuf : out;
     } else {
         int j = k - (n - 1);
-        send_seg = mod(pos + 1 - j, n);
-        recv_seg = mod(pos - j, n);
+        send_seg = tutti_alg_ring_mod(pos + 1 - j, n);
+        recv_seg = tutti_alg_ring_mod(pos - j, n);
         src = out;
     }
     size_t so = seg_off(p, send_seg) * s->esize;

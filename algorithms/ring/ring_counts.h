@@ -13,6 +13,8 @@
 
 #include <tutti/module.h>
 
+#include "ring.h"
+
 /* Tags of the record exchanges; data steps use small tags below these. */
 #define TUTTI_ALG_RING_TAG_META 0x40000000u
 
@@ -44,24 +46,6 @@ typedef struct {
 typedef struct {
     size_t *off, *len;          /* group_size entries each */
 } tutti_alg_ring_blocks_t;
-
-/** ((a mod n) + n) mod n. */
-static inline int tutti_alg_ring_mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
-
-/** @p base advanced by @p off bytes; no arithmetic for an offset of 0, so
- *  a NULL buffer of 0 elements stays NULL. */
-static inline char *tutti_alg_ring_at(void *base, size_t off)
-{
-    return off == 0 ? (char *)base : (char *)base + off;
-}
-
-static inline const char *tutti_alg_ring_cat(const void *base, size_t off)
-{
-    return off == 0 ? (const char *)base : (const char *)base + off;
-}
 
 /**
  * Allocate @p b for @p inst's group (at init_context).  With equal counts
