@@ -1,6 +1,8 @@
 /*
  * The tree module's implementations (internal to alg_tree.so): each file
- * defines one ops table; tree_module.c lists them in the descriptor.
+ * <collective>_<algorithm>.c defines one ops table, named
+ * tutti_alg_tree_<collective>_<algorithm>_ops (the algorithm left out where
+ * it is the tree itself); tree_module.c lists them in the descriptor.
  */
 #ifndef TUTTI_ALG_TREE_H
 #define TUTTI_ALG_TREE_H
@@ -31,10 +33,10 @@ tutti_status_t tutti_alg_tree_plan_read(const tutti_alg_instance_t *inst,
                                         size_t details_len,
                                         tutti_alg_tree_plan_t *plan_out);
 
-extern const tutti_alg_ops_t tutti_alg_tree_bcast_ops;
-extern const tutti_alg_ops_t tutti_alg_tree_rd_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_reduce_ops;
-extern const tutti_alg_ops_t tutti_alg_tree_gather_ops;
-extern const tutti_alg_ops_t tutti_alg_tree_bruck_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops;
 
 #endif

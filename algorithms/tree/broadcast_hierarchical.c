@@ -1,6 +1,10 @@
 /*
  * HierarchicalTreeBroadcast: broadcast from any root, first across hosts,
- * then across the tasks of each host, then inside each task.
+ * then across the tasks of each host, then inside each task.  Cost: the
+ * depths of three k-ary trees (about log_k of the hosts, of a host's tasks
+ * and of a task's members), plus one chunk's time per further chunk; each
+ * member sends every chunk to at most k children per level.  Limits:
+ * equal counts, CPU memory.
  *
  * Each host has one leader: the root on the root's host, the lowest rank
  * on every other.  Each task has one leader: its host's leader if that one
@@ -350,7 +354,11 @@ static tutti_status_t bcast_run(void *state, tutti_alg_exec_t *x)
     return bcast_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_bcast_ops = {
-    sizeof(tutti_alg_ops_t), bcast_init_params, bcast_init_context,
-    bcast_run, bcast_progress, bcast_fini_context,
+const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = bcast_init_params,
+    .init_context = bcast_init_context,
+    .run = bcast_run,
+    .progress = bcast_progress,
+    .fini_context = bcast_fini_context,
 };

@@ -1,5 +1,9 @@
 /*
  * TreeReduce: reduce to any root up a k-ary tree, pipelined in chunks.
+ * Cost: about log_k(n) levels, plus one chunk's time per further chunk; a
+ * member with children receives and reduces every chunk from each of up
+ * to k children.  Limits: equal counts, CPU memory; members with a parent
+ * and children keep a scratch of one chunk per lane.
  *
  * Ranks are renumbered by distance from the root (v = rank - root, modulo
  * the group size); member v sends to (v - 1) / fanout and receives from
@@ -235,6 +239,10 @@ static tutti_status_t reduce_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_tree_reduce_ops = {
-    sizeof(tutti_alg_ops_t), reduce_init_params, reduce_init_context,
-    reduce_run, reduce_progress, reduce_fini_context,
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = reduce_init_params,
+    .init_context = reduce_init_context,
+    .run = reduce_run,
+    .progress = reduce_progress,
+    .fini_context = reduce_fini_context,
 };
