@@ -27,6 +27,7 @@
 #include <tutti/module.h>
 
 #include "tree.h"
+#include "tree_plan.h"
 
 #define REDUCE_LANES 8
 
