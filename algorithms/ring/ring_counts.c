@@ -1,13 +1,73 @@
 /*
- * Record exchanges and the too-small decision shared by RingGather and
- * AllToAll with per-rank counts (see ring_counts.h).
+ * The counts' state, block layouts, record exchanges and the too-small
+ * decision shared by RingGather, AllToAll and RingReduceScatter with
+ * per-rank counts (see ring_counts.h).
  *
  * The records are a few bytes, so every member sends its own straight to
  * every peer in one round: one latency, where a ring pass would take n-1.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ring_counts.h"
+
+tutti_status_t tutti_alg_ring_blocks_init(tutti_alg_ring_blocks_t *b,
+                                          const tutti_alg_instance_t *inst)
+{
+    size_t n = (size_t)inst->group_size;
+
+    b->off = calloc(n, sizeof(*b->off));
+    b->len = calloc(n, sizeof(*b->len));
+    if (b->off == NULL || b->len == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    for (size_t i = 0; i < n && inst->count != TUTTI_COUNT_PER_RANK; i++) {
+        b->off[i] = i * inst->count;
+        b->len[i] = inst->count;
+    }
+    return TUTTI_OK;
+}
+
+void tutti_alg_ring_blocks_fini(tutti_alg_ring_blocks_t *b)
+{
+    free(b->off);
+    free(b->len);
+}
+
+void tutti_alg_ring_blocks_set(tutti_alg_ring_blocks_t *b, int n,
+                               const size_t *counts)
+{
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        b->off[i] = off;
+        b->len[i] = counts[i];
+        off += counts[i];
+    }
+}
+
+tutti_status_t tutti_alg_ring_counts_init(tutti_alg_ring_counts_t *c,
+                                          const tutti_alg_instance_t *inst)
+{
+    size_t n = (size_t)inst->group_size;
+
+    c->inst = inst;
+    c->esize = tutti_dtype_size(inst->dtype);
+    c->per_rank = inst->count == TUTTI_COUNT_PER_RANK;
+    if (!c->per_rank)
+        return TUTTI_OK;
+    c->rec = calloc(n, sizeof(*c->rec));
+    c->meta.sx = calloc(n, sizeof(*c->meta.sx));
+    c->meta.rx = calloc(n, sizeof(*c->meta.rx));
+    if (c->rec == NULL || c->meta.sx == NULL || c->meta.rx == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    return TUTTI_OK;
+}
+
+void tutti_alg_ring_counts_fini(tutti_alg_ring_counts_t *c)
+{
+    free(c->rec);
+    free(c->meta.sx);
+    free(c->meta.rx);
+}
 
 tutti_status_t tutti_alg_ring_meta_post(tutti_alg_exec_t *x,
                                         tutti_alg_ring_meta_t *m, uint32_t tag,

@@ -1,8 +1,9 @@
 /*
- * Helpers the ring module's per-rank-count collectives share (internal to
- * alg_ring.so): a one-round exchange of small fixed-size records with every
- * peer, and the decision, the same on every member, whether every receive
- * buffer holds what it must receive.
+ * What the ring module's per-rank-count collectives share (internal to
+ * alg_ring.so): the state they set up for their counts, a buffer's layout
+ * in one block per rank, a one-round exchange of small fixed-size records
+ * with every peer, and the decision, the same on every member, whether
+ * every receive buffer holds what it must receive.
  */
 #ifndef TUTTI_ALG_RING_COUNTS_H
 #define TUTTI_ALG_RING_COUNTS_H
@@ -11,6 +12,8 @@
 #include <stdint.h>
 
 #include <tutti/module.h>
+
+#include "ring.h"
 
 /* Tags of the record exchanges; data steps use small tags below these. */
 #define TUTTI_ALG_RING_TAG_META 0x40000000u
@@ -28,23 +31,45 @@ typedef struct {
     int next;               /* peers below this one are complete */
 } tutti_alg_ring_meta_t;
 
-/** ((a mod n) + n) mod n. */
-static inline int tutti_alg_ring_mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
+/** What RingGather and AllToAll keep from init_context on for their
+ *  counts: the instance and its element size, whether the counts are per
+ *  rank and, if they are, a record per rank and their exchange. */
+typedef struct {
+    const tutti_alg_instance_t *inst;
+    size_t esize;
+    int per_rank;               /* inst->count is TUTTI_COUNT_PER_RANK */
+    tutti_alg_ring_rec_t *rec;  /* group_size records, indexed by rank */
+    tutti_alg_ring_meta_t meta; /* and the exchange's transfer slots */
+} tutti_alg_ring_counts_t;
 
-/** @p base advanced by @p off bytes; no arithmetic for an offset of 0, so
- *  a NULL buffer of 0 elements stays NULL. */
-static inline char *tutti_alg_ring_at(void *base, size_t off)
-{
-    return off == 0 ? (char *)base : (char *)base + off;
-}
+/** A buffer cut into one block per rank, in elements. */
+typedef struct {
+    size_t *off, *len;          /* group_size entries each */
+} tutti_alg_ring_blocks_t;
 
-static inline const char *tutti_alg_ring_cat(const void *base, size_t off)
-{
-    return off == 0 ? (const char *)base : (const char *)base + off;
-}
+/**
+ * Allocate @p b for @p inst's group (at init_context).  With equal counts
+ * block i is then count elements at i * count; with per-rank counts
+ * tutti_alg_ring_blocks_set() lays out each call.  Returns
+ * TUTTI_ERR_NO_MEMORY without recording it: the caller names itself and
+ * what it was making.  tutti_alg_ring_blocks_fini() frees what it made.
+ */
+tutti_status_t tutti_alg_ring_blocks_init(tutti_alg_ring_blocks_t *b,
+                                          const tutti_alg_instance_t *inst);
+void tutti_alg_ring_blocks_fini(tutti_alg_ring_blocks_t *b);
+
+/** Lay the blocks end to end, block i of @p counts[i] elements, for
+ *  @p n ranks. */
+void tutti_alg_ring_blocks_set(tutti_alg_ring_blocks_t *b, int n,
+                               const size_t *counts);
+
+/** Fill @p c for @p inst (at init_context), with per-rank counts
+ *  allocating its records and slots; TUTTI_ERR_NO_MEMORY as for
+ *  tutti_alg_ring_blocks_init().  tutti_alg_ring_counts_fini() frees what
+ *  it made. */
+tutti_status_t tutti_alg_ring_counts_init(tutti_alg_ring_counts_t *c,
+                                          const tutti_alg_instance_t *inst);
+void tutti_alg_ring_counts_fini(tutti_alg_ring_counts_t *c);
 
 /**
  * Post a send of @p rec_bytes bytes to every peer (the record for peer p at

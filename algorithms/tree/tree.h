@@ -1,40 +1,18 @@
 /*
  * The tree module's implementations (internal to alg_tree.so): each file
- * defines one ops table; tree_module.c lists them in the descriptor.
+ * <collective>_<algorithm>.c defines one ops table, named
+ * tutti_alg_tree_<collective>_<algorithm>_ops (the algorithm left out where
+ * it is the tree itself); tree_module.c lists them in the descriptor.
  */
 #ifndef TUTTI_ALG_TREE_H
 #define TUTTI_ALG_TREE_H
 
 #include <tutti/module.h>
 
-#define TUTTI_ALG_TREE_MAX_FANOUT 16
-
-/* The plan of a pipelined k-ary tree (broadcast, reduce): read from the
- * rule once, by the resolver, so members whose configs differ still build
- * one tree.  Travels as the instance's details. */
-typedef struct {
-    uint64_t fanout;  /* children per member, 1..TUTTI_ALG_TREE_MAX_FANOUT */
-    uint64_t chunk;   /* bytes per pipelined message, >= one element */
-} tutti_alg_tree_plan_t;
-
-/* Reads rule params fanout (default 2) and chunk (default 256K) into the
- * details; an error names @p impl and the values expected. */
-tutti_status_t tutti_alg_tree_plan_write(const tutti_alg_instance_t *inst,
-                                         const tutti_core_ops_t *core,
-                                         const char *impl, void *details,
-                                         size_t *len_out);
-/* Reads the plan back from the details (init_context); checks its size
- * and, for @p count elements, that chunk indices fit the 32-bit tags. */
-tutti_status_t tutti_alg_tree_plan_read(const tutti_alg_instance_t *inst,
-                                        const tutti_core_ops_t *core,
-                                        const char *impl, const void *details,
-                                        size_t details_len,
-                                        tutti_alg_tree_plan_t *plan_out);
-
-extern const tutti_alg_ops_t tutti_alg_tree_bcast_ops;
-extern const tutti_alg_ops_t tutti_alg_tree_rd_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_reduce_ops;
-extern const tutti_alg_ops_t tutti_alg_tree_gather_ops;
-extern const tutti_alg_ops_t tutti_alg_tree_bruck_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops;
 
 #endif

@@ -7,29 +7,36 @@
 #include "tree.h"
 
 static const tutti_alg_impl_t tree_impls[] = {
-    {"RecursiveDoublingReduce",
-     "allreduce for small messages: log2(n) exchanges, any group size",
-     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tutti_alg_tree_rd_ops, 0},
-    {"HierarchicalTreeBroadcast",
-     "broadcast from any root across hosts, then tasks, then inside "
-     "each, down k-ary trees pipelined in chunks",
-     TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tutti_alg_tree_bcast_ops, 0},
-    {"TreeReduce",
-     "reduce to any root up a k-ary tree, pipelined in chunks, reduced on "
-     "receipt",
-     TUTTI_COLL_BIT(TUTTI_COLL_REDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tutti_alg_tree_reduce_ops, 0},
-    {"TreeGather",
-     "gather to any root down a binomial tree, one message per subtree",
-     TUTTI_COLL_BIT(TUTTI_COLL_GATHER), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tutti_alg_tree_gather_ops, 0},
-    {"BruckAllgather",
-     "allgather for small messages: ceil(log2 n) steps, any group size, "
-     "equal counts",
-     TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &tutti_alg_tree_bruck_ops, 0},
+    {.name = "RecursiveDoublingReduce",
+     .description = "allreduce for small messages: log2(n) exchanges, any "
+                    "group size",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
+     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .ops = &tutti_alg_tree_allreduce_recursive_doubling_ops},
+    {.name = "HierarchicalTreeBroadcast",
+     .description = "broadcast from any root across hosts, then tasks, then "
+                    "inside each, down k-ary trees pipelined in chunks",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST),
+     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .ops = &tutti_alg_tree_broadcast_hierarchical_ops},
+    {.name = "TreeReduce",
+     .description = "reduce to any root up a k-ary tree, pipelined in "
+                    "chunks, reduced on receipt",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE),
+     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .ops = &tutti_alg_tree_reduce_ops},
+    {.name = "TreeGather",
+     .description = "gather to any root down a binomial tree, one message "
+                    "per subtree",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_GATHER),
+     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .ops = &tutti_alg_tree_gather_binomial_ops},
+    {.name = "BruckAllgather",
+     .description = "allgather for small messages: ceil(log2 n) steps, any "
+                    "group size, equal counts",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER),
+     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .ops = &tutti_alg_tree_allgather_bruck_ops},
 };
 
 TUTTI_MODULE_DEFINE("tree", "0.3.0", tree_impls);

@@ -1,4 +1,8 @@
-/* Name tables for data types, ops, collectives and device types. */
+/*
+ * Name tables for data types, ops, collectives and device types.  The data
+ * types' sizes and names are read inline in tutti/types.h; their table here
+ * serves tutti_dtype_parse().
+ */
 #include <string.h>
 
 #include <tutti/tutti.h>
@@ -9,11 +13,6 @@ static const char *const dtype_names[] = {
 #define N_(up, low, size) #low,
     TUTTI_DTYPE_LIST(N_)
 #undef N_
-};
-static const size_t dtype_sizes[] = {
-#define S_(up, low, size) size,
-    TUTTI_DTYPE_LIST(S_)
-#undef S_
 };
 static const char *const op_names[] = {
 #define N_(up, low) #low,
@@ -30,16 +29,6 @@ static const char *const device_names[] = {
     TUTTI_DEVICE_LIST(N_)
 #undef N_
 };
-
-size_t tutti_dtype_size(tutti_dtype_t dtype)
-{
-    return (unsigned)dtype < TUTTI_DTYPE_COUNT ? dtype_sizes[dtype] : 0;
-}
-
-const char *tutti_dtype_name(tutti_dtype_t dtype)
-{
-    return (unsigned)dtype < TUTTI_DTYPE_COUNT ? dtype_names[dtype] : NULL;
-}
 
 const char *tutti_op_name(tutti_op_t op)
 {

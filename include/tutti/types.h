@@ -1,7 +1,9 @@
 /*
  * Tutti value types shared by the host API and modules: data types,
  * reduction ops, collectives, device types.  Each enum has a name table in
- * the core (tutti_dtype_name() and friends) used by YAML, logs and tools.
+ * the core (tutti_op_name() and friends) used by YAML, logs and tools;
+ * the data types' sizes and names are inline here instead, so that modules
+ * need no libtutti symbol for them.
  */
 #ifndef TUTTI_TYPES_H
 #define TUTTI_TYPES_H
@@ -114,10 +116,31 @@ static inline int tutti_dtype_is_float(tutti_dtype_t dtype)
 }
 
 /** Size in bytes of one element of @p dtype; 0 for an invalid value. */
-size_t tutti_dtype_size(tutti_dtype_t dtype);
+static inline size_t tutti_dtype_size(tutti_dtype_t dtype)
+{
+    static const size_t sizes[] = {
+#define TUTTI_DTYPE_SIZE_(up, low, size) size,
+        TUTTI_DTYPE_LIST(TUTTI_DTYPE_SIZE_)
+#undef TUTTI_DTYPE_SIZE_
+    };
+    return (unsigned)dtype < TUTTI_DTYPE_COUNT ? sizes[dtype] : 0;
+}
+
 /** Names as used in YAML and logs ("float32", "sum", "allreduce", "cpu").
  *  Return a static string, or NULL for an invalid value. */
-const char *tutti_dtype_name(tutti_dtype_t dtype);
+static inline const char *tutti_dtype_name(tutti_dtype_t dtype)
+{
+    /* An invalid value reads the NULL entry at the end: a NULL from a
+     * conditional instead would make GCC's -Wformat-overflow flag callers
+     * that print the name of a valid data type held in a variable. */
+    static const char *const names[TUTTI_DTYPE_COUNT + 1] = {
+#define TUTTI_DTYPE_NAME_(up, low, size) #low,
+        TUTTI_DTYPE_LIST(TUTTI_DTYPE_NAME_)
+#undef TUTTI_DTYPE_NAME_
+        NULL};
+    return names[(unsigned)dtype < TUTTI_DTYPE_COUNT ? (unsigned)dtype
+                                                     : TUTTI_DTYPE_COUNT];
+}
 const char *tutti_op_name(tutti_op_t op);
 const char *tutti_collective_name(tutti_collective_t coll);
 const char *tutti_device_type_name(tutti_device_type_t type);

@@ -1,5 +1,8 @@
 /*
  * RingReduce: allreduce around rings of all members, in subdivisions.
+ * Cost: 2(n-1) steps, in which each member sends and receives 2(n-1)/n of
+ * the buffer: bandwidth-optimal, with a latency that grows with n.
+ * Limits: equal counts, CPU memory.
  *
  * The buffer is cut into S parts (subdivisions) of consecutive elements,
  * and each part runs its own ring allreduce around its own ring order of
@@ -74,11 +77,6 @@ typedef struct {
     ring_part_t part[RING_MAX_PARTS];
 } ring_state_t;
 
-static int mod(int a, int n)
-{
-    return ((a % n) + n) % n;
-}
-
 static int gcd(int a, int b)
 {
     while (b != 0) {
@@ -151,7 +149,7 @@ static tutti_status_t ring_init_params(const tutti_alg_instance_t *inst,
     int m = ring_strides(n, strides, RING_MAX_PARTS);
     for (int s = 0; s < (int)parts; s++) {
         plan.stride[s] = strides[s % m];
-        plan.shift[s] = mod(s / m, n);
+        plan.shift[s] = tutti_alg_ring_mod(s / m, n);
     }
     core->log(3, "RingReduce", "instance 0x%llx: %d members, %zu bytes, "
               "%u subdivisions", (unsigned long long)inst->instance_key, n,
@@ -215,8 +213,8 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
         p->base = len / (size_t)n;
         p->extra = len % (size_t)n;
         off += len;
-        p->right = mod(r + d, n);
-        p->left = mod(r - d, n);
+        p->right = tutti_alg_ring_mod(r + d, n);
+        p->left = tutti_alg_ring_mod(r - d, n);
         for (int j = 0, q = sh; j < n; j++, q = (q + d) % n) {
             if (q == r)
                 p->pos = j;
@@ -258,13 +256,13 @@ static tutti_status_t post_step(ring_state_t *s, int i, tutti_alg_exec_t *x)
     tutti_status_t st;
 
     if (reducing) {
-        send_seg = mod(pos - k, n);
-        recv_seg = mod(pos - k - 1, n);
+        send_seg = tutti_alg_ring_mod(pos - k, n);
+        recv_seg = tutti_alg_ring_mod(pos - k - 1, n);
         src = k == 0 ? (const char *)x->sendbuf : out;
     } else {
         int j = k - (n - 1);
-        send_seg = mod(pos + 1 - j, n);
-        recv_seg = mod(pos - j, n);
+        send_seg = tutti_alg_ring_mod(pos + 1 - j, n);
+        recv_seg = tutti_alg_ring_mod(pos - j, n);
         src = out;
     }
     size_t so = seg_off(p, send_seg) * s->esize;
@@ -329,7 +327,11 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
     return post_all(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_reduce_ops = {
-    sizeof(tutti_alg_ops_t), ring_init_params, ring_init_context, ring_run,
-    ring_progress, ring_fini_context,
+const tutti_alg_ops_t tutti_alg_ring_allreduce_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = ring_init_params,
+    .init_context = ring_init_context,
+    .run = ring_run,
+    .progress = ring_progress,
+    .fini_context = ring_fini_context,
 };

@@ -1,6 +1,10 @@
 /*
  * HierarchicalTreeBroadcast: broadcast from any root, first across hosts,
- * then across the tasks of each host, then inside each task.
+ * then across the tasks of each host, then inside each task.  Cost: the
+ * depths of three k-ary trees (about log_k of the hosts, of a host's tasks
+ * and of a task's members), plus one chunk's time per further chunk; each
+ * member sends every chunk to at most k children per level.  Limits:
+ * equal counts, CPU memory.
  *
  * Each host has one leader: the root on the root's host, the lowest rank
  * on every other.  Each task has one leader: its host's leader if that one
@@ -16,11 +20,12 @@
  * The tree is built in init_context from the instance's localities (which
  * every member sees alike); init_params only reads the rule's parameters.
  *
- * The buffer travels in chunks, several in flight (one per lane), so a
- * member forwards one chunk while the next arrives.  Each member posts its
- * sends in chunk order, so every channel carries chunks in order and the
- * receive a channel's head waits for is always posted.  Parameters (YAML
- * rule params): fanout (default 2, 1..16) and chunk (bytes, default 256K).
+ * The buffer travels in chunks, several in flight (one per lane, see
+ * tree_lanes.h), so a member forwards one chunk while the next arrives.
+ * Each member posts its sends in chunk order, so every channel carries
+ * chunks in order and the receive a channel's head waits for is always
+ * posted.  Parameters (YAML rule params): fanout (default 2, 1..16) and
+ * chunk (bytes, default 256K).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,92 +35,26 @@
 #include <tutti/module.h>
 
 #include "tree.h"
+#include "tree_lanes.h"
+#include "tree_plan.h"
 
-#define BCAST_LANES 8
 #define BCAST_MAX_CHILDREN (3 * TUTTI_ALG_TREE_MAX_FANOUT)
 
 static const char impl_name[] = "HierarchicalTreeBroadcast";
 
-enum { LANE_RECV, LANE_READY, LANE_SEND, LANE_DONE };
-
+/* A lane's transfers (its chunk and phase are the pipeline's). */
 typedef struct {
-    size_t chunk;          /* chunk index this lane works on */
-    int phase;
     tutti_xfer_t rx;
     tutti_xfer_t sx[BCAST_MAX_CHILDREN];
-} lane_t;
+} lane_io_t;
 
 typedef struct {
     const tutti_alg_instance_t *inst;
     int parent, nchildren;
     int children[BCAST_MAX_CHILDREN];
-    size_t bytes, chunk_bytes, nchunks;
-    size_t next_send;      /* the next chunk whose sends may be posted */
-    int lanes;             /* chunk c works on lane c % lanes */
-    lane_t lane[BCAST_LANES];
+    tutti_alg_tree_lanes_t pipe;
+    lane_io_t io[TUTTI_ALG_TREE_LANES];
 } bcast_state_t;
-
-/* ---- the plan, shared with TreeReduce ------------------------------------ */
-
-tutti_status_t tutti_alg_tree_plan_write(const tutti_alg_instance_t *inst,
-                                         const tutti_core_ops_t *core,
-                                         const char *impl, void *details,
-                                         size_t *len_out)
-{
-    tutti_alg_tree_plan_t plan;
-    size_t esize = tutti_dtype_size(inst->dtype);
-    tutti_status_t st;
-
-    if ((st = core->param_size(inst, "fanout", 2, &plan.fanout)) !=
-            TUTTI_OK ||
-        (st = core->param_size(inst, "chunk", 256 * 1024, &plan.chunk)) !=
-            TUTTI_OK)
-        return st;
-    if (plan.fanout < 1 || plan.fanout > TUTTI_ALG_TREE_MAX_FANOUT ||
-        plan.chunk < esize)
-        return core->error(TUTTI_ERR_CONFIG, "%s: fanout %llu and chunk "
-                           "%llu: expected fanout 1..%d and chunk >= %zu "
-                           "bytes (one %s element)", impl,
-                           (unsigned long long)plan.fanout,
-                           (unsigned long long)plan.chunk,
-                           TUTTI_ALG_TREE_MAX_FANOUT, esize,
-                           tutti_dtype_name(inst->dtype));
-    memcpy(details, &plan, sizeof(plan));
-    *len_out = sizeof(plan);
-    return TUTTI_OK;
-}
-
-tutti_status_t tutti_alg_tree_plan_read(const tutti_alg_instance_t *inst,
-                                        const tutti_core_ops_t *core,
-                                        const char *impl, const void *details,
-                                        size_t details_len,
-                                        tutti_alg_tree_plan_t *plan_out)
-{
-    tutti_alg_tree_plan_t plan;
-    size_t esize = tutti_dtype_size(inst->dtype);
-
-    if (details_len != sizeof(plan))
-        return core->error(TUTTI_ERR_MODULE, "%s: %zu bytes of plan, "
-                           "expected %zu", impl, details_len, sizeof(plan));
-    memcpy(&plan, details, sizeof(plan));
-    if (plan.fanout < 1 || plan.fanout > TUTTI_ALG_TREE_MAX_FANOUT ||
-        plan.chunk < esize)
-        return core->error(TUTTI_ERR_MODULE, "%s: plan with fanout %llu and "
-                           "chunk %llu: expected fanout 1..%d and chunk >= "
-                           "%zu bytes", impl, (unsigned long long)plan.fanout,
-                           (unsigned long long)plan.chunk,
-                           TUTTI_ALG_TREE_MAX_FANOUT, esize);
-    /* Chunk indices are the tags of their messages. */
-    uint64_t chunk_bytes = plan.chunk / esize * esize;
-    uint64_t bytes = (uint64_t)inst->count * esize;
-    if ((bytes + chunk_bytes - 1) / chunk_bytes > UINT32_MAX)
-        return core->error(TUTTI_ERR_CONFIG, "%s: %zu elements in chunks of "
-                           "%llu bytes make more than %u chunks: expected a "
-                           "larger chunk parameter", impl, inst->count,
-                           (unsigned long long)chunk_bytes, UINT32_MAX);
-    *plan_out = plan;
-    return TUTTI_OK;
-}
 
 static tutti_status_t bcast_init_params(const tutti_alg_instance_t *inst,
                                         const tutti_core_ops_t *core,
@@ -213,7 +152,6 @@ static tutti_status_t bcast_init_context(const tutti_alg_instance_t *inst,
                                          size_t details_len, void **state_out)
 {
     tutti_alg_tree_plan_t plan;
-    size_t esize = tutti_dtype_size(inst->dtype);
     tutti_status_t st = tutti_alg_tree_plan_read(inst, core, impl_name,
                                                  details, details_len, &plan);
     if (st != TUTTI_OK)
@@ -241,10 +179,7 @@ static tutti_status_t bcast_init_context(const tutti_alg_instance_t *inst,
                   "children [%s]", (unsigned long long)inst->instance_key,
                   inst->rank, s->parent, kids);
     }
-    s->bytes = inst->count * esize;
-    s->chunk_bytes = (size_t)plan.chunk / esize * esize;
-    s->nchunks = (s->bytes + s->chunk_bytes - 1) / s->chunk_bytes;
-    s->lanes = s->nchunks < BCAST_LANES ? (int)s->nchunks : BCAST_LANES;
+    tutti_alg_tree_lanes_init(&s->pipe, inst, &plan);
     *state_out = s;
     return TUTTI_OK;
 }
@@ -254,64 +189,63 @@ static void bcast_fini_context(void *state)
     free(state);
 }
 
-/* ---- the pipeline ---------------------------------------------------------- */
+/* ---- the pipeline ------------------------------------------------------ */
 
-static size_t chunk_len(const bcast_state_t *s, size_t c)
+/* Starts its chunk on lane @p lane: the root has it, the others receive. */
+static tutti_status_t lane_begin(void *state, int lane, tutti_alg_exec_t *x)
 {
-    size_t off = c * s->chunk_bytes;
-    return s->bytes - off < s->chunk_bytes ? s->bytes - off : s->chunk_bytes;
-}
-
-/* Starts chunk l->chunk on a lane: the root has it, the others receive. */
-static tutti_status_t lane_begin(bcast_state_t *s, lane_t *l,
-                                 tutti_alg_exec_t *x)
-{
-    if (l->chunk >= s->nchunks) {
-        l->phase = LANE_DONE;
+    bcast_state_t *s = state;
+    tutti_alg_tree_lane_t *l = &s->pipe.lane[lane];
+    if (l->chunk >= s->pipe.nchunks) {
+        l->phase = TUTTI_ALG_TREE_LANE_DONE;
         return TUTTI_OK;
     }
     if (s->parent < 0) {
-        l->phase = LANE_READY;
+        l->phase = TUTTI_ALG_TREE_LANE_READY;
         return TUTTI_OK;
     }
-    l->phase = LANE_RECV;
+    l->phase = TUTTI_ALG_TREE_LANE_RECV;
     return x->core->recv(x, s->parent, (uint32_t)l->chunk,
-                         (char *)x->recvbuf + l->chunk * s->chunk_bytes,
-                         chunk_len(s, l->chunk), NULL, &l->rx);
+                         (char *)x->recvbuf + l->chunk * s->pipe.chunk_bytes,
+                         tutti_alg_tree_chunk_len(&s->pipe, l->chunk), NULL,
+                         &s->io[lane].rx);
 }
 
-/* Advances one lane as far as it can go now. */
-static tutti_status_t lane_step(bcast_state_t *s, lane_t *l,
-                                tutti_alg_exec_t *x)
+/* Advances lane @p lane as far as it can go now. */
+static tutti_status_t lane_step(void *state, int lane, tutti_alg_exec_t *x)
 {
+    bcast_state_t *s = state;
+    tutti_alg_tree_lane_t *l = &s->pipe.lane[lane];
+    lane_io_t *io = &s->io[lane];
     tutti_status_t st;
-    if (l->phase == LANE_RECV) {
-        if ((st = x->core->test(x, &l->rx)) != TUTTI_OK)
+    if (l->phase == TUTTI_ALG_TREE_LANE_RECV) {
+        if ((st = x->core->test(x, &io->rx)) != TUTTI_OK)
             return st;
-        l->phase = LANE_READY;
+        l->phase = TUTTI_ALG_TREE_LANE_READY;
     }
-    if (l->phase == LANE_READY) {
-        if (l->chunk != s->next_send)
+    if (l->phase == TUTTI_ALG_TREE_LANE_READY) {
+        if (l->chunk != s->pipe.next_send)
             return TUTTI_INPROGRESS;
         /* The root forwards its input; the others what they received. */
         const char *src = s->parent < 0 ? x->sendbuf : x->recvbuf;
-        size_t off = l->chunk * s->chunk_bytes;
+        size_t off = l->chunk * s->pipe.chunk_bytes;
+        size_t len = tutti_alg_tree_chunk_len(&s->pipe, l->chunk);
         for (int i = 0; i < s->nchildren; i++) {
             st = x->core->send(x, s->children[i], (uint32_t)l->chunk,
-                               src + off, chunk_len(s, l->chunk), &l->sx[i]);
+                               src + off, len, &io->sx[i]);
             if (st != TUTTI_OK)
                 return st;
         }
-        s->next_send++;
-        l->phase = LANE_SEND;
+        s->pipe.next_send++;
+        l->phase = TUTTI_ALG_TREE_LANE_SEND;
     }
-    if (l->phase == LANE_SEND) {
+    if (l->phase == TUTTI_ALG_TREE_LANE_SEND) {
         for (int i = 0; i < s->nchildren; i++) {
-            if ((st = x->core->test(x, &l->sx[i])) != TUTTI_OK)
+            if ((st = x->core->test(x, &io->sx[i])) != TUTTI_OK)
                 return st;
         }
-        l->chunk += (size_t)s->lanes;
-        return lane_begin(s, l, x);
+        l->chunk += (size_t)s->pipe.lanes;
+        return lane_begin(s, lane, x);
     }
     return TUTTI_OK;
 }
@@ -319,38 +253,27 @@ static tutti_status_t lane_step(bcast_state_t *s, lane_t *l,
 static tutti_status_t bcast_progress(void *state, tutti_alg_exec_t *x)
 {
     bcast_state_t *s = state;
-    size_t start = s->next_send;
-    int done = 0;
-    /* From the lane of the next chunk to send, so that one pass can post
-     * several chunks in their order. */
-    for (int i = 0; i < s->lanes; i++) {
-        lane_t *l = &s->lane[(start + (size_t)i) % (size_t)s->lanes];
-        tutti_status_t st = lane_step(s, l, x);
-        if (st != TUTTI_OK && st != TUTTI_INPROGRESS)
-            return st;
-        done += l->phase == LANE_DONE;
-    }
-    return done == s->lanes ? TUTTI_OK : TUTTI_INPROGRESS;
+    return tutti_alg_tree_lanes_progress(&s->pipe, s, x, lane_step);
 }
 
 static tutti_status_t bcast_run(void *state, tutti_alg_exec_t *x)
 {
     bcast_state_t *s = state;
-    if (s->parent < 0 && x->sendbuf != x->recvbuf && s->bytes > 0)
-        memcpy(x->recvbuf, x->sendbuf, s->bytes);
-    if (s->inst->group_size == 1 || s->nchunks == 0)
+    if (s->parent < 0 && x->sendbuf != x->recvbuf && s->pipe.bytes > 0)
+        memcpy(x->recvbuf, x->sendbuf, s->pipe.bytes);
+    if (s->inst->group_size == 1 || s->pipe.nchunks == 0)
         return TUTTI_OK;
-    s->next_send = 0;
-    for (int i = 0; i < s->lanes; i++) {
-        s->lane[i].chunk = (size_t)i;
-        tutti_status_t st = lane_begin(s, &s->lane[i], x);
-        if (st != TUTTI_OK)
-            return st;
-    }
+    tutti_status_t st = tutti_alg_tree_lanes_start(&s->pipe, s, x, lane_begin);
+    if (st != TUTTI_OK)
+        return st;
     return bcast_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_bcast_ops = {
-    sizeof(tutti_alg_ops_t), bcast_init_params, bcast_init_context,
-    bcast_run, bcast_progress, bcast_fini_context,
+const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = bcast_init_params,
+    .init_context = bcast_init_context,
+    .run = bcast_run,
+    .progress = bcast_progress,
+    .fini_context = bcast_fini_context,
 };

@@ -1,5 +1,9 @@
 /*
- * TreeGather: gather to any root down a binomial tree.
+ * TreeGather: gather to any root down a binomial tree.  Cost: ceil(log2 n)
+ * steps, the root receiving n-1 blocks in one message per child subtree
+ * (two for the one that wraps past rank n - 1).  Limits: equal counts, CPU
+ * memory; members with a parent and children keep a scratch of their
+ * subtree's blocks.
  *
  * Ranks are renumbered by distance from the root (v = rank - root, modulo
  * the group size n).  Member v's subtree is v .. v + s(v) - 1, with s(v)
@@ -211,7 +215,10 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     return gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_gather_ops = {
-    sizeof(tutti_alg_ops_t), NULL, gather_init_context, gather_run,
-    gather_progress, gather_fini_context,
+const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = gather_init_context,
+    .run = gather_run,
+    .progress = gather_progress,
+    .fini_context = gather_fini_context,
 };

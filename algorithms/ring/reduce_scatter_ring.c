@@ -1,5 +1,8 @@
 /*
- * RingReduceScatter: reduce_scatter around a ring of all members.
+ * RingReduceScatter: reduce_scatter around a ring of all members.  Cost:
+ * n-1 steps per round (one round unless a block is longer than the chunk
+ * below), in which each member sends and receives n-1 partial blocks.
+ * Limits: CPU memory; out of place, two scratch buffers of one chunk.
  *
  * At step k (0 .. n-2) member r sends to its right neighbour the partial
  * result of block r-k-1 and receives from its left one the partial of block
@@ -37,13 +40,15 @@ typedef struct {
     const tutti_alg_instance_t *inst;
     size_t esize;
     int per_rank;
-    size_t chunk;         /* elements one scratch buffer holds */
-    char *scratch[2];     /* NULL when no call needs them */
-    size_t *off, *len;    /* per block, elements, in sendbuf */
-    size_t piece;         /* elements of a block per round, this call */
-    size_t rounds, round; /* this call */
-    int step;             /* 0 .. n-2 within the round */
-    char *last_dst;       /* where the previous step's receive went */
+    size_t chunk;                /* elements one scratch buffer holds */
+    char *scratch[2];            /* NULL when no call needs them */
+    tutti_alg_ring_blocks_t blk; /* per block, in sendbuf */
+    size_t piece;                /* elements of a block per round, this
+                                    call */
+    size_t rounds, round;        /* this call */
+    int step;                    /* 0 .. n-2 within the round */
+    char *last_dst;              /* where the previous step's receive
+                                    went */
     tutti_xfer_t sx, rx;
 } rs_state_t;
 
@@ -74,8 +79,7 @@ static void rs_fini_context(void *state)
         return;
     free(s->scratch[0]);
     free(s->scratch[1]);
-    free(s->off);
-    free(s->len);
+    tutti_alg_ring_blocks_fini(&s->blk);
     free(s);
 }
 
@@ -97,9 +101,7 @@ static tutti_status_t rs_init_context(const tutti_alg_instance_t *inst,
     s->chunk = (size_t)plan.chunk / s->esize;
     if (!s->per_rank && inst->count < s->chunk)
         s->chunk = inst->count;
-    s->off = calloc(n, sizeof(*s->off));
-    s->len = calloc(n, sizeof(*s->len));
-    if (s->off == NULL || s->len == NULL)
+    if (tutti_alg_ring_blocks_init(&s->blk, inst) != TUTTI_OK)
         goto err_free_state;
     /* Only groups of 3 or more keep partials between steps. */
     if (n > 2 && s->chunk > 0) {
@@ -107,10 +109,6 @@ static tutti_status_t rs_init_context(const tutti_alg_instance_t *inst,
         s->scratch[1] = malloc(s->chunk * s->esize);
         if (s->scratch[0] == NULL || s->scratch[1] == NULL)
             goto err_free_state;
-    }
-    for (size_t i = 0; i < n && !s->per_rank; i++) {
-        s->off[i] = i * inst->count;
-        s->len[i] = inst->count;
     }
     *state_out = s;
     return TUTTI_OK;
@@ -126,8 +124,8 @@ err_free_state:
 static void piece_of(const rs_state_t *s, int b, size_t *po, size_t *pl)
 {
     size_t start = s->round * s->piece;
-    *po = start < s->len[b] ? start : s->len[b];
-    *pl = s->len[b] - *po < s->piece ? s->len[b] - *po : s->piece;
+    *po = start < s->blk.len[b] ? start : s->blk.len[b];
+    *pl = s->blk.len[b] - *po < s->piece ? s->blk.len[b] - *po : s->piece;
 }
 
 /* Posts the send and the reducing receive of the current step. */
@@ -145,10 +143,10 @@ static tutti_status_t post_step(rs_state_t *s, tutti_alg_exec_t *x)
 
     piece_of(s, sb, &spo, &spl);
     piece_of(s, rb, &rpo, &rpl);
-    src = k == 0 ? tutti_alg_ring_cat(x->sendbuf, (s->off[sb] + spo) * es)
+    src = k == 0 ? tutti_alg_ring_cat(x->sendbuf, (s->blk.off[sb] + spo) * es)
                  : s->last_dst;
     if (in_place)
-        dst = tutti_alg_ring_at(x->recvbuf, (s->off[rb] + rpo) * es);
+        dst = tutti_alg_ring_at(x->recvbuf, (s->blk.off[rb] + rpo) * es);
     else if (k == n - 2) /* rb == r: the result, at the start of recvbuf */
         dst = tutti_alg_ring_at(x->recvbuf, rpo * es);
     else
@@ -159,7 +157,7 @@ static tutti_status_t post_step(rs_state_t *s, tutti_alg_exec_t *x)
     if (st != TUTTI_OK)
         return st;
     tutti_recv_reduce_t red = {
-        tutti_alg_ring_cat(x->sendbuf, (s->off[rb] + rpo) * es)};
+        tutti_alg_ring_cat(x->sendbuf, (s->blk.off[rb] + rpo) * es)};
     s->last_dst = dst;
     return x->core->recv(x, tutti_alg_ring_mod(r - 1, n), tag, dst, rpl * es,
                          &red, &s->rx);
@@ -192,22 +190,18 @@ static tutti_status_t rs_run(void *state, tutti_alg_exec_t *x)
     size_t maxlen = 0;
 
     if (s->per_rank) {
-        size_t off = 0;
-        for (int i = 0; i < n; i++) {
-            s->off[i] = off;
-            s->len[i] = x->counts[i];
+        tutti_alg_ring_blocks_set(&s->blk, n, x->counts);
+        for (int i = 0; i < n; i++)
             x->recv_counts[i] = x->counts[i];
-            off += x->counts[i];
-        }
     }
-    x->recv_total = s->len[r];
+    x->recv_total = s->blk.len[r];
     for (int i = 0; i < n; i++)
-        maxlen = s->len[i] > maxlen ? s->len[i] : maxlen;
+        maxlen = s->blk.len[i] > maxlen ? s->blk.len[i] : maxlen;
     if (maxlen == 0)
         return TUTTI_OK;
     if (n == 1) {
         if (x->sendbuf != x->recvbuf)
-            memcpy(x->recvbuf, x->sendbuf, s->len[0] * s->esize);
+            memcpy(x->recvbuf, x->sendbuf, s->blk.len[0] * s->esize);
         return TUTTI_OK;
     }
     /* Pieces of at most one scratch buffer in groups that keep partials
@@ -225,6 +219,10 @@ static tutti_status_t rs_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_ring_reduce_scatter_ops = {
-    sizeof(tutti_alg_ops_t), rs_init_params, rs_init_context, rs_run,
-    rs_progress, rs_fini_context,
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = rs_init_params,
+    .init_context = rs_init_context,
+    .run = rs_run,
+    .progress = rs_progress,
+    .fini_context = rs_fini_context,
 };

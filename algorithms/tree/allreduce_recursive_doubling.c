@@ -1,6 +1,9 @@
 /*
  * RecursiveDoublingReduce: latency-optimal allreduce for small messages,
- * for any group size.
+ * for any group size.  Cost: log2(p) exchanges of the whole buffer (p the
+ * largest power of two <= n), plus a hand-over before and after where n is
+ * not a power of two.  Limits: equal counts, CPU memory; a scratch of the
+ * whole buffer.
  *
  * With p the largest power of two <= n and e = n - p extra members: among
  * ranks 0 .. 2e-1 each even rank first hands its data to the odd rank above
@@ -161,7 +164,10 @@ static tutti_status_t rd_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? rd_progress(s, x) : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_rd_ops = {
-    sizeof(tutti_alg_ops_t), NULL, rd_init_context, rd_run, rd_progress,
-    rd_fini_context,
+const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = rd_init_context,
+    .run = rd_run,
+    .progress = rd_progress,
+    .fini_context = rd_fini_context,
 };

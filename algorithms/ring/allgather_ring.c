@@ -1,5 +1,7 @@
 /*
- * RingGather: allgather around a ring of all members.
+ * RingGather: allgather around a ring of all members.  Cost: n-1 steps,
+ * in which each member sends and receives every other member's block once.
+ * Limits: CPU memory; per-rank counts add one round of small records first.
  *
  * In n-1 steps each member passes to its right neighbour the block it got
  * from its left one at the step before (its own block first), so every
@@ -29,13 +31,9 @@
 enum { PHASE_SIZES, PHASE_DATA };
 
 typedef struct {
-    const tutti_alg_instance_t *inst;
-    size_t esize;
-    int per_rank;
-    size_t *off, *len;          /* per block, in elements, in recvbuf */
-    tutti_alg_ring_rec_t *rec;  /* per rank: send_count, recv_capacity */
-    tutti_xfer_t *sx, *rx;      /* group_size slots each */
-    tutti_alg_ring_meta_t meta;
+    tutti_alg_ring_counts_t c;   /* records: send_count, recv_capacity */
+    tutti_alg_ring_blocks_t blk; /* per block, in recvbuf */
+    tutti_xfer_t *sx, *rx;       /* group_size slots each */
     int phase;
     int recvd, sent, send_done; /* data steps completed, posted, completed */
 } gather_state_t;
@@ -45,9 +43,8 @@ static void gather_fini_context(void *state)
     gather_state_t *s = state;
     if (s == NULL)
         return;
-    free(s->off);
-    free(s->len);
-    free(s->rec);
+    tutti_alg_ring_blocks_fini(&s->blk);
+    tutti_alg_ring_counts_fini(&s->c);
     free(s->sx);
     free(s->rx);
     free(s);
@@ -64,25 +61,14 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
     (void)details_len;
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
-    s->inst = inst;
-    s->esize = tutti_dtype_size(inst->dtype);
-    s->per_rank = inst->count == TUTTI_COUNT_PER_RANK;
-    s->off = calloc(n, sizeof(*s->off));
-    s->len = calloc(n, sizeof(*s->len));
-    s->rec = calloc(n, sizeof(*s->rec));
     s->sx = calloc(n, sizeof(*s->sx));
     s->rx = calloc(n, sizeof(*s->rx));
-    if (s->off == NULL || s->len == NULL || s->rec == NULL || s->sx == NULL ||
-        s->rx == NULL) {
+    if (tutti_alg_ring_counts_init(&s->c, inst) != TUTTI_OK ||
+        tutti_alg_ring_blocks_init(&s->blk, inst) != TUTTI_OK ||
+        s->sx == NULL || s->rx == NULL) {
         gather_fini_context(s);
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory for "
                            "a group of %zu", n);
-    }
-    s->meta.sx = s->sx;
-    s->meta.rx = s->rx;
-    for (size_t i = 0; i < n && !s->per_rank; i++) {
-        s->off[i] = i * inst->count;
-        s->len[i] = inst->count;
     }
     *state_out = s;
     return TUTTI_OK;
@@ -91,26 +77,26 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
 /* Where block @p b starts in recvbuf. */
 static char *block(const gather_state_t *s, tutti_alg_exec_t *x, int b)
 {
-    return tutti_alg_ring_at(x->recvbuf, s->off[b] * s->esize);
+    return tutti_alg_ring_at(x->recvbuf, s->blk.off[b] * s->c.esize);
 }
 
 /* Posts the send of data step @p k: the own block at step 0, else the
  * block received at step k-1. */
 static tutti_status_t post_send(gather_state_t *s, tutti_alg_exec_t *x, int k)
 {
-    int n = s->inst->group_size, r = s->inst->rank;
+    int n = s->c.inst->group_size, r = s->c.inst->rank;
     int b = tutti_alg_ring_mod(r - k, n);
     const char *src = block(s, x, b);
     if (k == 0 && x->sendbuf != x->recvbuf)
         src = x->sendbuf;
     return x->core->send(x, tutti_alg_ring_mod(r + 1, n), (uint32_t)k, src,
-                         s->len[b] * s->esize, &s->sx[k]);
+                         s->blk.len[b] * s->c.esize, &s->sx[k]);
 }
 
 /* Posts every receive and the first send; copies the own block in. */
 static tutti_status_t start_data(gather_state_t *s, tutti_alg_exec_t *x)
 {
-    int n = s->inst->group_size, r = s->inst->rank;
+    int n = s->c.inst->group_size, r = s->c.inst->rank;
     tutti_status_t st;
 
     s->phase = PHASE_DATA;
@@ -118,7 +104,7 @@ static tutti_status_t start_data(gather_state_t *s, tutti_alg_exec_t *x)
     for (int k = 0; k < n - 1; k++) {
         int b = tutti_alg_ring_mod(r - k - 1, n);
         st = x->core->recv(x, tutti_alg_ring_mod(r - 1, n), (uint32_t)k,
-                           block(s, x, b), s->len[b] * s->esize, NULL,
+                           block(s, x, b), s->blk.len[b] * s->c.esize, NULL,
                            &s->rx[k]);
         if (st != TUTTI_OK)
             return st;
@@ -128,8 +114,8 @@ static tutti_status_t start_data(gather_state_t *s, tutti_alg_exec_t *x)
             return st;
         s->sent = 1;
     }
-    if (x->sendbuf != x->recvbuf && s->len[r] > 0)
-        memcpy(block(s, x, r), x->sendbuf, s->len[r] * s->esize);
+    if (x->sendbuf != x->recvbuf && s->blk.len[r] > 0)
+        memcpy(block(s, x, r), x->sendbuf, s->blk.len[r] * s->c.esize);
     return TUTTI_OK;
 }
 
@@ -137,35 +123,31 @@ static tutti_status_t start_data(gather_state_t *s, tutti_alg_exec_t *x)
 static tutti_status_t sizes_known(gather_state_t *s, tutti_alg_exec_t *x,
                                   int *fits_out)
 {
-    int n = s->inst->group_size;
+    const tutti_alg_ring_rec_t *rec = s->c.rec;
+    int n = s->c.inst->group_size;
     uint64_t total = 0;
 
     for (int i = 0; i < n; i++) {
-        x->recv_counts[i] = (size_t)s->rec[i].count;
-        total = tutti_alg_ring_add(total, s->rec[i].count);
+        x->recv_counts[i] = (size_t)rec[i].count;
+        total = tutti_alg_ring_add(total, rec[i].count);
     }
     x->recv_total = total > SIZE_MAX ? SIZE_MAX : (size_t)total;
-    tutti_status_t st = tutti_alg_ring_check_fit(x, IMPL, s->rec, &total,
+    tutti_status_t st = tutti_alg_ring_check_fit(x, IMPL, rec, &total,
                                                  fits_out);
     if (st != TUTTI_OK || !*fits_out)
         return st;
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        s->off[i] = off;
-        s->len[i] = (size_t)s->rec[i].count;
-        off += s->len[i];
-    }
+    tutti_alg_ring_blocks_set(&s->blk, n, x->recv_counts);
     return TUTTI_OK;
 }
 
 static tutti_status_t gather_progress(void *state, tutti_alg_exec_t *x)
 {
     gather_state_t *s = state;
-    int steps = s->inst->group_size - 1, fits = 0;
+    int steps = s->c.inst->group_size - 1, fits = 0;
     tutti_status_t st;
 
     if (s->phase == PHASE_SIZES) {
-        if ((st = tutti_alg_ring_meta_test(x, &s->meta)) != TUTTI_OK)
+        if ((st = tutti_alg_ring_meta_test(x, &s->c.meta)) != TUTTI_OK)
             return st;
         if ((st = sizes_known(s, x, &fits)) != TUTTI_OK || !fits)
             return st;
@@ -197,10 +179,10 @@ static tutti_status_t gather_progress(void *state, tutti_alg_exec_t *x)
 static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
 {
     gather_state_t *s = state;
-    const tutti_alg_instance_t *in = s->inst;
+    const tutti_alg_instance_t *in = s->c.inst;
     tutti_status_t st;
 
-    if (!s->per_rank) {
+    if (!s->c.per_rank) {
         if (in->count == 0)
             return TUTTI_OK;
         if ((st = start_data(s, x)) != TUTTI_OK)
@@ -209,17 +191,20 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     }
     /* Per-rank counts: sizes first, even when this member sends nothing. */
     s->phase = PHASE_SIZES;
-    s->rec[in->rank].count = x->send_count;
-    s->rec[in->rank].capacity = x->recv_capacity;
-    st = tutti_alg_ring_meta_post(x, &s->meta, TUTTI_ALG_RING_TAG_META,
-                                  &s->rec[in->rank], 0, s->rec,
-                                  sizeof(s->rec[0]));
+    tutti_alg_ring_rec_t *rec = s->c.rec;
+    rec[in->rank].count = x->send_count;
+    rec[in->rank].capacity = x->recv_capacity;
+    st = tutti_alg_ring_meta_post(x, &s->c.meta, TUTTI_ALG_RING_TAG_META,
+                                  &rec[in->rank], 0, rec, sizeof(rec[0]));
     if (st != TUTTI_OK)
         return st;
     return gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_gather_ops = {
-    sizeof(tutti_alg_ops_t), NULL, gather_init_context, gather_run,
-    gather_progress, gather_fini_context,
+const tutti_alg_ops_t tutti_alg_ring_allgather_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = gather_init_context,
+    .run = gather_run,
+    .progress = gather_progress,
+    .fini_context = gather_fini_context,
 };

@@ -1,6 +1,8 @@
 /*
  * BruckAllgather: latency-optimal allgather for small messages, for any
- * group size, in ceil(log2 n) steps (a ring needs n - 1).
+ * group size, in ceil(log2 n) steps (a ring needs n - 1), in which each
+ * member receives the n-1 other blocks once.  Limits: equal counts, CPU
+ * memory.
  *
  * At step k (distance d = 2^k) a member holds the blocks of ranks r .. r+d-1
  * (mod n); it sends the first min(d, n - d) of them to rank r - d and gets
@@ -133,7 +135,10 @@ static tutti_status_t bruck_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? TUTTI_INPROGRESS : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_bruck_ops = {
-    sizeof(tutti_alg_ops_t), NULL, bruck_init_context, bruck_run,
-    bruck_progress, bruck_fini_context,
+const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = bruck_init_context,
+    .run = bruck_run,
+    .progress = bruck_progress,
+    .fini_context = bruck_fini_context,
 };
