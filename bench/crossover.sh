@@ -5,7 +5,7 @@
 # size limits of the selection rules in conf/tutti.yaml.
 #
 #   bench/crossover.sh COLLECTIVE IMPL_A IMPL_B [BUILD_DIR] [RUNS]
-#   e.g. bench/crossover.sh allreduce RecursiveDoublingReduce RingReduce
+#   e.g. bench/crossover.sh allreduce RecursiveDoublingAllreduce RingAllreduce
 # Environment: PROCS="2 4", BEGIN=8, END=1M, FACTOR=4, ITERS=200,
 # WARMUP=20, DTYPE=float32.
 set -euo pipefail

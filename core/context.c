@@ -176,6 +176,8 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     tutti__log_error_level(previous);
     if (st != TUTTI_OK)
         goto err_free;
+    if ((st = tutti__registry_name_rules(&ctx->reg, &ctx->cfg)) != TUTTI_OK)
+        goto err_free;
     tutti__select_check_rules(&ctx->cfg, impl_lookup, &ctx->reg,
                               boot.task == 0 ? TUTTI_LOG_WARN
                                              : TUTTI_LOG_DEBUG);
@@ -281,6 +283,7 @@ tutti_status_t tutti_info_impl(const tutti_context_t *ctx, size_t index,
     info_out->collectives = e->impl->collectives;
     info_out->per_rank_collectives = e->impl->per_rank_collectives;
     info_out->device_types = e->impl->device_types;
+    info_out->aliases = e->impl->aliases;
     return TUTTI_OK;
 }
 

@@ -125,6 +125,8 @@ static void print_modules(const tutti_context_t *ctx)
         if (im.per_rank_collectives)
             print_mask(" per-rank counts ", im.per_rank_collectives,
                        TUTTI_COLL_COUNT, coll_name);
+        for (size_t k = 0; im.aliases != NULL && im.aliases[k] != NULL; k++)
+            printf("%s%s", k ? ", " : " formerly ", im.aliases[k]);
         printf("\n    %s\n", im.description ? im.description : "");
     }
     printf("transports:\n"

@@ -1,5 +1,5 @@
 /*
- * RingGather: allgather around a ring of all members.  Cost: n-1 steps,
+ * RingAllgather: allgather around a ring of all members.  Cost: n-1 steps,
  * in which each member sends and receives every other member's block once.
  * Limits: CPU memory; per-rank counts add one round of small records first.
  *
@@ -26,7 +26,7 @@
 #include "ring.h"
 #include "ring_counts.h"
 
-#define IMPL "RingGather"
+#define IMPL "RingAllgather"
 
 enum { PHASE_SIZES, PHASE_DATA };
 
@@ -201,10 +201,6 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     return gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_allgather_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = gather_init_context,
-    .run = gather_run,
-    .progress = gather_progress,
-    .fini_context = gather_fini_context,
-};
+const tutti_alg_ops_t tutti_alg_ring_allgather_ops =
+    TUTTI_ALG_OPS(NULL, gather_init_context,
+                  gather_run, gather_progress, gather_fini_context);

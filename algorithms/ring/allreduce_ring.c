@@ -1,5 +1,5 @@
 /*
- * RingReduce: allreduce around rings of all members, in subdivisions.
+ * RingAllreduce: allreduce around rings of all members, in subdivisions.
  * Cost: 2(n-1) steps, in which each member sends and receives 2(n-1)/n of
  * the buffer: bandwidth-optimal, with a latency that grows with n.
  * Limits: equal counts, CPU memory.
@@ -134,7 +134,7 @@ static tutti_status_t ring_init_params(const tutti_alg_instance_t *inst,
     if ((st = core->param_size(inst, "subdivisions", 0, &parts)) != TUTTI_OK)
         return st;
     if (parts > RING_MAX_PARTS)
-        return core->error(TUTTI_ERR_CONFIG, "RingReduce: subdivisions %llu: "
+        return core->error(TUTTI_ERR_CONFIG, "RingAllreduce: subdivisions %llu: "
                            "expected 1..%d, or 0 for automatic",
                            (unsigned long long)parts, RING_MAX_PARTS);
     if (parts == 0)
@@ -151,7 +151,7 @@ static tutti_status_t ring_init_params(const tutti_alg_instance_t *inst,
         plan.stride[s] = strides[s % m];
         plan.shift[s] = tutti_alg_ring_mod(s / m, n);
     }
-    core->log(3, "RingReduce", "instance 0x%llx: %d members, %zu bytes, "
+    core->log(3, "RingAllreduce", "instance 0x%llx: %d members, %zu bytes, "
               "%u subdivisions", (unsigned long long)inst->instance_key, n,
               bytes, plan.nparts);
     memcpy(details, &plan, sizeof(plan));
@@ -166,14 +166,14 @@ static tutti_status_t check_plan(const tutti_alg_instance_t *inst,
 {
     int n = inst->group_size;
     if (plan->nparts < 1 || plan->nparts > RING_MAX_PARTS)
-        return core->error(TUTTI_ERR_MODULE, "RingReduce: plan of %u "
+        return core->error(TUTTI_ERR_MODULE, "RingAllreduce: plan of %u "
                            "subdivisions, expected 1..%d", plan->nparts,
                            RING_MAX_PARTS);
     for (uint32_t s = 0; s < plan->nparts; s++) {
         int d = plan->stride[s], sh = plan->shift[s];
         if (d < 1 || (n > 1 && d >= n) || gcd(d, n) != 1 || sh < 0 ||
             sh >= n)
-            return core->error(TUTTI_ERR_MODULE, "RingReduce: plan part %u "
+            return core->error(TUTTI_ERR_MODULE, "RingAllreduce: plan part %u "
                                "has stride %d and shift %d, not a ring of %d "
                                "members", s, d, sh, n);
     }
@@ -190,14 +190,14 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
     tutti_status_t st;
 
     if (details_len != sizeof(plan))
-        return core->error(TUTTI_ERR_MODULE, "RingReduce: %zu bytes of plan, "
+        return core->error(TUTTI_ERR_MODULE, "RingAllreduce: %zu bytes of plan, "
                            "expected %zu", details_len, sizeof(plan));
     memcpy(&plan, details, sizeof(plan));
     if ((st = check_plan(inst, core, &plan)) != TUTTI_OK)
         return st;
     ring_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, "RingReduce: out of memory");
+        return core->error(TUTTI_ERR_NO_MEMORY, "RingAllreduce: out of memory");
     s->inst = inst;
     s->esize = tutti_dtype_size(inst->dtype);
     s->nparts = (int)plan.nparts;
@@ -327,11 +327,6 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
     return post_all(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_allreduce_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_params = ring_init_params,
-    .init_context = ring_init_context,
-    .run = ring_run,
-    .progress = ring_progress,
-    .fini_context = ring_fini_context,
-};
+const tutti_alg_ops_t tutti_alg_ring_allreduce_ops =
+    TUTTI_ALG_OPS(ring_init_params, ring_init_context,
+                  ring_run, ring_progress, ring_fini_context);

@@ -1,5 +1,5 @@
 /*
- * AllToAll: pairwise exchange, as a sequence of ring shifts.  Cost: n-1
+ * PairwiseAlltoall: pairwise exchange, as a sequence of ring shifts.  Cost: n-1
  * exchange steps, at most WINDOW in flight, in which each member sends
  * and receives n-1 blocks; per-rank counts add two rounds of small records
  * first.  Limits: CPU memory; in place, a scratch of WINDOW blocks.
@@ -34,7 +34,7 @@
 #include "ring.h"
 #include "ring_counts.h"
 
-#define IMPL "AllToAll"
+#define IMPL "PairwiseAlltoall"
 #define WINDOW 4 /* steps in flight */
 
 enum { PHASE_COUNTS, PHASE_TOTALS, PHASE_DATA };
@@ -253,10 +253,6 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
     return a2a_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = a2a_init_context,
-    .run = a2a_run,
-    .progress = a2a_progress,
-    .fini_context = a2a_fini_context,
-};
+const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops =
+    TUTTI_ALG_OPS(NULL, a2a_init_context,
+                  a2a_run, a2a_progress, a2a_fini_context);

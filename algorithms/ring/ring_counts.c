@@ -1,6 +1,6 @@
 /*
  * The counts' state, block layouts, record exchanges and the too-small
- * decision shared by RingGather, AllToAll and RingReduceScatter with
+ * decision shared by RingAllgather, PairwiseAlltoall and RingReduceScatter with
  * per-rank counts (see ring_counts.h).
  *
  * The records are a few bytes, so every member sends its own straight to

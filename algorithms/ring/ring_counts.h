@@ -31,7 +31,7 @@ typedef struct {
     int next;               /* peers below this one are complete */
 } tutti_alg_ring_meta_t;
 
-/** What RingGather and AllToAll keep from init_context on for their
+/** What RingAllgather and PairwiseAlltoall keep from init_context on for their
  *  counts: the instance and its element size, whether the counts are per
  *  rank and, if they are, a record per rank and their exchange. */
 typedef struct {

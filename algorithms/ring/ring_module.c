@@ -1,49 +1,52 @@
 /*
  * The ring module: bandwidth algorithms whose steps pass data to ring
- * neighbours, or (all-to-all, permute) to the peer k places along the ring
- * at step k.  AllToAll lives here because its pairwise schedule is a
- * sequence of ring shifts: at step k a member sends to rank+k and receives
- * from rank-k, the ring pattern with a stride of k; Permute is one such
- * shift per pair, of the distance the permutation gives it.
+ * neighbours, or (all-to-all, permute) to a partner that changes with the
+ * step.  PairwiseAlltoall lives here because its schedule is a sequence of
+ * exchanges with one partner per step, the ring pattern's generalisation;
+ * DirectPermute is one such exchange, with the partner the permutation
+ * gives.  Each implementation keeps its former name as an alias, so rules
+ * and calls that name it so still select it.
  */
 #include <tutti/module.h>
 
 #include "ring.h"
 
+#define CPU TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)
+
+static const char *const allreduce_was[] = {"RingReduce", NULL};
+static const char *const allgather_was[] = {"RingGather", NULL};
+static const char *const alltoall_was[] = {"AllToAll", NULL};
+static const char *const permute_was[] = {"Permute", NULL};
+
 static const tutti_alg_impl_t ring_impls[] = {
-    {.name = "RingReduce",
+    {.name = "RingAllreduce", .aliases = allreduce_was,
      .description = "allreduce: reduce-scatter then allgather around a ring",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), .device_types = CPU,
      .ops = &tutti_alg_ring_allreduce_ops},
-    {.name = "RingGather",
+    {.name = "RingAllgather", .aliases = allgather_was,
      .description = "allgather: each member forwards around a ring the "
                     "block it got last step (n-1 steps); per-rank counts too",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), .device_types = CPU,
      .ops = &tutti_alg_ring_allgather_ops,
      .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER)},
     {.name = "RingReduceScatter",
      .description = "reduce_scatter: partial results travel around a ring, "
                     "reduced on receipt (n-1 steps); per-rank counts too",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     .ops = &tutti_alg_ring_reduce_scatter_ops,
+     .device_types = CPU, .ops = &tutti_alg_ring_reduce_scatter_ops,
      .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER)},
-    {.name = "AllToAll",
-     .description = "alltoall: pairwise exchange as ring shifts (step k: "
-                    "send to rank+k, receive from rank-k), a few steps in "
-                    "flight; per-rank counts too",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+    {.name = "PairwiseAlltoall", .aliases = alltoall_was,
+     .description = "alltoall: at step k each member exchanges blocks with "
+                    "(k - rank) mod n, a few steps in flight; per-rank "
+                    "counts too",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL), .device_types = CPU,
      .ops = &tutti_alg_ring_alltoall_pairwise_ops,
      .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL)},
-    {.name = "Permute",
+    {.name = "DirectPermute", .aliases = permute_was,
      .description = "permute: each member sends its buffer straight to its "
                     "target rank",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_PERMUTE),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_PERMUTE), .device_types = CPU,
      .ops = &tutti_alg_ring_permute_direct_ops},
 };
 
-TUTTI_MODULE_DEFINE("ring", "0.3.0", ring_impls);
+TUTTI_MODULE_DEFINE("ring", "0.4.0", ring_impls);

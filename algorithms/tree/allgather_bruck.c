@@ -41,7 +41,7 @@ static tutti_status_t bruck_init_context(const tutti_alg_instance_t *inst,
     if (inst->count == TUTTI_COUNT_PER_RANK)
         return core->error(TUTTI_ERR_UNSUPPORTED, "BruckAllgather: equal "
                            "counts only (instance 0x%llx has per-rank "
-                           "counts); use RingGather",
+                           "counts); use RingAllgather",
                            (unsigned long long)inst->instance_key);
     if ((s = calloc(1, sizeof(*s))) == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, "BruckAllgather: out of "
@@ -135,10 +135,6 @@ static tutti_status_t bruck_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? TUTTI_INPROGRESS : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = bruck_init_context,
-    .run = bruck_run,
-    .progress = bruck_progress,
-    .fini_context = bruck_fini_context,
-};
+const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops =
+    TUTTI_ALG_OPS(NULL, bruck_init_context,
+                  bruck_run, bruck_progress, bruck_fini_context);

@@ -1,5 +1,5 @@
 /*
- * RecursiveDoublingReduce: latency-optimal allreduce for small messages,
+ * RecursiveDoublingAllreduce: latency-optimal allreduce for small messages,
  * for any group size.  Cost: log2(p) exchanges of the whole buffer (p the
  * largest power of two <= n), plus a hand-over before and after where n is
  * not a power of two.  Limits: equal counts, CPU memory; a scratch of the
@@ -85,7 +85,7 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
     (void)details;
     (void)details_len;
     if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingReduce: "
+        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingAllreduce: "
                            "out of memory");
     s->inst = inst;
     s->bytes = inst->count * tutti_dtype_size(inst->dtype);
@@ -93,7 +93,7 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
     if (s->scratch == NULL) {
         size_t bytes = s->bytes;
         free(s);
-        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingReduce: "
+        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingAllreduce: "
                            "no memory for a %zu-byte scratch buffer", bytes);
     }
     plan(s);
@@ -164,10 +164,5 @@ static tutti_status_t rd_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? rd_progress(s, x) : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = rd_init_context,
-    .run = rd_run,
-    .progress = rd_progress,
-    .fini_context = rd_fini_context,
-};
+const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops =
+    TUTTI_ALG_OPS(NULL, rd_init_context, rd_run, rd_progress, rd_fini_context);

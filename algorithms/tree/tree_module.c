@@ -1,42 +1,43 @@
 /*
  * The tree module: latency and rooted algorithms, whose messages follow a
- * tree or a hypercube rather than a ring.
+ * tree or a hypercube rather than a ring.  RecursiveDoublingAllreduce
+ * keeps its former name as an alias, so rules and calls that name it so
+ * still select it.
  */
 #include <tutti/module.h>
 
 #include "tree.h"
 
+#define CPU TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)
+
+static const char *const rd_was[] = {"RecursiveDoublingReduce", NULL};
+
 static const tutti_alg_impl_t tree_impls[] = {
-    {.name = "RecursiveDoublingReduce",
+    {.name = "RecursiveDoublingAllreduce", .aliases = rd_was,
      .description = "allreduce for small messages: log2(n) exchanges, any "
                     "group size",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), .device_types = CPU,
      .ops = &tutti_alg_tree_allreduce_recursive_doubling_ops},
     {.name = "HierarchicalTreeBroadcast",
      .description = "broadcast from any root across hosts, then tasks, then "
                     "inside each, down k-ary trees pipelined in chunks",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), .device_types = CPU,
      .ops = &tutti_alg_tree_broadcast_hierarchical_ops},
     {.name = "TreeReduce",
      .description = "reduce to any root up a k-ary tree, pipelined in "
                     "chunks, reduced on receipt",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE), .device_types = CPU,
      .ops = &tutti_alg_tree_reduce_ops},
     {.name = "TreeGather",
      .description = "gather to any root down a binomial tree, one message "
                     "per subtree",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_GATHER),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_GATHER), .device_types = CPU,
      .ops = &tutti_alg_tree_gather_binomial_ops},
     {.name = "BruckAllgather",
      .description = "allgather for small messages: ceil(log2 n) steps, any "
                     "group size, equal counts",
-     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER),
-     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), .device_types = CPU,
      .ops = &tutti_alg_tree_allgather_bruck_ops},
 };
 
-TUTTI_MODULE_DEFINE("tree", "0.3.0", tree_impls);
+TUTTI_MODULE_DEFINE("tree", "0.4.0", tree_impls);

@@ -79,6 +79,7 @@ void tutti__cfg_rule_free(tutti__rule_t *r)
     free(r->algorithm);
     free(r->file);
     free(r->skip_reason);
+    free(r->written);
     tutti__cfg_rule_init(r);
 }
 
@@ -116,7 +117,7 @@ static tutti_status_t rule_copy(tutti__rule_t *dst, const tutti__rule_t *src)
     tutti_status_t st;
 
     *dst = *src;
-    dst->algorithm = dst->file = dst->skip_reason = NULL;
+    dst->algorithm = dst->file = dst->skip_reason = dst->written = NULL;
     dst->params = NULL;
     dst->num_params = 0;
     st = tutti__cfg_set_str(&dst->algorithm, src->algorithm);
@@ -124,6 +125,8 @@ static tutti_status_t rule_copy(tutti__rule_t *dst, const tutti__rule_t *src)
         st = tutti__cfg_set_str(&dst->file, src->file);
     if (st == TUTTI_OK)
         st = tutti__cfg_set_str(&dst->skip_reason, src->skip_reason);
+    if (st == TUTTI_OK)
+        st = tutti__cfg_set_str(&dst->written, src->written);
     for (size_t i = 0; i < src->num_params && st == TUTTI_OK; i++)
         st = tutti__cfg_param_add(dst, src->params[i].key,
                                   src->params[i].value);

@@ -47,6 +47,8 @@ typedef struct {
     int line, column;          /* 1-based; 0 when not from a file */
     int skipped;               /* set by tutti__select_check_rules() */
     char *skip_reason;
+    char *written;             /* the name as the rule wrote it, where that
+                                  was an old name (an alias) of algorithm */
 } tutti__rule_t;
 
 /* The core's own settings, by row (keys.c): log_level, timeout,
@@ -123,7 +125,7 @@ tutti_status_t tutti__config_load_file(tutti__config_t *cfg, const char *path);
 /** Apply the core settings' variables (TUTTI_LOG_LEVEL, TUTTI_TIMEOUT,
  *  TUTTI_MODULE_PATH (colon list, searched before the file's),
  *  TUTTI_MODULES_LOAD and TUTTI_TRANSPORTS (comma lists)) and TUTTI_ALGO
- *  ("allreduce:RingReduce,broadcast:X", rules put before the file's).  A
+ *  ("allreduce:RingAllreduce,broadcast:X", rules put before the file's).  A
  *  malformed value fails naming the variable.  Modules' variables are read
  *  when their rows come (tutti__config_add_module). */
 tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);

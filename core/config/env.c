@@ -67,7 +67,7 @@ tutti_status_t tutti__cfg_env_rows(const char *section,
 
 #define ALGO_EXPECTED                                                          \
     "comma-separated collective:implementation pairs, e.g. "                   \
-    "allreduce:RingReduce,broadcast:HierarchicalTreeBroadcast"
+    "allreduce:RingAllreduce,broadcast:HierarchicalTreeBroadcast"
 
 /* One "collective:Implementation" entry of TUTTI_ALGO as a rule. */
 static tutti_status_t algo_entry(char *entry, const char *value,

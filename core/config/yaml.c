@@ -22,7 +22,7 @@
 #define CONFIG_FILE_MAX (16u << 20)
 
 #define NAME_EXPECTED                                                          \
-    "a name of 1 to 63 characters without spaces, e.g. RingReduce"
+    "a name of 1 to 63 characters without spaces, e.g. RingAllreduce"
 #define INT_RANGE_EXPECTED                                                     \
     "a whole number or a range LO-HI, LO- or -HI, inclusive, e.g. 4, 2-8, 4-"
 

@@ -129,7 +129,8 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
                                    const tutti_instance_params_t *p,
                                    tutti__instance_t **inst_out);
 /** A later execution must repeat what the first one asked for. */
-tutti_status_t tutti__instance_check_same(const tutti__instance_t *inst,
+tutti_status_t tutti__instance_check_same(const tutti_group_t *g,
+                                          const tutti__instance_t *inst,
                                           const tutti_instance_params_t *p);
 /** Sets up the implementation the coordinator chose, with the details its
  *  init_params wrote. */

@@ -41,7 +41,7 @@ tutti_status_t tutti_execute(tutti_group_t *g,
             return st;
     } else if (inst->failed != TUTTI_OK) {
         return tutti__error(inst->failed, "exec", "%s", inst->failure);
-    } else if ((st = tutti__instance_check_same(inst, params)) != TUTTI_OK ||
+    } else if ((st = tutti__instance_check_same(g, inst, params)) != TUTTI_OK ||
                (st = tutti__coll_check_exec(params, g->rank, g->size,
                                             sendbuf, recvbuf, &bytes)) !=
                    TUTTI_OK) {

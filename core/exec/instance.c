@@ -110,7 +110,18 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
     return TUTTI_OK;
 }
 
-tutti_status_t tutti__instance_check_same(const tutti__instance_t *inst,
+/* Whether @p name (perhaps an old name, an alias) names the implementation
+ * @p inst runs, or was first asked for. */
+static int same_impl(const tutti_group_t *g, const tutti__instance_t *inst,
+                     const char *name)
+{
+    const tutti__impl_entry_t *e = tutti__registry_find(g->job->reg, name);
+    return e != NULL &&
+           e == tutti__registry_find(g->job->reg, inst->algorithm);
+}
+
+tutti_status_t tutti__instance_check_same(const tutti_group_t *g,
+                                          const tutti__instance_t *inst,
                                           const tutti_instance_params_t *p)
 {
     const tutti_instance_params_t *f = &inst->params;
@@ -144,7 +155,8 @@ tutti_status_t tutti__instance_check_same(const tutti__instance_t *inst,
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
                             "first executed with another permutation",
                             (unsigned long long)f->instance_key);
-    else if (p->algorithm && strcmp(p->algorithm, inst->algorithm) != 0)
+    else if (p->algorithm && strcmp(p->algorithm, inst->algorithm) != 0 &&
+             !same_impl(g, inst, p->algorithm))
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx "
                             "runs %s; this call asks for %s",
                             (unsigned long long)f->instance_key,

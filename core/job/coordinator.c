@@ -601,7 +601,8 @@ static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
                  tutti_collective_name((tutti_collective_t)p->collective));
         return TUTTI_ERR_UNSUPPORTED;
     }
-    snprintf(d->algorithm, sizeof(d->algorithm), "%s", name);
+    /* An old name (alias) selects it too; the decision gives its own. */
+    snprintf(d->algorithm, sizeof(d->algorithm), "%s", e->impl->name);
     return plan(job, ci, e, d);
 }
 

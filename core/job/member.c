@@ -175,8 +175,14 @@ tutti_status_t tutti__member_propose(tutti__job_t *job,
         p->collective == TUTTI_COLL_PERMUTE ? perm_hash(p->permutation,
                                                         g->size)
                                             : 0};
-    if (p->algorithm)
-        snprintf(ip->algorithm, sizeof(ip->algorithm), "%s", p->algorithm);
+    if (p->algorithm) {
+        /* Members may name it by an old name (an alias) or its own: the
+         * coordinator compares its own. */
+        const tutti__impl_entry_t *e = tutti__registry_find(job->reg,
+                                                            p->algorithm);
+        snprintf(ip->algorithm, sizeof(ip->algorithm), "%s",
+                 e != NULL ? e->impl->name : p->algorithm);
+    }
     m.len = sizeof(*ip);
     pthread_mutex_lock(&job->lock);
     tutti_status_t st = tutti__job_send(job, TUTTI__COORDINATOR_TASK, &m);

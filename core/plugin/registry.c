@@ -70,11 +70,22 @@ static int name_ok(const char *name)
            strnlen(name, TUTTI_NAME_MAX) < TUTTI_NAME_MAX;
 }
 
+/* Whether @p impl answers to @p name: its own, or one of its aliases. */
+static int answers_to(const tutti_alg_impl_t *impl, const char *name)
+{
+    if (strcmp(impl->name, name) == 0)
+        return 1;
+    for (const char *const *a = impl->aliases; a != NULL && *a != NULL; a++)
+        if (strcmp(*a, name) == 0)
+            return 1;
+    return 0;
+}
+
 static const tutti__impl_entry_t *find_impl(const tutti__registry_t *reg,
                                             const char *name)
 {
     for (size_t i = 0; i < reg->num_impls; i++) {
-        if (strcmp(reg->impls[i].impl->name, name) == 0)
+        if (answers_to(reg->impls[i].impl, name))
             return &reg->impls[i];
     }
     return NULL;
@@ -230,6 +241,25 @@ static int tp_settings_ok(const tutti_tp_module_desc_t *d, char *why,
     return ok;
 }
 
+tutti_status_t tutti__registry_name_rules(const tutti__registry_t *reg,
+                                         tutti__config_t *cfg)
+{
+    for (size_t i = 0; i < cfg->num_rules; i++) {
+        tutti__rule_t *r = &cfg->rules[i];
+        const tutti__impl_entry_t *e = tutti__registry_find(reg, r->algorithm);
+        if (e == NULL || strcmp(e->impl->name, r->algorithm) == 0)
+            continue;
+        char *own = strdup(e->impl->name);
+        if (own == NULL)
+            return tutti__error(TUTTI_ERR_NO_MEMORY, "registry", "no memory "
+                                "to name rule %zu's implementation", i + 1);
+        free(r->written);
+        r->written = r->algorithm;
+        r->algorithm = own;
+    }
+    return TUTTI_OK;
+}
+
 tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
                                        tutti__config_t *cfg)
 {
@@ -315,10 +345,64 @@ static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
     return 1;
 }
 
+/* Bytes of one implementation row as a module of ABI minor @p minor laid
+ * it out: each minor grew the row at its end. */
+static size_t row_size(uint32_t minor)
+{
+    if (minor == 0)
+        return offsetof(tutti_alg_impl_t, per_rank_collectives);
+    if (minor == 1)
+        return offsetof(tutti_alg_impl_t, aliases);
+    return sizeof(tutti_alg_impl_t);
+}
+
+/* The module's implementation rows as this core reads them (the module's
+ * minor may be older), or NULL when memory runs out. */
+static tutti_alg_impl_t *read_rows(const tutti_module_desc_t *d)
+{
+    size_t stride = row_size(d->abi_minor);
+    tutti_alg_impl_t *rows = calloc(d->num_impls, sizeof(*rows));
+    for (uint32_t i = 0; rows != NULL && i < d->num_impls; i++)
+        memcpy(&rows[i], (const char *)d->impls + i * stride, stride);
+    return rows;
+}
+
+/* A name or an alias of row @p i that a row before it, or a registered
+ * implementation, already answers to; NULL if none. */
+static const char *name_taken(const tutti__registry_t *reg,
+                              const tutti_alg_impl_t *rows, uint32_t i,
+                              char *why, size_t len)
+{
+    const tutti_alg_impl_t *impl = &rows[i];
+    for (int k = -1; k < 0 || (impl->aliases && impl->aliases[k]); k++) {
+        const char *n = k < 0 ? impl->name : impl->aliases[k];
+        if (!name_ok(n)) {
+            snprintf(why, len, "malformed table: implementation '%s' has an "
+                     "empty or over-long alias", impl->name);
+            return n ? n : "";
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (answers_to(&rows[j], n)) {
+                snprintf(why, len, "implementation '%s' listed twice", n);
+                return n;
+            }
+        }
+        const tutti__impl_entry_t *dup = find_impl(reg, n);
+        if (dup != NULL) {
+            snprintf(why, len, "implementation '%s' already registered by "
+                     "module '%s' (%s)", n, reg->modules[dup->module].name,
+                     reg->modules[dup->module].path);
+            return n;
+        }
+    }
+    return NULL;
+}
+
 /* Checks a descriptor against the core's ABI and the names registered so
- * far.  Returns 1 if it may be registered, else writes the reason. */
+ * far; @p rows are its implementations as read_rows() gave them.  Returns
+ * 1 if it may be registered, else writes the reason. */
 static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
-                   char *why, size_t len)
+                   const tutti_alg_impl_t *rows, char *why, size_t len)
 {
     if (!abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
                 TUTTI_MODULE_ABI_MINOR, why, len))
@@ -342,27 +426,16 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
                  MAX_IMPLS_PER_MODULE);
         return 0;
     }
+    if (rows == NULL) {
+        snprintf(why, len, "no memory to read its implementations");
+        return 0;
+    }
     if (!name_free(reg, d->name, why, len))
         return 0;
     for (uint32_t i = 0; i < d->num_impls; i++) {
-        const tutti_alg_impl_t *impl = &d->impls[i];
-        if (!impl_ok(impl, i, why, len))
+        if (!impl_ok(&rows[i], i, why, len) ||
+            name_taken(reg, rows, i, why, len) != NULL)
             return 0;
-        for (uint32_t j = 0; j < i; j++) {
-            if (strcmp(d->impls[j].name, impl->name) == 0) {
-                snprintf(why, len, "implementation '%s' listed twice",
-                         impl->name);
-                return 0;
-            }
-        }
-        const tutti__impl_entry_t *dup = find_impl(reg, impl->name);
-        if (dup != NULL) {
-            snprintf(why, len, "implementation '%s' already registered by "
-                     "module '%s' (%s)", impl->name,
-                     reg->modules[dup->module].name,
-                     reg->modules[dup->module].path);
-            return 0;
-        }
     }
     return 1;
 }
@@ -399,13 +472,14 @@ static int listed(const tutti__strlist_t *list, const char *name)
 static tutti_status_t add_impls(tutti__registry_t *reg, size_t module)
 {
     const tutti_module_desc_t *d = reg->modules[module].desc;
+    const tutti_alg_impl_t *rows = reg->modules[module].rows;
     tutti__impl_entry_t *grown =
         realloc(reg->impls, (reg->num_impls + d->num_impls) * sizeof(*grown));
     if (grown == NULL)
         return TUTTI_ERR_NO_MEMORY;
     reg->impls = grown;
     for (uint32_t i = 0; i < d->num_impls; i++) {
-        reg->impls[reg->num_impls].impl = &d->impls[i];
+        reg->impls[reg->num_impls].impl = &rows[i];
         reg->impls[reg->num_impls].module = module;
         reg->num_impls++;
     }
@@ -456,8 +530,11 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         m->name = strdup(d->name);
         m->version = d->version ? strdup(d->version) : NULL;
     }
+    if (!tp && d->abi_major == TUTTI_MODULE_ABI_MAJOR && d->impls != NULL &&
+        d->num_impls > 0 && d->num_impls <= MAX_IMPLS_PER_MODULE)
+        m->rows = read_rows(d);
     if (tp ? !tp_desc_ok(reg, td, why, sizeof(why))
-           : !desc_ok(reg, d, why, sizeof(why)))
+           : !desc_ok(reg, d, m->rows, why, sizeof(why)))
         goto refuse;
     if (load_only->count > 0 && !listed(load_only, d->name)) {
         snprintf(why, sizeof(why), "not listed in modules.load");
@@ -477,6 +554,8 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
 
 refuse:
     m->reason = strdup(why);
+    free(m->rows);
+    m->rows = NULL;
     tutti__log(TUTTI_LOG_WARN, "registry", "module %s refused: %s", path, why);
     if (m->handle != NULL) {
         lt_dlclose(m->handle);
@@ -586,6 +665,7 @@ void tutti__registry_free(tutti__registry_t *reg)
         free(m->name);
         free(m->version);
         free(m->reason);
+        free(m->rows);
     }
     free(reg->modules);
     free(reg->impls);

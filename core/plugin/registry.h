@@ -25,11 +25,14 @@ typedef struct {
     const tutti_module_desc_t *desc;      /* algorithm module, or NULL */
     const tutti_tp_module_desc_t *tp;     /* transport module, or NULL */
     uint32_t kind;       /* TUTTI_MODULE_KIND_*, 0 if unreadable */
+    tutti_alg_impl_t *rows; /* its implementations as this core reads them:
+                               rows of an older minor copied, with the fields
+                               it lacks zero */
     uint64_t file_hash;  /* of the shared object's bytes (FNV-1a) */
 } tutti__module_t;
 
 typedef struct {
-    const tutti_alg_impl_t *impl;
+    const tutti_alg_impl_t *impl; /* in its module's rows */
     size_t module;     /* index into modules */
 } tutti__impl_entry_t;
 
@@ -69,6 +72,10 @@ const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
 tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
                                       const tutti__config_t *cfg,
                                       tutti__tp_list_t *list_out);
+/** Rules that name an implementation by one of its old names (aliases)
+ *  name it by its own from now on, keeping the written one for printing. */
+tutti_status_t tutti__registry_name_rules(const tutti__registry_t *reg,
+                                         tutti__config_t *cfg);
 /** Checks the settings rows of every loaded transport module and hands
  *  them to @p cfg, which reads their values (file, environment); then a
  *  section of the file that no module took is an error. */

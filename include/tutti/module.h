@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 #define TUTTI_MODULE_ABI_MAJOR 1
-#define TUTTI_MODULE_ABI_MINOR 1
+#define TUTTI_MODULE_ABI_MINOR 2
 #define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
 
 /** One transfer in flight.  Opaque storage owned by the algorithm (in its
@@ -179,7 +179,22 @@ typedef struct {
     uint32_t per_rank_collectives; /**< ABI 1.1: those of collectives it
                                         also runs with per-rank counts
                                         (TUTTI_COUNT_PER_RANK) */
+    /* ABI 1.2: */
+    const char *const *aliases; /**< other names that select it (names it
+                                     had before), NULL-terminated; NULL for
+                                     none.  Unique like names. */
 } tutti_alg_impl_t;
+
+/** An ops table from its callbacks, in the order tutti_alg_ops_t has them
+ *  (init_params may be NULL). */
+#define TUTTI_ALG_OPS(init_params_fn, init_context_fn, run_fn, progress_fn,    \
+                      fini_context_fn)                                         \
+    {.size = sizeof(tutti_alg_ops_t),                                          \
+     .init_params = (init_params_fn),                                          \
+     .init_context = (init_context_fn),                                        \
+     .run = (run_fn),                                                          \
+     .progress = (progress_fn),                                                \
+     .fini_context = (fini_context_fn)}
 
 typedef struct {
     uint32_t abi_major;

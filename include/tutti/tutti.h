@@ -373,13 +373,15 @@ typedef struct {
 } tutti_module_info_t;
 
 typedef struct {
-    const char *name;        /**< implementation name ("RingReduce") */
+    const char *name;        /**< implementation name ("RingAllreduce") */
     const char *module;      /**< module that provides it */
     const char *description;
     uint32_t collectives;    /**< TUTTI_COLL_BIT mask */
     uint32_t device_types;   /**< TUTTI_DEVICE_BIT mask */
     uint32_t per_rank_collectives; /**< collectives it also runs with
                                         per-rank counts */
+    const char *const *aliases;    /**< other names that select it,
+                                        NULL-terminated, or NULL */
 } tutti_impl_info_t;
 
 /** Modules seen on the module path, loaded and refused; borrowed strings

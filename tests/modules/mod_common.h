@@ -53,6 +53,6 @@ static const tutti_alg_ops_t copy_ops = {
 
 #define TEST_IMPL(name)                                                        \
     {(name), "test: copies its input", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),   \
-     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0}
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, NULL}
 
 #endif

@@ -128,7 +128,7 @@ static void run_case(void **state)
 
 static const info_case_t cases[] = {
     /* Every collective, 2 tasks of one member each, default size. */
-    {"allreduce", "allreduce --num-tasks 2", 2, 2, "RingReduce", NULL,
+    {"allreduce", "allreduce --num-tasks 2", 2, 2, "RingAllreduce", NULL,
      {{C, C}, {C, C}}, {"(float32, sum, 1048576 bytes: 262144 elements per "
                         "rank) in a group of 2 members over 2 tasks (1 "
                         "member each), job info-", NULL}},
@@ -138,7 +138,7 @@ static const info_case_t cases[] = {
     {"reduce", "reduce --num-tasks 2", 2, 2, "TreeReduce", NULL,
      {{C, 0}, {C, 0}}, {"(float32, sum, root 0, 1048576 bytes", NULL}},
     /* Per-rank counts: rank r gives (r mod 3) x H: 0 and H. */
-    {"allgather", "allgather --num-tasks 2", 2, 2, "RingGather", "RingGather",
+    {"allgather", "allgather --num-tasks 2", 2, 2, "RingAllgather", "RingAllgather",
      {{2 * C, 2 * C}, {2 * C, 2 * C}, {H, H}},
      {"per-rank counts (instance 3, count = TUTTI_COUNT_PER_RANK; rank r "
       "gives (r mod 3) x 131072 elements):", NULL}},
@@ -149,19 +149,19 @@ static const info_case_t cases[] = {
      {"rank r's block holds (r mod 3) x 131072 elements", NULL}},
     /* Rank s sends rank d ((s + d) mod 3) x H: rank 0 gets 0 + H, rank 1
      * H + 2H. */
-    {"alltoall", "alltoall --num-tasks 2", 2, 2, "AllToAll", "AllToAll",
+    {"alltoall", "alltoall --num-tasks 2", 2, 2, "PairwiseAlltoall", "PairwiseAlltoall",
      {{2 * C, 2 * C}, {2 * C, 2 * C}, {H, 3 * H}},
      {"rank s sends rank d ((s + d) mod 3) x 131072 elements", NULL}},
-    {"permute", "permute --num-tasks 2", 2, 2, "Permute", NULL,
+    {"permute", "permute --num-tasks 2", 2, 2, "DirectPermute", NULL,
      {{C, C}, {C, C}}, {NULL, NULL}},
     /* 4 members over 2 tasks, 4K of float32: 1024 elements, half 512. */
     {"allreduce 4 over 2", "allreduce --group-size 4 --num-tasks 2 --size 4K",
-     4, 2, "RecursiveDoublingReduce", NULL,
+     4, 2, "RecursiveDoublingAllreduce", NULL,
      {{1024, 1024, 1024, 1024}, {1024, 1024, 1024, 1024}},
      {"in a group of 4 members over 2 tasks (2 members each)", NULL}},
     /* Rank d gets sum over s of ((s + d) mod 3) x 512: 3, 4, 5, 3 x 512. */
     {"alltoall 4 over 2", "alltoall --group-size 4 --num-tasks 2 --size 4K",
-     4, 2, "AllToAll", "AllToAll",
+     4, 2, "PairwiseAlltoall", "PairwiseAlltoall",
      {{4096, 4096, 4096, 4096}, {4096, 4096, 4096, 4096},
       {1536, 2048, 2560, 1536}}, {NULL, NULL}},
     /* 3 members over 2 tasks (2 and 1); 4099 bytes round to 1024
@@ -245,7 +245,7 @@ static void test_explain_per_rank(void **state)
                                 "(BruckAllgather (module tree) runs "
                                 "allgather with equal counts only, not "
                                 "per-rank counts)"));
-    assert_non_null(strstr(out, "=> RingGather"));
+    assert_non_null(strstr(out, "=> RingAllgather"));
     assert_null(strstr(out, "18446744073709551615"));
 }
 

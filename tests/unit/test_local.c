@@ -349,7 +349,7 @@ static void test_flight_recorder_on_timeout(void **state)
     assert_int_equal(first, TUTTI_OK);
     assert_int_equal(second, TUTTI_ERR_TIMEOUT);
     assert_true(test_file_has(log, "instance 0x9 step 1 "
-                                   "(RecursiveDoublingReduce) made no "
+                                   "(RecursiveDoublingAllreduce) made no "
                                    "progress for"));
     assert_true(test_file_has(log, "s; waiting for rank 1"));
     assert_true(test_file_has(log, "flight: group 0x3e8 rank 0 (task:0/cpu:0): no "
@@ -357,10 +357,10 @@ static void test_flight_recorder_on_timeout(void **state)
     assert_true(test_file_has(log, "instance 0x9 step 1: waiting for rank(s) 1; "
                              "heard from rank(s) none"));
     assert_true(test_file_has(log, "#1 instance 0x9 step 0 "
-                             "RecursiveDoublingReduce 16 bytes "
+                             "RecursiveDoublingAllreduce 16 bytes "
                              "done"));
     assert_true(test_file_has(log, "#2 instance 0x9 step 1 "
-                             "RecursiveDoublingReduce 16 bytes "
+                             "RecursiveDoublingAllreduce 16 bytes "
                              "running"));
     unlink(log);
 }

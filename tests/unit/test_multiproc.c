@@ -158,8 +158,8 @@ static void test_perf_table(void **state)
         assert_int_equal(size, count * 8);
         assert_int_equal(wrong, 0);
         /* the default config: recursive doubling up to 64K for 3 */
-        assert_string_equal(impl, size <= 65536 ? "RecursiveDoublingReduce"
-                                                : "RingReduce");
+        assert_string_equal(impl, size <= 65536 ? "RecursiveDoublingAllreduce"
+                                                : "RingAllreduce");
         rows++;
     }
     assert_int_equal(rows, 7); /* 4 B .. 3 MiB by 7x: 4, 28, .. 470596 */
@@ -276,13 +276,13 @@ static void test_info_resolve(void **state)
                  "--num-tasks 1 --resolve 2>/dev/null", 0, out, sizeof(out));
     if (rc != 0)
         fail_msg("tutti-info --resolve exited %d:\n%s", rc, out);
-    assert_non_null(strstr(out, "=> RecursiveDoublingReduce"));
+    assert_non_null(strstr(out, "=> RecursiveDoublingAllreduce"));
     for (int r = 0; r < 3; r++) {
         char want[96];
         snprintf(want, sizeof(want), "rank %d: task 0 cpu:%d, host ", r, r);
         assert_non_null(strstr(out, want));
     }
-    assert_non_null(strstr(out, "ran RecursiveDoublingReduce (step 0)"));
+    assert_non_null(strstr(out, "ran RecursiveDoublingAllreduce (step 0)"));
 }
 
 /* In a group over 2 tasks x 2 devices, a member reaches the other member
@@ -341,7 +341,7 @@ static void test_plan_comes_from_the_resolver(void **state)
     expect_clean_ranks(out, 3, &checks, &sampled);
 }
 
-/* RingReduce with 3 subdivisions (rings of different orders in flight
+/* RingAllreduce (named by its former name, RingReduce) with 3 subdivisions (rings of different orders in flight
  * together), through the selection pass of the matrix on 3 processes:
  * results exact, and the plan says 3 where the count allows it. */
 static void test_ring_subdivisions(void **state)
@@ -371,7 +371,8 @@ static void test_ring_subdivisions(void **state)
     int checks = 0, sampled = 0;
     expect_clean_ranks(out, 3, &checks, &sampled);
     if (!planned)
-        fail_msg("no RingReduce plan with 3 subdivisions in the debug log");
+        fail_msg("no RingAllreduce plan with 3 subdivisions in the debug "
+                 "log");
 }
 
 #define GOOD_SO TUTTI_TEST_BUILDDIR "/tests/modules/good/.libs/mod_good.so"
@@ -569,7 +570,7 @@ static void test_transport_module_settings(void **state)
         if (strstr(out, want) == NULL)
             fail_msg("no '%s' in:\n%s", want, out);
     }
-    assert_non_null(strstr(out, "RingReduce"));
+    assert_non_null(strstr(out, "RingAllreduce"));
 
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s %s",
              conf, PROBE_DIR, INFO);

@@ -120,6 +120,28 @@ static void test_malformed_settings_refused(void **state)
                    "the default '0'; expected a whole number from 1 to 8");
 }
 
+/* An algorithm module built against ABI 1.1 (shorter rows) still loads,
+ * each row read at that minor's stride. */
+static void test_older_module_minor_loads(void **state)
+{
+    tutti_module_info_t m = module_by_stem(*state, "mod_v11");
+    tutti_impl_info_t im;
+    int first = 0, second = 0;
+    assert_null(m.reason);
+    assert_int_equal(m.abi_minor, 1);
+    for (size_t i = 0; tutti_info_impl(*state, i, &im) == TUTTI_OK; i++) {
+        if (strcmp(im.name, "TestOldFirst") == 0)
+            first = im.collectives == TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE) &&
+                    im.aliases == NULL;
+        if (strcmp(im.name, "TestOldSecond") == 0)
+            second = im.collectives == TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST) &&
+                     im.aliases == NULL &&
+                     strstr(im.description, "1.1's stride") != NULL;
+    }
+    assert_true(first);
+    assert_true(second);
+}
+
 /* A transport built against ABI 2.0 (no settings fields) still loads. */
 static void test_older_transport_minor_loads(void **state)
 {
@@ -290,9 +312,11 @@ static void test_rule_change_changes_what_runs(void **state)
     assert_true(test_file_has(log, "t.yaml:2)"));
     tutti_context_destroy(ctx);
 
+    /* A former name (an alias) selects the implementation, which runs
+     * under its own name. */
     write_rule(cfg, "RingReduce");
-    assert_string_equal(run_with(cfg, log, &ctx), "RingReduce");
-    assert_true(test_file_has(log, "-> RingReduce (rule "));
+    assert_string_equal(run_with(cfg, log, &ctx), "RingAllreduce");
+    assert_true(test_file_has(log, "-> RingAllreduce (rule "));
     assert_false(test_file_has(log, "-> TestCopy"));
     tutti_context_destroy(ctx);
     unlink(cfg);
@@ -304,6 +328,57 @@ static void test_rule_change_changes_what_runs(void **state)
  * equal counts only goes on to the next rule, in explain and in a call;
  * messages say "per-rank counts", never a size.  Before, the call failed
  * with ERR_UNSUPPORTED, naming 18446744073709551615 bytes. */
+/* One execution of a group of one naming @p name; the implementation that
+ * ran goes to @p ran (its own name). */
+static tutti_status_t run_named(tutti_group_t *g, uint64_t key,
+                                const char *name, const char **ran)
+{
+    int32_t in[2] = {4, 5}, out[2] = {0, 0};
+    tutti_instance_params_t ip;
+    tutti_request_t *r;
+    tutti_request_info_t info;
+    tutti_instance_params_init(&ip);
+    ip.instance_key = key;
+    ip.collective = TUTTI_COLL_ALLTOALL;
+    ip.dtype = TUTTI_INT32;
+    ip.count = 2;
+    ip.algorithm = name;
+    tutti_status_t st = tutti_execute(g, &ip, in, out, &r);
+    if (st != TUTTI_OK)
+        return st;
+    st = tutti_request_wait(r);
+    tutti_request_info(r, &info);
+    *ran = info.algorithm;
+    tutti_request_free(r);
+    assert_memory_equal(out, in, sizeof(in));
+    return st;
+}
+
+/* A call may name an implementation by its former name (an alias), in its
+ * first execution or a later one, alike with its own name; another
+ * implementation's name is a mismatch. */
+static void test_former_names_select(void **state)
+{
+    tutti_group_params_t gp;
+    tutti_group_t *g;
+    const char *ran = NULL;
+    tutti_group_params_init(&gp);
+    gp.group_key = 77;
+    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
+    assert_int_equal(run_named(g, 1, "AllToAll", &ran), TUTTI_OK);
+    assert_string_equal(ran, "PairwiseAlltoall");
+    assert_int_equal(run_named(g, 1, "PairwiseAlltoall", &ran), TUTTI_OK);
+    assert_int_equal(run_named(g, 1, "AllToAll", &ran), TUTTI_OK);
+    assert_int_equal(run_named(g, 2, "PairwiseAlltoall", &ran), TUTTI_OK);
+    assert_int_equal(run_named(g, 2, "AllToAll", &ran), TUTTI_OK);
+    assert_string_equal(ran, "PairwiseAlltoall");
+    assert_int_equal(run_named(g, 2, "RingAllgather", &ran),
+                     TUTTI_ERR_MISMATCH);
+    assert_non_null(strstr(tutti_last_error(), "runs PairwiseAlltoall; this "
+                                               "call asks for RingAllgather"));
+    tutti_group_leave(g);
+}
+
 static void test_per_rank_falls_through(void **state)
 {
     char dir[] = "/tmp/tutti-perrank-XXXXXX", cfg[64], explain[2048];
@@ -327,8 +402,8 @@ static void test_per_rank_falls_through(void **state)
     fprintf(f, "selection:\n"
             "  - { collective: allgather, algorithm: BruckAllgather }\n"
             "  - { collective: allgather, size: \"0-1K\", "
-            "algorithm: RingGather }\n"
-            "  - { collective: allgather, algorithm: RingGather }\n");
+            "algorithm: RingAllgather }\n"
+            "  - { collective: allgather, algorithm: RingAllgather }\n");
     fclose(f);
     tutti_context_params_init(&p);
     p.config_path = cfg;
@@ -338,14 +413,14 @@ static void test_per_rank_falls_through(void **state)
     assert_int_equal(tutti_context_create(&p, &ctx), TUTTI_OK);
     assert_int_equal(tutti_info_explain(ctx, &q, explain, sizeof(explain),
                                         &chosen), TUTTI_OK);
-    assert_string_equal(chosen, "RingGather");
+    assert_string_equal(chosen, "RingAllgather");
     assert_non_null(strstr(explain, "t.yaml:2: BruckAllgather: no "
                            "(BruckAllgather (module tree) runs allgather "
                            "with equal counts only, not per-rank counts)"));
-    assert_non_null(strstr(explain, "t.yaml:3: RingGather: no (per-rank "
+    assert_non_null(strstr(explain, "t.yaml:3: RingAllgather: no (per-rank "
                            "counts match as the largest size, outside "
                            "0-1024)"));
-    assert_non_null(strstr(explain, "t.yaml:4: RingGather: matches"));
+    assert_non_null(strstr(explain, "t.yaml:4: RingAllgather: matches"));
     assert_null(strstr(explain, "18446744073709551615"));
 
     tutti_group_params_init(&gp);
@@ -360,7 +435,7 @@ static void test_per_rank_falls_through(void **state)
     assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
     assert_int_equal(tutti_request_wait(r), TUTTI_OK);
     tutti_request_info(r, &info);
-    assert_string_equal(info.algorithm, "RingGather");
+    assert_string_equal(info.algorithm, "RingAllgather");
     tutti_request_free(r);
     assert_memory_equal(out, ((int32_t[]){7, 8, 9, -1}), sizeof(out));
 
@@ -453,6 +528,8 @@ int main(void)
         cmocka_unit_test(test_malformed_table_refused),
         cmocka_unit_test(test_malformed_settings_refused),
         cmocka_unit_test(test_older_transport_minor_loads),
+        cmocka_unit_test(test_older_module_minor_loads),
+        cmocka_unit_test(test_former_names_select),
         cmocka_unit_test(test_duplicate_name_refused),
         cmocka_unit_test(test_builtin_modules_load),
         cmocka_unit_test(test_good_module_runs),

@@ -1,0 +1,25 @@
+/* An algorithm module built against module ABI 1.1: its implementation
+ * rows end before the aliases that 1.2 added, so they are shorter than
+ * this core's.  It still loads, every row read where the module put it. */
+#include "mod_common.h"
+
+/* A row as module.h 1.1 laid it out. */
+typedef struct {
+    const char *name, *description;
+    uint32_t collectives, device_types;
+    const tutti_alg_ops_t *ops;
+    uint32_t per_rank_collectives;
+} row_v11_t;
+
+static const row_v11_t rows[] = {
+    {"TestOldFirst", "test: the first row of a 1.1 table",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     &copy_ops, 0},
+    {"TestOldSecond", "test: the second row, found at 1.1's stride",
+     TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     &copy_ops, 0},
+};
+
+TUTTI_MODULE_EXPORT_ const tutti_module_desc_t TUTTI_MODULE_SYMBOL = {
+    1, 1, (uint32_t)sizeof(tutti_module_desc_t), TUTTI_MODULE_KIND_ALG,
+    "testv11", "1.1.0", 2, (const tutti_alg_impl_t *)(const void *)rows};
