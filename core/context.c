@@ -250,7 +250,7 @@ uint64_t tutti__context_frames_sent(const tutti_context_t *ctx)
     return ctx->job.frames_sent;
 }
 
-/* ---- introspection -------------------------------------------------------- */
+/* ---- introspection ------------------------------------------------------ */
 
 tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
                                  tutti_module_info_t *info_out)
@@ -258,16 +258,14 @@ tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
     if (index >= ctx->reg.num_modules)
         return TUTTI_ERR_NOT_FOUND;
     const tutti__module_t *m = &ctx->reg.modules[index];
-    info_out->name = m->name;
-    info_out->version = m->version;
-    info_out->path = m->path;
-    info_out->reason = m->reason;
-    info_out->abi_major = m->abi_major;
-    info_out->abi_minor = m->abi_minor;
-    info_out->kind = m->kind == TUTTI_MODULE_KIND_ALG  ? "algorithm"
-                     : m->kind == TUTTI_MODULE_KIND_TP ? "transport"
-                                                       : "";
-    info_out->transport = m->tp != NULL ? m->tp->ops->name : NULL;
+    *info_out = (tutti_module_info_t){
+        .name = m->name, .version = m->version, .path = m->path,
+        .reason = m->reason, .abi_major = m->abi_major,
+        .abi_minor = m->abi_minor,
+        .kind = m->kind == TUTTI_MODULE_KIND_ALG  ? "algorithm"
+                : m->kind == TUTTI_MODULE_KIND_TP ? "transport"
+                                                  : "",
+        .transport = m->tp != NULL ? m->tp->ops->name : NULL};
     return TUTTI_OK;
 }
 

@@ -153,7 +153,8 @@ tutti_status_t tutti__cfg_rules_push(tutti__rule_t **rules, size_t *n,
 
 static bool is_env_rule(const tutti__rule_t *r)
 {
-    return r->line == 0 && r->file != NULL && strcmp(r->file, TUTTI__ALGO_ENV) == 0;
+    return r->line == 0 && r->file != NULL &&
+           strcmp(r->file, TUTTI__ALGO_ENV) == 0;
 }
 
 /* Replace the rules of one origin (TUTTI_ALGO if @p env, else files) by

@@ -120,7 +120,8 @@ tutti_status_t tutti__config_modules_done(tutti__config_t *cfg)
                        "selection, or the section of a loaded module with "
                        "settings");
     for (size_t i = 0; i < cfg->num_modules; i++)
-        tutti__sbuf_printf(&sb, "%s%s", i ? ", " : " (", cfg->modules[i].section);
+        tutti__sbuf_printf(&sb, "%s%s", i ? ", " : " (",
+                           cfg->modules[i].section);
     tutti__sbuf_printf(&sb, "%s", cfg->num_modules ? ")" : "");
     snprintf(found, sizeof(found), "unknown key '%.60s' at top level",
              cfg->pending[0].section);

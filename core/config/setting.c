@@ -128,7 +128,7 @@ bool tutti__setting_row_ok(const tutti_setting_t *row, size_t size, char *why,
     return true;
 }
 
-/* ---- text to value -------------------------------------------------------- */
+/* ---- text to value ------------------------------------------------------ */
 
 static bool in_bounds(const tutti_setting_t *row, uint64_t v)
 {
@@ -256,7 +256,7 @@ tutti_status_t tutti__setting_set(const tutti_setting_t *row,
                         : set_scalar(row, text, values);
 }
 
-/* ---- value to text -------------------------------------------------------- */
+/* ---- value to text ------------------------------------------------------ */
 
 void tutti__setting_print(const tutti_setting_t *row, const void *values,
                           char *buf, size_t len)

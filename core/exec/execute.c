@@ -74,7 +74,8 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                                                         g->size)};
     /* reduce_scatter's per-rank counts are the call's, known to all. */
     if (inst->per_rank && params->collective == TUTTI_COLL_REDUCE_SCATTER)
-        memcpy(r->recv_counts, params->counts, (size_t)g->size * sizeof(size_t));
+        memcpy(r->recv_counts, params->counts,
+               (size_t)g->size * sizeof(size_t));
     r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
                                         inst->algorithm, bytes);
     if (inst->running == NULL && inst->ready == NULL) {

@@ -112,11 +112,13 @@ static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
     }
     while (g->active_head != NULL || g->ready_head != NULL) {
         tutti_request_t *r = g->active_head ? g->active_head : g->ready_head;
-        tutti__request_list_remove(r == g->active_head ? &g->active_head : &g->ready_head, r);
+        tutti__request_list_remove(
+            r == g->active_head ? &g->active_head : &g->ready_head, r);
         if (r->inst->ready == r)
             r->inst->ready = NULL;
         tutti__error_quiet(st, "%s", text);
-        tutti__request_complete(r, st); /* may promote the next: failed in turn */
+        tutti__request_complete(r,
+                                st); /* may promote the next: failed in turn */
     }
 }
 

@@ -57,8 +57,8 @@ static void send_text(tutti__job_t *job, int task, uint32_t type,
 
 /* ---- groups -------------------------------------------------------------- */
 
-static const tutti__fingerprint_t *find_fingerprint(const tutti__join_payload_t *j,
-                                             const char *name)
+static const tutti__fingerprint_t *
+find_fingerprint(const tutti__join_payload_t *j, const char *name)
 {
     for (int k = 0; k < j->num_mods; k++)
         if (strcmp(j->mods[k].name, name) == 0)
@@ -67,8 +67,9 @@ static const tutti__fingerprint_t *find_fingerprint(const tutti__join_payload_t 
 }
 
 /* Compares a newcomer's module set with the first member's, both ways. */
-static int modules_differ(const coord_group_t *cg, const tutti__join_payload_t *j,
-                          int task, char *why, size_t len)
+static int modules_differ(const coord_group_t *cg,
+                          const tutti__join_payload_t *j, int task, char *why,
+                          size_t len)
 {
     const tutti__join_payload_t *a = &cg->first;
     for (int i = 0; i < a->num_mods; i++) {
@@ -112,16 +113,18 @@ static void order_text(const tutti__join_payload_t *j, char *buf, size_t len)
     snprintf(buf + n, len - n, "%s]", j->size > 8 ? ",..." : "");
 }
 
-static int join_conflict(const coord_group_t *cg, const tutti__join_payload_t *j,
-                         int task, char *why, size_t len)
+static int join_conflict(const coord_group_t *cg,
+                         const tutti__join_payload_t *j, int task, char *why,
+                         size_t len)
 {
     char what[400];
     if (j->size != cg->first.size)
-        snprintf(what, sizeof(what), "group size differs: task %d %s:%d has "
-                 "%d, task %d %s:%d has %d", cg->first_task,
-                 tutti__job_dev_name(cg->first.device_type), cg->first.device_index,
-                 cg->first.size, task, tutti__job_dev_name(j->device_type),
-                 j->device_index, j->size);
+        snprintf(what, sizeof(what),
+                 "group size differs: task %d %s:%d has "
+                 "%d, task %d %s:%d has %d",
+                 cg->first_task, tutti__job_dev_name(cg->first.device_type),
+                 cg->first.device_index, cg->first.size, task,
+                 tutti__job_dev_name(j->device_type), j->device_index, j->size);
     else if (j->device_type != cg->first.device_type)
         snprintf(what, sizeof(what), "device type differs: task %d has %s, "
                  "task %d has %s", cg->first_task,
@@ -133,17 +136,19 @@ static int join_conflict(const coord_group_t *cg, const tutti__join_payload_t *j
         char a[64], b[64];
         order_text(&cg->first, a, sizeof(a));
         order_text(j, b, sizeof(b));
-        snprintf(what, sizeof(what), "ring_order differs: task %d %s:%d "
-                 "gives %s, task %d %s:%d gives %s", cg->first_task,
-                 tutti__job_dev_name(cg->first.device_type), cg->first.device_index, a,
-                 task, tutti__job_dev_name(j->device_type), j->device_index, b);
+        snprintf(what, sizeof(what),
+                 "ring_order differs: task %d %s:%d "
+                 "gives %s, task %d %s:%d gives %s",
+                 cg->first_task, tutti__job_dev_name(cg->first.device_type),
+                 cg->first.device_index, a, task,
+                 tutti__job_dev_name(j->device_type), j->device_index, b);
     }
     else if (!modules_differ(cg, j, task, what, sizeof(what))) {
         for (int i = 0; i < cg->arrived; i++) {
             if (cg->members[i].task == task &&
                 cg->members[i].device_index == j->device_index) {
-                snprintf(what, sizeof(what), "task %d %s:%d joined twice",
-                         task, tutti__job_dev_name(j->device_type), j->device_index);
+                snprintf(what, sizeof(what), "task %d %s:%d joined twice", task,
+                         tutti__job_dev_name(j->device_type), j->device_index);
                 goto found;
             }
         }
@@ -204,7 +209,8 @@ static void group_formed(tutti__job_t *job, coord_group_t *cg)
                "devices over %d tasks", (unsigned long long)cg->key, n,
                tutti__job_dev_name(cg->first.device_type), tasks);
     for (int i = 0; i < n; i++) {
-        tutti__job_msg_init(&m, TUTTI_CTRL_GROUP, cg->key, 0, cg->members[i].device_index);
+        tutti__job_msg_init(&m, TUTTI_CTRL_GROUP, cg->key, 0,
+                            cg->members[i].device_index);
         tutti__group_payload_t *gp = (tutti__group_payload_t *)m.payload;
         size_t mbytes = (size_t)n * sizeof(*cg->members);
         gp->size = n;
@@ -238,8 +244,8 @@ static coord_group_t *coord_group_get(tutti__coord_t *r, uint64_t key,
             return cg;
     coord_group_t *cg = calloc(1, sizeof(*cg));
     int n = j->size > 0 && j->size <= TUTTI__MAX_MEMBERS ? j->size : 1;
-    if (cg == NULL || (cg->members = calloc((size_t)n, sizeof(tutti_locality_t)))
-                          == NULL) {
+    if (cg == NULL ||
+        (cg->members = calloc((size_t)n, sizeof(tutti_locality_t))) == NULL) {
         free(cg);
         return NULL;
     }
@@ -277,7 +283,8 @@ static int host_index(coord_group_t *cg, const char *name)
 
 static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 {
-    const tutti__join_payload_t *j = (const tutti__join_payload_t *)msg->payload;
+    const tutti__join_payload_t *j =
+        (const tutti__join_payload_t *)msg->payload;
     tutti__coord_t *r = job->coord;
     int task = msg->from_task;
     char why[512];
@@ -408,7 +415,8 @@ static void coord_inst_free(tutti__coord_t *r, coord_inst_t *ci)
 }
 
 /* Value of field @p f of @p p as text, for messages and comparison. */
-static void field_text(const tutti__inst_payload_t *p, int f, char *buf, size_t len)
+static void field_text(const tutti__inst_payload_t *p, int f, char *buf,
+                       size_t len)
 {
     const char *s = NULL;
     switch (f) {
@@ -561,16 +569,16 @@ static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
         const tutti__rule_t *rule = tutti__select(
             job->cfg, &q, tutti__registry_accept, job->reg, NULL, 0);
         if (rule == NULL) {
-            snprintf(d->detail, sizeof(d->detail),
-                     "no selection rule matches %s (%s, %s, %s, group of "
-                     "%d, %d tasks) with an implementation that runs it; "
-                     "add one to %s or set TUTTI_ALGO (tutti-info --explain "
-                     "shows each rule's reason)",
-                     tutti_collective_name(q.collective),
-                     tutti__job_dev_name(p->device_type), tutti_dtype_name(q.dtype),
-                     tutti__select_query_size(&q, size, sizeof(size)),
-                     q.group_size, q.num_tasks,
-                     job->cfg->path ? job->cfg->path : "the config");
+            snprintf(
+                d->detail, sizeof(d->detail),
+                "no selection rule matches %s (%s, %s, %s, group of "
+                "%d, %d tasks) with an implementation that runs it; "
+                "add one to %s or set TUTTI_ALGO (tutti-info --explain "
+                "shows each rule's reason)",
+                tutti_collective_name(q.collective),
+                tutti__job_dev_name(p->device_type), tutti_dtype_name(q.dtype),
+                tutti__select_query_size(&q, size, sizeof(size)), q.group_size,
+                q.num_tasks, job->cfg->path ? job->cfg->path : "the config");
             return TUTTI_ERR_NOT_FOUND;
         }
         name = rule->algorithm;
@@ -613,7 +621,8 @@ static void instance_decided(tutti__job_t *job, const coord_inst_t *ci)
     tutti__decision_payload_t *d = (tutti__decision_payload_t *)m.payload;
     tutti_status_t st = TUTTI_ERR_MISMATCH;
 
-    tutti__job_msg_init(&m, TUTTI_CTRL_INST_OK, ci->group_key, ci->instance_key, -1);
+    tutti__job_msg_init(&m, TUTTI_CTRL_INST_OK, ci->group_key, ci->instance_key,
+                        -1);
     memset(d, 0, sizeof(*d));
     if (!disagreement(ci, d->detail, sizeof(d->detail)))
         st = choose(job, ci, d);
@@ -671,7 +680,8 @@ static void coord_inst_timeout(tutti__job_t *job,
 
 static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 {
-    const tutti__inst_payload_t *p = (const tutti__inst_payload_t *)msg->payload;
+    const tutti__inst_payload_t *p =
+        (const tutti__inst_payload_t *)msg->payload;
     tutti__coord_t *r = job->coord;
     if (p->size < 1 || p->rank < 0 || p->rank >= p->size)
         return;
@@ -687,7 +697,7 @@ static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     coord_inst_free(r, ci);
 }
 
-/* ---- the coordinator's frames ---------------------------------------------- */
+/* ---- the coordinator's frames ------------------------------------------- */
 
 static const tutti__job_route_t coord_routes[] = {
     {TUTTI_CTRL_JOIN, coord_join},

@@ -29,7 +29,7 @@ struct tutti__members {
     tutti__job_member_t *groups;    /* joined, for their decisions */
 };
 
-/* ---- frames from the coordinator ------------------------------------------ */
+/* ---- frames from the coordinator ---------------------------------------- */
 
 static void member_group(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 {

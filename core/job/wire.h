@@ -24,7 +24,8 @@ typedef struct {
     uint64_t hash;
 } tutti__fingerprint_t;
 
-#define TUTTI__MAX_MEMBERS 200 /* the group table and a ring order fit one frame */
+#define TUTTI__MAX_MEMBERS                                                     \
+    200 /* the group table and a ring order fit one frame */
 
 typedef struct {
     int32_t size, device_type, device_index, num_mods;
@@ -41,8 +42,10 @@ typedef struct {
     tutti_locality_t members[];
 } tutti__group_payload_t;
 
-_Static_assert(sizeof(tutti__group_payload_t) + TUTTI__MAX_MEMBERS * sizeof(tutti_locality_t)
-                   + TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX <= TUTTI_CTRL_PAYLOAD,
+_Static_assert(sizeof(tutti__group_payload_t) +
+                       TUTTI__MAX_MEMBERS * sizeof(tutti_locality_t) +
+                       TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX <=
+                   TUTTI_CTRL_PAYLOAD,
                "group table");
 
 typedef struct {
@@ -60,7 +63,9 @@ typedef struct {
     unsigned char details[TUTTI_DETAILS_MAX];
 } tutti__decision_payload_t;
 
-_Static_assert(sizeof(tutti__join_payload_t) <= TUTTI_CTRL_PAYLOAD, "join payload");
-_Static_assert(sizeof(tutti__decision_payload_t) <= TUTTI_CTRL_PAYLOAD, "decision");
+_Static_assert(sizeof(tutti__join_payload_t) <= TUTTI_CTRL_PAYLOAD,
+               "join payload");
+_Static_assert(sizeof(tutti__decision_payload_t) <= TUTTI_CTRL_PAYLOAD,
+               "decision");
 
 #endif

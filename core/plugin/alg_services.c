@@ -17,8 +17,10 @@
 _Static_assert(sizeof(tutti_tp_op_t) <= sizeof(tutti_xfer_t),
                "tutti_xfer_t must hold a transport op");
 
+/* The transport op in @p xfer for @p len bytes with @p peer under @p tag. */
 static tutti_status_t core_xfer(tutti_alg_exec_t *exec, int peer, uint32_t tag,
-                                tutti_xfer_t *xfer, tutti_tp_op_t **op_out)
+                                size_t len, tutti_xfer_t *xfer,
+                                tutti_tp_op_t **op_out)
 {
     const tutti__exec_link_t *link = exec->core_private;
     const tutti__peer_link_t *g = link->peers;
@@ -34,6 +36,7 @@ static tutti_status_t core_xfer(tutti_alg_exec_t *exec, int peer, uint32_t tag,
     op->key.step = (uint32_t)exec->step;
     op->key.tag = tag;
     op->peer = peer;
+    op->len = len;
     *op_out = op;
     return TUTTI_OK;
 }
@@ -41,14 +44,14 @@ static tutti_status_t core_xfer(tutti_alg_exec_t *exec, int peer, uint32_t tag,
 static tutti_status_t core_send(tutti_alg_exec_t *exec, int peer, uint32_t tag,
                                 const void *buf, size_t len, tutti_xfer_t *xfer)
 {
+    const tutti__exec_link_t *link = exec->core_private;
     tutti_tp_op_t *op = NULL;
-    tutti_status_t st = core_xfer(exec, peer, tag, xfer, &op);
-    if (st != TUTTI_OK)
-        return st;
-    op->sbuf = buf;
-    op->len = len;
-    const tutti__peer_link_t *g = ((tutti__exec_link_t *)exec->core_private)->peers;
-    return g->tp->send(g->ep, op);
+    tutti_status_t st = core_xfer(exec, peer, tag, len, xfer, &op);
+    if (st == TUTTI_OK) {
+        op->sbuf = buf;
+        st = link->peers->tp->send(link->peers->ep, op);
+    }
+    return st;
 }
 
 static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
@@ -57,11 +60,10 @@ static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
                                 tutti_xfer_t *xfer)
 {
     tutti_tp_op_t *op = NULL;
-    tutti_status_t st = core_xfer(exec, peer, tag, xfer, &op);
+    tutti_status_t st = core_xfer(exec, peer, tag, len, xfer, &op);
     if (st != TUTTI_OK)
         return st;
     op->rbuf = buf;
-    op->len = len;
     if (reduce != NULL) {
         op->reduce.fn = tutti__reduce;
         op->reduce.dtype = exec->inst->dtype;

@@ -513,7 +513,8 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         snprintf(why, sizeof(why), "cannot open: %s", lt_dlerror());
         goto refuse;
     }
-    const tutti_module_desc_t *d = lt_dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
+    const tutti_module_desc_t *d =
+        lt_dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
     if (d == NULL) {
         snprintf(why, sizeof(why), "no descriptor: symbol '%s' not found",
                  TUTTI_MODULE_SYMBOL_NAME);

@@ -54,8 +54,8 @@ static void check_rule(tutti__rule_t *r, tutti__impl_lookup_fn has_impl,
         tutti__cfg_mask_names(&tutti__cfg_coll_kind, missing, ",", names,
                               sizeof(names));
         snprintf(reason, sizeof(reason),
-                 "implementation '%s' does not support %s", tutti__config_rule_algo(r),
-                 names);
+                 "implementation '%s' does not support %s",
+                 tutti__config_rule_algo(r), names);
         skip_rule(r, reason, log_level);
     }
 }
@@ -159,8 +159,9 @@ const char *tutti__select_query_size(const tutti_select_query_t *q,
 
 const tutti__rule_t *tutti__select(const tutti__config_t *cfg,
                                    const tutti_select_query_t *q,
-                                   tutti__rule_accept_fn accept, const void *arg,
-                                   char *explain, size_t explain_len)
+                                   tutti__rule_accept_fn accept,
+                                   const void *arg, char *explain,
+                                   size_t explain_len)
 {
     tutti__sbuf_t sb = {explain_len > 0 ? explain : NULL, explain_len, 0};
     char where[300], why[400];
@@ -179,11 +180,12 @@ const tutti__rule_t *tutti__select(const tutti__config_t *cfg,
         } else if (rule_mismatch(r, q, why, sizeof(why)) ||
                    (accept != NULL && r->algorithm != NULL &&
                     !accept(arg, r->algorithm, q, why, sizeof(why)))) {
-            tutti__sbuf_printf(&sb, "%s: %s: no (%s)\n", where, tutti__config_rule_algo(r),
-                                 why);
+            tutti__sbuf_printf(&sb, "%s: %s: no (%s)\n", where,
+                               tutti__config_rule_algo(r), why);
         } else {
-            tutti__sbuf_printf(&sb, "%s: %s: matches\nchosen: %s (%s)\n",
-                                 where, tutti__config_rule_algo(r), tutti__config_rule_algo(r), where);
+            tutti__sbuf_printf(&sb, "%s: %s: matches\nchosen: %s (%s)\n", where,
+                               tutti__config_rule_algo(r),
+                               tutti__config_rule_algo(r), where);
             return r;
         }
     }

@@ -47,8 +47,9 @@ typedef int (*tutti__rule_accept_fn)(const void *arg, const char *algorithm,
  */
 const tutti__rule_t *tutti__select(const tutti__config_t *cfg,
                                    const tutti_select_query_t *q,
-                                   tutti__rule_accept_fn accept, const void *arg,
-                                   char *explain, size_t explain_len);
+                                   tutti__rule_accept_fn accept,
+                                   const void *arg, char *explain,
+                                   size_t explain_len);
 
 /** First rule (not skipped) matching @p q that names @p algorithm, or
  *  NULL: where a call that names its implementation takes its params. */

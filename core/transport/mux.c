@@ -33,7 +33,8 @@ typedef struct {
     unsigned char *via;   /* per rank: index of its child */
 } mux_ep_t;
 
-/* ---- choosing ----------------------------------------------------------------- */
+/* ---- choosing
+ * ----------------------------------------------------------------- */
 
 static void mux_disconnect(tutti_tp_ep_t *tep)
 {
@@ -177,7 +178,8 @@ err:
     return st;
 }
 
-/* ---- dispatch ------------------------------------------------------------------ */
+/* ---- dispatch
+ * ------------------------------------------------------------------ */
 
 static tutti_status_t mux_send(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
 {

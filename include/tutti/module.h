@@ -210,12 +210,9 @@ typedef struct {
 /** Define the module's descriptor from a static array of implementations. */
 #define TUTTI_MODULE_DEFINE(mod_name, mod_version, impl_array)                 \
     TUTTI_MODULE_EXPORT_ const tutti_module_desc_t TUTTI_MODULE_SYMBOL = {     \
-        TUTTI_MODULE_ABI_MAJOR,                                                \
-        TUTTI_MODULE_ABI_MINOR,                                                \
-        (uint32_t)sizeof(tutti_module_desc_t),                                 \
-        TUTTI_MODULE_KIND_ALG,                                                 \
-        (mod_name),                                                            \
-        (mod_version),                                                         \
+        TUTTI_DESC_HEAD_(TUTTI_MODULE_ABI_MAJOR, TUTTI_MODULE_ABI_MINOR,       \
+                         tutti_module_desc_t, TUTTI_MODULE_KIND_ALG,           \
+                         (mod_name), (mod_version)),                           \
         (uint32_t)(sizeof(impl_array) / sizeof((impl_array)[0])),              \
         (impl_array)}
 

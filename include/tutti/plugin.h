@@ -42,6 +42,12 @@ extern "C" {
 #define TUTTI_MODULE_EXPORT_
 #endif
 
+/** The fields every descriptor starts with, for the DEFINE macros of
+ *  module.h and transport.h: ABI major and minor, the descriptor's size,
+ *  kind, name and version. */
+#define TUTTI_DESC_HEAD_(major, minor, desc_type, kind, name, version)         \
+    (major), (minor), (uint32_t)sizeof(desc_type), (kind), (name), (version)
+
 /** How a setting's text becomes its value, and where the value lives in
  *  the module's settings struct (at the row's offset). */
 typedef enum {

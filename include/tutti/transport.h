@@ -203,36 +203,27 @@ typedef struct {
 /* Kept for modules written against ABI 2.0. */
 #define TUTTI_TP_EXPORT_ TUTTI_MODULE_EXPORT_
 
+/* A transport descriptor with @p n settings rows of a @p size-byte
+ * struct (the two DEFINE macros below). */
+#define TUTTI_TP_DESC_(mod_name, mod_version, ops_table, rows, n, size)        \
+    TUTTI_MODULE_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {  \
+        TUTTI_DESC_HEAD_(TUTTI_TP_ABI_MAJOR, TUTTI_TP_ABI_MINOR,               \
+                         tutti_tp_module_desc_t, TUTTI_MODULE_KIND_TP,         \
+                         (mod_name), (mod_version)),                           \
+        &(ops_table), (rows), (n), (size)}
+
 /** Define a transport module's descriptor. */
 #define TUTTI_TP_MODULE_DEFINE(mod_name, mod_version, ops_table)               \
-    TUTTI_TP_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {      \
-        TUTTI_TP_ABI_MAJOR,                                                    \
-        TUTTI_TP_ABI_MINOR,                                                    \
-        (uint32_t)sizeof(tutti_tp_module_desc_t),                              \
-        TUTTI_MODULE_KIND_TP,                                                  \
-        (mod_name),                                                            \
-        (mod_version),                                                         \
-        &(ops_table),                                                          \
-        NULL,                                                                  \
-        0,                                                                     \
-        0}
+    TUTTI_TP_DESC_(mod_name, mod_version, ops_table, NULL, 0, 0)
 
 /** Define a transport module's descriptor with settings: @p rows is a
  *  static array of tutti_setting_t whose offsets point into
  *  @p settings_type, the struct connect() finds at group->settings. */
 #define TUTTI_TP_MODULE_DEFINE_SETTINGS(mod_name, mod_version, ops_table,      \
                                         rows, settings_type)                   \
-    TUTTI_TP_EXPORT_ const tutti_tp_module_desc_t TUTTI_MODULE_SYMBOL = {      \
-        TUTTI_TP_ABI_MAJOR,                                                    \
-        TUTTI_TP_ABI_MINOR,                                                    \
-        (uint32_t)sizeof(tutti_tp_module_desc_t),                              \
-        TUTTI_MODULE_KIND_TP,                                                  \
-        (mod_name),                                                            \
-        (mod_version),                                                         \
-        &(ops_table),                                                          \
-        (rows),                                                                \
-        (uint32_t)(sizeof(rows) / sizeof((rows)[0])),                          \
-        (uint32_t)sizeof(settings_type)}
+    TUTTI_TP_DESC_(mod_name, mod_version, ops_table, rows,                     \
+                   (uint32_t)(sizeof(rows) / sizeof((rows)[0])),               \
+                   (uint32_t)sizeof(settings_type))
 
 #ifdef __cplusplus
 }

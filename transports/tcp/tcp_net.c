@@ -21,7 +21,7 @@
 
 #include "tcp_int.h"
 
-/* ---- small helpers -------------------------------------------------------- */
+/* ---- small helpers ------------------------------------------------------ */
 
 void tcp_nodelay(int fd)
 {
@@ -41,11 +41,12 @@ static int set_blocking(int fd)
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 }
 
-int tcp_write_full(int fd, const void *buf, size_t len)
+/* Moves exactly @p len bytes through a blocking socket, either way. */
+static int move_full(int fd, char *p, size_t len, int sending)
 {
-    const char *p = buf;
     while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL)
+                            : recv(fd, p, len, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -56,19 +57,14 @@ int tcp_write_full(int fd, const void *buf, size_t len)
     return 0;
 }
 
+int tcp_write_full(int fd, const void *buf, size_t len)
+{
+    return move_full(fd, (char *)(uintptr_t)buf, len, 1);
+}
+
 int tcp_read_full(int fd, void *buf, size_t len)
 {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = recv(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return move_full(fd, buf, len, 0);
 }
 
 void tcp_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
@@ -146,7 +142,7 @@ void tcp_addr_str(const tcp_addr_t *a, char *buf, size_t len)
     tcp_sockaddr_str((struct sockaddr *)&ss, buf, len);
 }
 
-/* ---- settings and secret --------------------------------------------------- */
+/* ---- settings and secret ------------------------------------------------ */
 
 tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
                                  tcp_settings_t *out)
@@ -249,7 +245,7 @@ const char *tcp_hs_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
     return diff != 0 ? "wrong secret" : NULL;
 }
 
-/* ---- listening -------------------------------------------------------------- */
+/* ---- listening ---------------------------------------------------------- */
 
 static int usable(const struct ifaddrs *ifa, const tcp_settings_t *s)
 {
