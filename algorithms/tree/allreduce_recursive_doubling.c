@@ -21,6 +21,9 @@
 #include <tutti/module.h>
 
 #include "tree.h"
+#include "tree_state.h"
+
+#define IMPL "RecursiveDoublingAllreduce"
 
 enum { ACT_SEND, ACT_RECV, ACT_RECV_REDUCE, ACT_EXCHANGE };
 
@@ -81,20 +84,18 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
                                       const void *details, size_t details_len,
                                       void **state_out)
 {
-    rd_state_t *s = calloc(1, sizeof(*s));
+    rd_state_t *s = tutti_alg_tree_state_new(sizeof(*s), core, IMPL);
     (void)details;
     (void)details_len;
     if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingAllreduce: "
-                           "out of memory");
+        return TUTTI_ERR_NO_MEMORY;
     s->inst = inst;
     s->bytes = inst->count * tutti_dtype_size(inst->dtype);
-    s->scratch = malloc(s->bytes ? s->bytes : 1);
+    s->scratch = tutti_alg_tree_scratch_new(s->bytes, core, IMPL,
+                                            "copy of the result");
     if (s->scratch == NULL) {
-        size_t bytes = s->bytes;
         free(s);
-        return core->error(TUTTI_ERR_NO_MEMORY, "RecursiveDoublingAllreduce: "
-                           "no memory for a %zu-byte scratch buffer", bytes);
+        return TUTTI_ERR_NO_MEMORY;
     }
     plan(s);
     *state_out = s;
@@ -104,9 +105,7 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
 static void rd_fini_context(void *state)
 {
     rd_state_t *s = state;
-    if (s != NULL)
-        free(s->scratch);
-    free(s);
+    tutti_alg_tree_state_free(s, s != NULL ? s->scratch : NULL);
 }
 
 /* Posts the transfers of action s->cur. */

@@ -27,6 +27,7 @@
 #include <tutti/module.h>
 
 #include "tree.h"
+#include "tree_state.h"
 
 #define GATHER_MAX_CHILDREN 32 /* log2 of any group size */
 
@@ -78,10 +79,10 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
     long n = inst->group_size, root = inst->root;
     (void)details;
     (void)details_len;
-    gather_state_t *s = calloc(1, sizeof(*s));
+    gather_state_t *s = tutti_alg_tree_state_new(sizeof(*s), core,
+                                                 impl_name);
     if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, "%s: out of memory",
-                           impl_name);
+        return TUTTI_ERR_NO_MEMORY;
     s->inst = inst;
     s->block = inst->count * tutti_dtype_size(inst->dtype);
     s->v = (inst->rank - root + n) % n;
@@ -102,14 +103,12 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
     }
     s->nrx += s->nchildren;
     if (s->parent >= 0 && s->nchildren > 0 && s->block > 0) {
-        s->scratch = malloc((size_t)s->sub * s->block);
+        s->scratch = tutti_alg_tree_scratch_new(
+            (size_t)s->sub * s->block, core, impl_name,
+            "buffer of its subtree's blocks");
         if (s->scratch == NULL) {
-            size_t want = (size_t)s->sub * s->block;
-            long s_sub = s->sub;
             free(s);
-            return core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a "
-                               "%zu-byte buffer of %ld ranks' blocks",
-                               impl_name, want, s_sub);
+            return TUTTI_ERR_NO_MEMORY;
         }
     }
     *state_out = s;
@@ -119,9 +118,7 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
 static void gather_fini_context(void *state)
 {
     gather_state_t *s = state;
-    if (s != NULL)
-        free(s->scratch);
-    free(s);
+    tutti_alg_tree_state_free(s, s != NULL ? s->scratch : NULL);
 }
 
 /* Posts the receives of every child's subtree. */

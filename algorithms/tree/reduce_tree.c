@@ -28,6 +28,7 @@
 #include <tutti/module.h>
 
 #include "tree.h"
+#include "tree_state.h"
 #include "tree_lanes.h"
 #include "tree_plan.h"
 
@@ -72,10 +73,10 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
                                                  details, details_len, &plan);
     if (st != TUTTI_OK)
         return st;
-    reduce_state_t *s = calloc(1, sizeof(*s));
+    reduce_state_t *s = tutti_alg_tree_state_new(sizeof(*s), core,
+                                                 impl_name);
     if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, "%s: out of memory",
-                           impl_name);
+        return TUTTI_ERR_NO_MEMORY;
     s->inst = inst;
     long k = (long)plan.fanout, v = (inst->rank - inst->root + n) % n;
     s->parent = v == 0 ? -1 : real_rank(s, (v - 1) / k);
@@ -86,13 +87,11 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
         s->scratch_bytes = (size_t)s->pipe.lanes * s->pipe.chunk_bytes;
         if (s->scratch_bytes > s->pipe.bytes)
             s->scratch_bytes = s->pipe.bytes;
-        s->scratch = malloc(s->scratch_bytes);
+        s->scratch = tutti_alg_tree_scratch_new(
+            s->scratch_bytes, core, impl_name, "buffer of partial results");
         if (s->scratch == NULL) {
-            size_t want = s->scratch_bytes;
             free(s);
-            return core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a "
-                               "%zu-byte buffer of partial results",
-                               impl_name, want);
+            return TUTTI_ERR_NO_MEMORY;
         }
     }
     *state_out = s;
@@ -102,9 +101,7 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
 static void reduce_fini_context(void *state)
 {
     reduce_state_t *s = state;
-    if (s != NULL)
-        free(s->scratch);
-    free(s);
+    tutti_alg_tree_state_free(s, s != NULL ? s->scratch : NULL);
 }
 
 /* Where chunk @p c's partial result is made: the root's output, or the

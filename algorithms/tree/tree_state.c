@@ -1,0 +1,30 @@
+/* States and scratch buffers of the tree module's implementations
+ * (tree_state.h). */
+#include <stdlib.h>
+
+#include "tree_state.h"
+
+void *tutti_alg_tree_state_new(size_t size, const tutti_core_ops_t *core,
+                               const char *impl)
+{
+    void *s = calloc(1, size);
+    if (s == NULL)
+        core->error(TUTTI_ERR_NO_MEMORY, "%s: out of memory", impl);
+    return s;
+}
+
+void *tutti_alg_tree_scratch_new(size_t bytes, const tutti_core_ops_t *core,
+                                 const char *impl, const char *what)
+{
+    void *p = malloc(bytes > 0 ? bytes : 1);
+    if (p == NULL)
+        core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a %zu-byte %s",
+                    impl, bytes, what);
+    return p;
+}
+
+void tutti_alg_tree_state_free(void *state, void *scratch)
+{
+    free(scratch);
+    free(state);
+}
