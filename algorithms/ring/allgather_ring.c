@@ -196,9 +196,7 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     rec[in->rank].capacity = x->recv_capacity;
     st = tutti_alg_ring_meta_post(x, &s->c.meta, TUTTI_ALG_RING_TAG_META,
                                   &rec[in->rank], 0, rec, sizeof(rec[0]));
-    if (st != TUTTI_OK)
-        return st;
-    return gather_progress(s, x);
+    return st != TUTTI_OK ? st : gather_progress(s, x);
 }
 
 const tutti_alg_ops_t tutti_alg_ring_allgather_ops =

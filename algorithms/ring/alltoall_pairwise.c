@@ -248,9 +248,7 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
     st = tutti_alg_ring_meta_post(x, &s->c.meta, TUTTI_ALG_RING_TAG_META,
                                   s->cnt_out, sizeof(uint64_t), s->cnt_in,
                                   sizeof(uint64_t));
-    if (st != TUTTI_OK)
-        return st;
-    return a2a_progress(s, x);
+    return st != TUTTI_OK ? st : a2a_progress(s, x);
 }
 
 const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops =

@@ -91,12 +91,10 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
         return TUTTI_ERR_NO_MEMORY;
     s->inst = inst;
     s->bytes = inst->count * tutti_dtype_size(inst->dtype);
-    s->scratch = tutti_alg_tree_scratch_new(s->bytes, core, IMPL,
-                                            "copy of the result");
-    if (s->scratch == NULL) {
-        free(s);
-        return TUTTI_ERR_NO_MEMORY;
-    }
+    tutti_status_t st = tutti_alg_tree_scratch(s, &s->scratch, s->bytes, core,
+                                               IMPL, "copy of the result");
+    if (st != TUTTI_OK)
+        return st;
     plan(s);
     *state_out = s;
     return TUTTI_OK;

@@ -264,9 +264,7 @@ static tutti_status_t bcast_run(void *state, tutti_alg_exec_t *x)
     if (s->inst->group_size == 1 || s->pipe.nchunks == 0)
         return TUTTI_OK;
     tutti_status_t st = tutti_alg_tree_lanes_start(&s->pipe, s, x, lane_begin);
-    if (st != TUTTI_OK)
-        return st;
-    return bcast_progress(s, x);
+    return st != TUTTI_OK ? st : bcast_progress(s, x);
 }
 
 const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops =

@@ -103,13 +103,11 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
     }
     s->nrx += s->nchildren;
     if (s->parent >= 0 && s->nchildren > 0 && s->block > 0) {
-        s->scratch = tutti_alg_tree_scratch_new(
-            (size_t)s->sub * s->block, core, impl_name,
+        tutti_status_t st = tutti_alg_tree_scratch(
+            s, &s->scratch, (size_t)s->sub * s->block, core, impl_name,
             "buffer of its subtree's blocks");
-        if (s->scratch == NULL) {
-            free(s);
-            return TUTTI_ERR_NO_MEMORY;
-        }
+        if (st != TUTTI_OK)
+            return st;
     }
     *state_out = s;
     return TUTTI_OK;

@@ -87,12 +87,10 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
         s->scratch_bytes = (size_t)s->pipe.lanes * s->pipe.chunk_bytes;
         if (s->scratch_bytes > s->pipe.bytes)
             s->scratch_bytes = s->pipe.bytes;
-        s->scratch = tutti_alg_tree_scratch_new(
-            s->scratch_bytes, core, impl_name, "buffer of partial results");
-        if (s->scratch == NULL) {
-            free(s);
-            return TUTTI_ERR_NO_MEMORY;
-        }
+        st = tutti_alg_tree_scratch(s, &s->scratch, s->scratch_bytes, core,
+                                    impl_name, "buffer of partial results");
+        if (st != TUTTI_OK)
+            return st;
     }
     *state_out = s;
     return TUTTI_OK;
@@ -210,9 +208,7 @@ static tutti_status_t reduce_run(void *state, tutti_alg_exec_t *x)
         return TUTTI_OK;
     }
     tutti_status_t st = tutti_alg_tree_lanes_start(&s->pipe, s, x, lane_begin);
-    if (st != TUTTI_OK)
-        return st;
-    return reduce_progress(s, x);
+    return st != TUTTI_OK ? st : reduce_progress(s, x);
 }
 
 const tutti_alg_ops_t tutti_alg_tree_reduce_ops =

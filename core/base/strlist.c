@@ -74,3 +74,14 @@ char *tutti__trim(char *s)
         *--end = '\0';
     return s;
 }
+
+void *tutti__grow(void *array, size_t count, size_t size)
+{
+    void **at = array;
+    char *grown = realloc(*at, (count + 1) * size);
+    if (grown == NULL)
+        return NULL;
+    *at = grown;
+    memset(grown + count * size, 0, size);
+    return grown + count * size;
+}

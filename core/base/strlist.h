@@ -1,7 +1,7 @@
 /*
  * Lists of strings (internal): module directories, modules to load,
  * transport names.  Each list owns copies of its strings.  And trimming a
- * string of its blanks.
+ * string of its blanks, and growing an array by one.
  */
 #ifndef TUTTI_CORE_BASE_STRLIST_H
 #define TUTTI_CORE_BASE_STRLIST_H
@@ -33,5 +33,10 @@ void tutti__strlist_free(tutti__strlist_t *l);
 /** @p s without the blanks around it: the start moves, the end is cut in
  *  place. */
 char *tutti__trim(char *s);
+
+/** Room for one more element at the end of the array at *@p array, of
+ *  @p count elements of @p size bytes: the new slot, zeroed (the caller
+ *  counts it), or NULL when memory runs out, the array as it was. */
+void *tutti__grow(void *array, size_t count, size_t size);
 
 #endif

@@ -93,14 +93,10 @@ void tutti__cfg_rules_free(tutti__rule_t *rules, size_t n)
 tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const char *key,
                                     const char *value)
 {
-    tutti__kv_t *params =
-        realloc(r->params, (r->num_params + 1) * sizeof(*params));
-    tutti__kv_t *kv;
+    tutti__kv_t *kv = tutti__grow(&r->params, r->num_params, sizeof(*kv));
 
-    if (params == NULL)
+    if (kv == NULL)
         return tutti__cfg_oom();
-    r->params = params;
-    kv = &params[r->num_params];
     kv->key = strdup(key);
     kv->value = strdup(value);
     if (kv->key == NULL || kv->value == NULL) {
@@ -140,12 +136,11 @@ static tutti_status_t rule_copy(tutti__rule_t *dst, const tutti__rule_t *src)
 tutti_status_t tutti__cfg_rules_push(tutti__rule_t **rules, size_t *n,
                                      tutti__rule_t *r)
 {
-    tutti__rule_t *grown = realloc(*rules, (*n + 1) * sizeof(*grown));
+    tutti__rule_t *slot = tutti__grow(rules, *n, sizeof(*slot));
 
-    if (grown == NULL)
+    if (slot == NULL)
         return tutti__cfg_oom();
-    grown[*n] = *r;
-    *rules = grown;
+    *slot = *r;
     (*n)++;
     tutti__cfg_rule_init(r);
     return TUTTI_OK;
@@ -256,12 +251,10 @@ tutti_status_t tutti__cfg_pending_add(tutti__config_t *cfg,
                                       const char *section, const char *key,
                                       const char *value, int line, int column)
 {
-    tutti__pending_t *grown =
-        realloc(cfg->pending, (cfg->num_pending + 1) * sizeof(*grown));
-    if (grown == NULL)
+    tutti__pending_t *p =
+        tutti__grow(&cfg->pending, cfg->num_pending, sizeof(*p));
+    if (p == NULL)
         return tutti__cfg_oom();
-    cfg->pending = grown;
-    tutti__pending_t *p = &grown[cfg->num_pending];
     *p = (tutti__pending_t){strdup(section), strdup(key), strdup(value), line,
                             column};
     if (p->section == NULL || p->key == NULL || p->value == NULL) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/strlist.h"
 #include "base/size.h"
 #include "base/sbuf.h"
 #include "config/config.h"
@@ -77,12 +78,10 @@ tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
                                         size_t num_rows, size_t size)
 {
     char expected[256];
-    tutti__module_settings_t *grown =
-        realloc(cfg->modules, (cfg->num_modules + 1) * sizeof(*grown));
-    if (grown == NULL)
+    tutti__module_settings_t *m =
+        tutti__grow(&cfg->modules, cfg->num_modules, sizeof(*m));
+    if (m == NULL)
         return tutti__cfg_oom();
-    cfg->modules = grown;
-    tutti__module_settings_t *m = &grown[cfg->num_modules];
     *m = (tutti__module_settings_t){strdup(section), rows, num_rows,
                                     calloc(1, size ? size : 1),
                                     calloc(num_rows ? num_rows : 1,

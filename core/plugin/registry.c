@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/strlist.h"
 #include "config/setting.h"
 #include "plugin/registry.h"
 
@@ -491,13 +492,10 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
                                const tutti__strlist_t *load_only)
 {
     char why[REASON_MAX] = "";
-    tutti__module_t *grown =
-        realloc(reg->modules, (reg->num_modules + 1) * sizeof(*grown));
-    if (grown == NULL)
+    tutti__module_t *m =
+        tutti__grow(&reg->modules, reg->num_modules, sizeof(*m));
+    if (m == NULL)
         return TUTTI_ERR_NO_MEMORY;
-    reg->modules = grown;
-    tutti__module_t *m = &reg->modules[reg->num_modules];
-    memset(m, 0, sizeof(*m));
     m->path = strdup(path);
     if (m->path == NULL)
         return TUTTI_ERR_NO_MEMORY;

@@ -102,6 +102,17 @@ static bool parse_seconds(const char *s, double *out)
     return true;
 }
 
+/* --timeout and --grace: a number of seconds, or a message naming the
+ * option. */
+static bool seconds_option(const char *name, const char *arg, double *out)
+{
+    if (parse_seconds(arg, out))
+        return true;
+    fprintf(stderr, "tutti-run: --%s expects a number of seconds greater "
+            "than 0, got '%s'\n", name, arg);
+    return false;
+}
+
 static bool valid_job_id(const char *s)
 {
     size_t n = strlen(s);
@@ -198,18 +209,12 @@ int parse_args(int argc, char **argv, struct options *opt)
             }
             break;
         case OPT_TIMEOUT:
-            if (!parse_seconds(optarg, &opt->timeout)) {
-                fprintf(stderr, "tutti-run: --timeout expects a number of "
-                        "seconds greater than 0, got '%s'\n", optarg);
+            if (!seconds_option("timeout", optarg, &opt->timeout))
                 return EXIT_LAUNCHER;
-            }
             break;
         case OPT_GRACE:
-            if (!parse_seconds(optarg, &opt->grace)) {
-                fprintf(stderr, "tutti-run: --grace expects a number of "
-                        "seconds greater than 0, got '%s'\n", optarg);
+            if (!seconds_option("grace", optarg, &opt->grace))
                 return EXIT_LAUNCHER;
-            }
             break;
         case OPT_TAG_OUTPUT:
             opt->tag_output = true;

@@ -191,6 +191,18 @@ tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
 
 /* ---- tcp_progress.c ----------------------------------------------------- */
 
+/** Appends @p op to the list from @p head to @p tail (ops posted or
+ *  waiting for a peer, in order). */
+static inline void tcp_op_append(tutti_tp_op_t **head, tutti_tp_op_t **tail,
+                                 tutti_tp_op_t *op)
+{
+    if (*tail != NULL)
+        (*tail)->next = op;
+    else
+        *head = op;
+    *tail = op;
+}
+
 /** Wakes the progress thread, to take what was queued or to stop (the
  *  API's side, the join's and the thread's own all ring it). */
 static inline void tcp_ring(tcp_ep_t *ep)

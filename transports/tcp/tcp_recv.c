@@ -102,11 +102,7 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
         tcp_complete(ep, op, TUTTI_OK);
         return;
     }
-    if (p->posted_t)
-        p->posted_t->next = op;
-    else
-        p->posted_h = op;
-    p->posted_t = op;
+    tcp_op_append(&p->posted_h, &p->posted_t, op);
     resume_held(ep, p);
 }
 

@@ -60,11 +60,7 @@ void tcp_post_send(tcp_ep_t *ep, tutti_tp_op_t *op)
     op->next = NULL;
     if (p->wait_h == NULL && place(ep, p, op))
         return;
-    if (p->wait_t)
-        p->wait_t->next = op;
-    else
-        p->wait_h = op;
-    p->wait_t = op;
+    tcp_op_append(&p->wait_h, &p->wait_t, op);
 }
 
 static void retry_waiting(tcp_ep_t *ep, peer_t *p)
