@@ -1,5 +1,5 @@
 /*
- * One task of the launcher tests (tests/unit/test_bootstrap.c), started by
+ * One task of the launcher tests (tests/mp/test_bootstrap.c), started by
  * mpirun, or by the test itself with only Slurm's or PMI's variables set.
  *
  *   launch_worker

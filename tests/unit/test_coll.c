@@ -21,7 +21,7 @@
 #include <tutti/tutti.h>
 
 #include "../../tools/pattern.h"
-#include "../mp/check_common.h"
+#include "check_common.h"
 #include "test_util.h"
 
 /* ---- groups of threads -------------------------------------------------- */

@@ -19,7 +19,7 @@
 
 #include <tutti/tutti.h>
 
-#include "../mp/check_common.h"
+#include "check_common.h"
 #include "test_util.h"
 
 typedef struct {

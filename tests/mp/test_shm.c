@@ -39,7 +39,7 @@
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
 #define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
-#define NO_VM_READV TUTTI_TEST_BUILDDIR "/tests/unit/.libs/no_vm_readv.so"
+#define NO_VM_READV TUTTI_TEST_BUILDDIR "/tests/mp/.libs/no_vm_readv.so"
 /* The shim goes first; a sanitizer build's runtime then is not the first
  * library, which ASan refuses unless told that this is intended. */
 #define PRELOAD_NO_VM_READV                                                    \

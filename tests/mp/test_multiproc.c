@@ -266,7 +266,7 @@ static void test_unreaped_task_is_named(void **state)
 }
 
 /* tutti-info --resolve forms a real group and reports what ran where; all
- * three members in one task here (tests/unit/test_info_tool.c spreads them
+ * three members in one task here (tests/mp/test_info_tool.c spreads them
  * over several). */
 static void test_info_resolve(void **state)
 {

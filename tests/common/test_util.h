@@ -1,5 +1,5 @@
 /*
- * Small helpers shared by the unit tests (header-only, static).
+ * Small helpers shared by the tests (header-only, static).
  */
 #ifndef TUTTI_TEST_UTIL_H
 #define TUTTI_TEST_UTIL_H
