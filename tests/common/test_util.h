@@ -1,13 +1,24 @@
 /*
- * Small helpers shared by the tests (header-only, static).
+ * Small helpers shared by the CMocka test programs (header-only, static):
+ * commands and their output, files and directories of a test's own, the
+ * names left in /dev/shm, Open MPI's mpirun, a pseudo-random sequence, and
+ * the fixture of a context of one task.
  */
 #ifndef TUTTI_TEST_UTIL_H
 #define TUTTI_TEST_UTIL_H
 
 #include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
 
 #include <tutti/tutti.h>
 
@@ -21,6 +32,15 @@ static inline int test_file_has(const char *path, const char *text)
         fclose(f);
     buf[n] = '\0';
     return strstr(buf, text) != NULL;
+}
+
+/* Occurrences of @p text in @p out. */
+static inline int test_count_of(const char *out, const char *text)
+{
+    int n = 0;
+    for (const char *p = strstr(out, text); p; p = strstr(p + 1, text))
+        n++;
+    return n;
 }
 
 /* Runs @p cmd (with stderr joined to stdout if @p join_stderr), keeps what
@@ -54,6 +74,16 @@ static inline int test_run(const char *cmd, int join_stderr, char *out,
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* test_run() of a command that must exit 0: the test fails otherwise,
+ * naming the command, its status and its output. */
+static inline void test_run_ok(const char *cmd, int join_stderr, char *out,
+                               size_t len)
+{
+    int rc = test_run(cmd, join_stderr, out, len);
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+}
+
 /* Prints @p out line by line under @p what, before a failure message
  * (cmocka cuts each message at 1K). */
 static inline void test_show(const char *what, const char *out)
@@ -69,6 +99,67 @@ static inline void test_show(const char *what, const char *out)
     fflush(stdout);
 }
 
+/* ---- files of a test's own ---------------------------------------------- */
+
+/* Writes @p text to the file @p path. */
+static inline void test_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_true(fputs(text, f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Makes a fresh directory /tmp/tutti-<stem>-XXXXXX into @p dir; 0, or -1
+ * (a fixture's setup says so by its return value, a test asserts it). */
+static inline int test_tmpdir(char *dir, size_t len, const char *stem)
+{
+    snprintf(dir, len, "/tmp/tutti-%s-XXXXXX", stem);
+    return mkdtemp(dir) != NULL ? 0 : -1;
+}
+
+/* <@p dir>/<@p name> into @p path; with @p text, the file is written. */
+static inline void test_tmpfile(char *path, size_t len, const char *dir,
+                                const char *name, const char *text)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    if (text != NULL)
+        test_write_file(path, text);
+}
+
+/* A directory of a test's own and a file in it. */
+typedef struct {
+    char dir[64];
+    char path[128];
+} test_tmp_t;
+
+/* Makes the directory /tmp/tutti-<stem>-XXXXXX, and <dir>/<name> in
+ * t->path, written with @p text unless NULL. */
+static inline void test_tmp_make(test_tmp_t *t, const char *stem,
+                                 const char *name, const char *text)
+{
+    assert_int_equal(test_tmpdir(t->dir, sizeof(t->dir), stem), 0);
+    test_tmpfile(t->path, sizeof(t->path), t->dir, name, text);
+}
+
+/* Removes every file in @p dir, then @p dir. */
+static inline void test_rmtree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[512];
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d != NULL)
+        closedir(d);
+    rmdir(dir);
+}
+
 /* Number of names in /dev/shm that start with @p prefix. */
 static inline int test_shm_names_with(const char *prefix)
 {
@@ -81,6 +172,44 @@ static inline int test_shm_names_with(const char *prefix)
         n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
     closedir(d);
     return n;
+}
+
+/* ---- launchers ------------------------------------------------------------ */
+
+/* Skips the test unless the mpirun on PATH is Open MPI's; @p hint ends the
+ * message when it is another one. */
+static inline void test_require_ompi_mpirun(const char *hint)
+{
+    char out[4096];
+    if (test_run("command -v mpirun", 0, out, sizeof(out)) != 0) {
+        print_message("skipped: mpirun (Open MPI) not found; ./build.sh "
+                      "installs openmpi-bin\n");
+        skip();
+    }
+    test_run("mpirun --version", 1, out, sizeof(out));
+    if (strstr(out, "Open MPI") == NULL && strstr(out, "Open RTE") == NULL) {
+        print_message("skipped: the mpirun on PATH is not Open MPI's "
+                      "(%.80s)%s\n",
+                      out, hint);
+        skip();
+    }
+}
+
+/* What mpirun needs to start tasks as root, where the test runs as root. */
+static inline const char *test_mpirun_root_flag(void)
+{
+    return geteuid() == 0 ? " --allow-run-as-root" : "";
+}
+
+/* ---- values and contexts ------------------------------------------------- */
+
+/* splitmix64: deterministic, good enough to scatter bit patterns. */
+static inline uint64_t test_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
 }
 
 /* CMocka group fixture: a context of one task with logging off. */

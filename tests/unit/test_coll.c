@@ -7,7 +7,6 @@
  * the accuracy of allreduce sums of random floats against float64.
  */
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +21,7 @@
 
 #include "../../tools/pattern.h"
 #include "check_common.h"
+#include "test_group.h"
 #include "test_util.h"
 
 /* ---- groups of threads -------------------------------------------------- */
@@ -57,13 +57,7 @@ static void member_fail(member_t *m, const char *fmt, ...)
 static void *member_main(void *arg)
 {
     member_t *m = arg;
-    tutti_group_params_t gp;
-    tutti_group_params_init(&gp);
-    gp.group_key = m->key;
-    gp.group_size = m->n;
-    gp.device_index = m->index;
-    gp.timeout = 60;
-    m->join_status = tutti_group_join(m->ctx, &gp, &m->g);
+    m->join_status = test_join(m->ctx, m->key, m->n, m->index, 60, &m->g);
     if (m->join_status != TUTTI_OK)
         return NULL;
     m->body(m);
@@ -77,14 +71,10 @@ static void run_group(tutti_context_t *ctx, int n, body_fn_t body,
 {
     static uint64_t next_key = 1;
     member_t m[8];
-    pthread_t t[8];
     uint64_t key = next_key++;
-    for (int i = 0; i < n; i++) {
-        m[i] = (member_t){ctx, key, n, i, NULL, body, arg, 0, 0, ""};
-        assert_int_equal(pthread_create(&t[i], NULL, member_main, &m[i]), 0);
-    }
     for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
+        m[i] = (member_t){ctx, key, n, i, NULL, body, arg, 0, 0, ""};
+    assert_int_equal(test_threads(n, member_main, m, sizeof(m[0])), 0);
     for (int i = 0; i < n; i++) {
         assert_int_equal(m[i].join_status, TUTTI_OK);
         if (m[i].failures)
@@ -112,19 +102,6 @@ static int impls_of(tutti_context_t *ctx, tutti_collective_t coll,
 
 /* ---- argument errors ---------------------------------------------------- */
 
-static tutti_status_t exec_wait(tutti_group_t *g,
-                                const tutti_instance_params_t *p,
-                                const void *send, void *recv)
-{
-    tutti_request_t *r;
-    tutti_status_t st = tutti_execute(g, p, send, recv, &r);
-    if (st != TUTTI_OK)
-        return st;
-    st = tutti_request_wait(r);
-    tutti_request_free(r);
-    return st;
-}
-
 /* Asserts @p st is @p want and the last error names @p named. */
 #define expect_error(st, want, named)                                          \
     do {                                                                       \
@@ -137,84 +114,97 @@ static tutti_status_t exec_wait(tutti_group_t *g,
 
 static tutti_group_t *join_alone(tutti_context_t *ctx, uint64_t key)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g;
-    tutti_group_params_init(&gp);
-    gp.group_key = key;
-    gp.group_size = 1;
-    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    assert_int_equal(test_join(ctx, key, 1, 0, 0, &g), TUTTI_OK);
     return g;
 }
 
-static void params(tutti_instance_params_t *p, uint64_t key,
-                   tutti_collective_t coll, tutti_dtype_t dtype, size_t count)
-{
-    tutti_instance_params_init(p);
-    p->instance_key = key;
-    p->collective = coll;
-    p->dtype = dtype;
-    p->count = count;
-}
+/* One call on a group of one and what it must give: the instance, its
+ * buffers ("buf", "out" or "NULL") and the status, with the detail naming
+ * @c named. */
+typedef struct {
+    uint64_t key;
+    tutti_collective_t coll;
+    tutti_dtype_t dtype;
+    size_t count;
+    int root;
+    const int *perm;
+    double pre, post;
+    const char *send, *recv;
+    tutti_status_t want;
+    const char *named;
+} arg_case_t;
+
+#define F32 TUTTI_FLOAT32
+#define BAD TUTTI_ERR_INVALID_ARG
+#define PER_RANK TUTTI_COUNT_PER_RANK
+static const int perm_out[1] = {1};
+static const arg_case_t arg_cases[] = {
+    {1, TUTTI_COLL_ALLREDUCE, F32, 4, 0, NULL, 0, 0, "NULL", "out", BAD,
+     "NULL sendbuf for 4 elements"},
+    {1, TUTTI_COLL_ALLREDUCE, F32, 4, 0, NULL, 0, 0, "buf", "NULL", BAD,
+     "NULL recvbuf for 4 elements"},
+    /* A count of 0 needs no buffers. */
+    {1, TUTTI_COLL_ALLREDUCE, F32, 0, 0, NULL, 0, 0, "NULL", "NULL",
+     TUTTI_OK, ""},
+    {2, TUTTI_COLL_BROADCAST, F32, 4, 1, NULL, 0, 0, "buf", "buf", BAD,
+     "broadcast root 1 outside the group's ranks 0..0"},
+    {3, TUTTI_COLL_REDUCE, F32, 4, -1, NULL, 0, 0, "buf", "out", BAD,
+     "reduce root -1 outside"},
+    {4, TUTTI_COLL_GATHER, F32, 4, 7, NULL, 0, 0, "buf", "out", BAD,
+     "gather root 7 outside"},
+    {5, TUTTI_COLL_PERMUTE, F32, 4, 0, NULL, 0, 0, "buf", "out", BAD,
+     "permute needs a permutation of 1 entries"},
+    {5, TUTTI_COLL_PERMUTE, F32, 4, 0, perm_out, 0, 0, "buf", "out", BAD,
+     "permutation[0] = 1: expected each of 0..0 once"},
+    {6, TUTTI_COLL_ALLREDUCE, F32, PER_RANK, 0, NULL, 0, 0, "buf", "out",
+     BAD, "allreduce has no per-rank counts"},
+    {7, TUTTI_COLL_BROADCAST, F32, PER_RANK, 0, NULL, 0, 0, "buf", "out",
+     BAD, "broadcast has no per-rank counts"},
+    {8, TUTTI_COLL_REDUCE_SCATTER, F32, PER_RANK, 0, NULL, 0, 0, "buf",
+     "out", BAD, "reduce_scatter with per-rank counts needs counts"},
+    {9, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, 4, 0, NULL, 2, 0, "buf", "out",
+     BAD, "scaling applies to floating types, not int32"},
+    {10, TUTTI_COLL_REDUCE_SCATTER, TUTTI_UINT8, 4, 0, NULL, 0, 0.5, "buf",
+     "out", BAD, "not uint8"},
+    {12, TUTTI_COLL_ALLREDUCE, (tutti_dtype_t)TUTTI_DTYPE_COUNT, 4, 0, NULL,
+     0, 0, "buf", "out", BAD, "expected values of tutti_collective_t"},
+};
+#undef F32
+#undef BAD
+#undef PER_RANK
 
 static void test_argument_errors(void **state)
 {
     tutti_group_t *g = join_alone(*state, 9001);
     tutti_instance_params_t p;
     float buf[16] = {0}, out[16];
-    const int perm_out[1] = {1};
 
-    params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
-    expect_error(exec_wait(g, &p, NULL, out), TUTTI_ERR_INVALID_ARG,
-                 "NULL sendbuf for 4 elements");
-    expect_error(exec_wait(g, &p, buf, NULL), TUTTI_ERR_INVALID_ARG,
-                 "NULL recvbuf for 4 elements");
-    /* A count of 0 needs no buffers. */
-    p.count = 0;
-    assert_int_equal(exec_wait(g, &p, NULL, NULL), TUTTI_OK);
-
-    params(&p, 2, TUTTI_COLL_BROADCAST, TUTTI_FLOAT32, 4);
-    p.root = 1;
-    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_INVALID_ARG,
-                 "broadcast root 1 outside the group's ranks 0..0");
-    params(&p, 3, TUTTI_COLL_REDUCE, TUTTI_FLOAT32, 4);
-    p.root = -1;
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "reduce root -1 outside");
-    params(&p, 4, TUTTI_COLL_GATHER, TUTTI_FLOAT32, 4);
-    p.root = 7;
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "gather root 7 outside");
-
-    params(&p, 5, TUTTI_COLL_PERMUTE, TUTTI_FLOAT32, 4);
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "permute needs a permutation of 1 entries");
-    p.permutation = perm_out;
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "permutation[0] = 1: expected each of 0..0 once");
-
-    params(&p, 6, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, TUTTI_COUNT_PER_RANK);
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "allreduce has no per-rank counts");
-    params(&p, 7, TUTTI_COLL_BROADCAST, TUTTI_FLOAT32, TUTTI_COUNT_PER_RANK);
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "broadcast has no per-rank counts");
-    params(&p, 8, TUTTI_COLL_REDUCE_SCATTER, TUTTI_FLOAT32,
-           TUTTI_COUNT_PER_RANK);
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "reduce_scatter with per-rank counts needs counts");
-
-    params(&p, 9, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, 4);
-    p.pre_scale = 2;
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "scaling applies to floating types, not int32");
-    params(&p, 10, TUTTI_COLL_REDUCE_SCATTER, TUTTI_UINT8, 4);
-    p.post_scale = 0.5;
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "not uint8");
-
-    params(&p, 12, TUTTI_COLL_ALLREDUCE, (tutti_dtype_t)TUTTI_DTYPE_COUNT, 4);
-    expect_error(exec_wait(g, &p, buf, out), TUTTI_ERR_INVALID_ARG,
-                 "expected values of tutti_collective_t");
+    for (size_t i = 0; i < sizeof(arg_cases) / sizeof(arg_cases[0]); i++) {
+        const arg_case_t *c = &arg_cases[i];
+        void *const bufs[] = {buf, out, NULL};
+        const char *const names[] = {"buf", "out", "NULL"};
+        void *send = NULL, *recv = NULL;
+        char call[64];
+        for (int b = 0; b < 3; b++) {
+            if (strcmp(c->send, names[b]) == 0)
+                send = bufs[b];
+            if (strcmp(c->recv, names[b]) == 0)
+                recv = bufs[b];
+        }
+        test_params(&p, c->key, c->coll, c->dtype, c->count);
+        p.root = c->root;
+        p.permutation = c->perm;
+        p.pre_scale = c->pre;
+        p.post_scale = c->post;
+        tutti_status_t st = test_exec_wait(g, &p, send, recv);
+        snprintf(call, sizeof(call), "test_exec_wait(g, &p, %s, %s)",
+                 c->send, c->recv);
+        if (st != c->want || strstr(tutti_last_error(), c->named) == NULL)
+            fail_msg("%s: got %s (%s), want %s naming '%s'", call,
+                     tutti_status_name(st), tutti_last_error(),
+                     tutti_status_name(c->want), c->named);
+    }
     tutti_group_leave(g);
 }
 
@@ -225,19 +215,34 @@ static void test_later_execution_other_scale(void **state)
     tutti_instance_params_t p;
     float buf[4] = {1, 2, 3, 4};
 
-    params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
+    test_params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
     p.pre_scale = 2;
-    assert_int_equal(exec_wait(g, &p, buf, buf), TUTTI_OK);
+    assert_int_equal(test_exec_wait(g, &p, buf, buf), TUTTI_OK);
     assert_true(buf[3] == 8.0f);
     p.pre_scale = 4;
-    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
+    expect_error(test_exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
                  "first executed with pre_scale 2, post_scale 0 and now with "
                  "4, 0");
     p.pre_scale = 2;
     p.post_scale = 0.5;
-    expect_error(exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
+    expect_error(test_exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
                  "post_scale 0 and now with 2, 0.5");
     tutti_group_leave(g);
+}
+
+/* A later execution of permute with another @p perm: refused, naming
+ * the first permutation (@p what says which, in the failure). */
+static void expect_other_permutation(member_t *m, tutti_instance_params_t *p,
+                                     const int *perm, const int32_t *in,
+                                     int32_t *out, const char *what)
+{
+    p->permutation = perm;
+    tutti_status_t st = test_exec_wait(m->g, p, in, out);
+    if (st != TUTTI_ERR_MISMATCH ||
+        strstr(tutti_last_error(), "first executed with another permutation") ==
+            NULL)
+        member_fail(m, "%s: %s: %s", what, tutti_status_name(st),
+                    tutti_last_error());
 }
 
 /* Both members run permute [1, 0]; then member 0 asks for [0, 1]. */
@@ -247,30 +252,18 @@ static void other_permutation(member_t *m)
     tutti_instance_params_t p;
     int32_t in[3] = {m->index, m->index, m->index}, out[3] = {-1, -1, -1};
 
-    params(&p, 1, TUTTI_COLL_PERMUTE, TUTTI_INT32, 3);
+    test_params(&p, 1, TUTTI_COLL_PERMUTE, TUTTI_INT32, 3);
     p.permutation = swap;
-    tutti_status_t st = exec_wait(m->g, &p, in, out);
+    tutti_status_t st = test_exec_wait(m->g, &p, in, out);
     if (st != TUTTI_OK || out[2] != 1 - m->index)
         member_fail(m, "permute [1,0]: %s, got %d: %s", tutti_status_name(st),
                     out[2], tutti_last_error());
     if (m->index != 0)
         return;
-    p.permutation = same;
-    st = exec_wait(m->g, &p, in, out);
-    if (st != TUTTI_ERR_MISMATCH ||
-        strstr(tutti_last_error(), "first executed with another permutation") ==
-            NULL)
-        member_fail(m, "later permutation [0,1]: %s: %s",
-                    tutti_status_name(st), tutti_last_error());
+    expect_other_permutation(m, &p, same, in, out, "later permutation [0,1]");
     /* Later calls are checked against the first, not in full: a missing
      * permutation must still be refused, not read. */
-    p.permutation = NULL;
-    st = exec_wait(m->g, &p, in, out);
-    if (st != TUTTI_ERR_MISMATCH ||
-        strstr(tutti_last_error(), "first executed with another permutation") ==
-            NULL)
-        member_fail(m, "later permutation NULL: %s: %s",
-                    tutti_status_name(st), tutti_last_error());
+    expect_other_permutation(m, &p, NULL, in, out, "later permutation NULL");
 }
 
 /* Every blocking helper on 3 members: rank r contributes 10*r + i at
@@ -392,11 +385,11 @@ static void avg_body(member_t *m)
                     tutti_pattern_set(send, dt, b * 4 + (size_t)i,
                                       in[m->index][i]);
             memset(recv, 0x5a, sizeof(recv));
-            params(&p, ++key, colls[c], dt, 4);
+            test_params(&p, ++key, colls[c], dt, 4);
             p.op = TUTTI_OP_AVG;
             p.root = 1;
             p.algorithm = impls[c];
-            tutti_status_t st = exec_wait(m->g, &p, send, recv);
+            tutti_status_t st = test_exec_wait(m->g, &p, send, recv);
             if (st != TUTTI_OK) {
                 member_fail(m, "%s avg %s: %s: %s", impls[c],
                             tutti_dtype_name(dt), tutti_status_name(st),
@@ -507,19 +500,11 @@ typedef struct {
     double worst; /* largest error / bound seen, by member 0 */
 } acc_arg_t;
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
 /* Input element @p i of rank @p r, rounded to @p dtype. */
 static double acc_input(tutti_dtype_t dtype, int r, size_t i)
 {
     unsigned char tmp[8];
-    uint64_t s = (uint64_t)r * 1000003u + i, z = splitmix(&s);
+    uint64_t s = (uint64_t)r * 1000003u + i, z = test_splitmix(&s);
     double v = ((double)(z >> 11) / 9007199254740992.0) * 2 - 1; /* [-1,1) */
     v *= pow(2, (double)((int)((z >> 3) % 9) - 4) + 1);
     if (fabs(v) < 0x1p-4)
@@ -547,9 +532,9 @@ static void accuracy_body(member_t *m)
 
     for (size_t i = 0; in && i < ACC_COUNT; i++)
         tutti_pattern_set(in, a->dtype, i, acc_input(a->dtype, m->index, i));
-    params(&p, 1, TUTTI_COLL_ALLREDUCE, a->dtype, ACC_COUNT);
+    test_params(&p, 1, TUTTI_COLL_ALLREDUCE, a->dtype, ACC_COUNT);
     p.algorithm = a->impl;
-    tutti_status_t st = in && out ? exec_wait(m->g, &p, in, out)
+    tutti_status_t st = in && out ? test_exec_wait(m->g, &p, in, out)
                                   : TUTTI_ERR_NO_MEMORY;
     if (st != TUTTI_OK) {
         member_fail(m, "%s: %s", tutti_status_name(st), tutti_last_error());

@@ -4,7 +4,6 @@
  * order, higher priority launches first, explicit step ids, wait_any and
  * wait_all.  Launch order is observed through tutti_request_info().
  */
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,9 +15,25 @@
 
 #include <tutti/tutti.h>
 
+#include "test_group.h"
 #include "test_util.h"
 
 #define MEMBERS 2
+
+/* One execution a scenario starts, in the order of its table: a sum of
+ * @c value under instance @c key, waiting for instance @c wait_for (0:
+ * none); its request, launch order, step and value go to slot @c slot. */
+typedef struct {
+    int slot;
+    uint64_t key;
+    float value;
+    int priority;
+    uint64_t wait_for;
+    uint64_t step;
+} start_t;
+
+/* The step of a start that takes the next one. */
+#define NEXT TUTTI_STEP_NEXT
 
 typedef struct member member_t;
 typedef void (*scenario_fn)(member_t *m, tutti_group_t *g);
@@ -28,6 +43,8 @@ struct member {
     uint64_t key;
     int index;
     scenario_fn run;
+    const start_t *starts; /* for play() */
+    int nstarts;
     /* Results the scenario leaves for the test to assert on. */
     tutti_status_t st;
     uint64_t order[4];
@@ -39,14 +56,8 @@ struct member {
 static void *member_main(void *arg)
 {
     member_t *m = arg;
-    tutti_group_params_t gp;
     tutti_group_t *g;
-    tutti_group_params_init(&gp);
-    gp.group_key = m->key;
-    gp.group_size = MEMBERS;
-    gp.device_index = m->index;
-    gp.timeout = 10;
-    m->st = tutti_group_join(m->ctx, &gp, &g);
+    m->st = test_join(m->ctx, m->key, MEMBERS, m->index, 10, &g);
     if (m->st != TUTTI_OK)
         return NULL;
     m->run(m, g);
@@ -55,19 +66,18 @@ static void *member_main(void *arg)
 }
 
 static void run_members(void **state, uint64_t key, scenario_fn run,
-                        member_t *m)
+                        const start_t *starts, int nstarts, member_t *m)
 {
-    pthread_t t[MEMBERS];
     for (int i = 0; i < MEMBERS; i++) {
         memset(&m[i], 0, sizeof(m[i]));
         m[i].ctx = *state;
         m[i].key = key;
         m[i].index = i;
         m[i].run = run;
-        assert_int_equal(pthread_create(&t[i], NULL, member_main, &m[i]), 0);
+        m[i].starts = starts;
+        m[i].nstarts = nstarts;
     }
-    for (int i = 0; i < MEMBERS; i++)
-        pthread_join(t[i], NULL);
+    assert_int_equal(test_threads(MEMBERS, member_main, m, sizeof(m[0])), 0);
     for (int i = 0; i < MEMBERS; i++)
         if (m[i].st != TUTTI_OK)
             fail_msg("member %d: %s", i, tutti_status_name(m[i].st));
@@ -80,9 +90,7 @@ static tutti_request_t *start(member_t *m, tutti_group_t *g, uint64_t key,
 {
     tutti_instance_params_t p;
     tutti_request_t *r = NULL;
-    tutti_instance_params_init(&p);
-    p.instance_key = key;
-    p.count = 1;
+    test_params(&p, key, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 1);
     p.priority = priority;
     p.wait_for = deps;
     p.num_wait_for = ndeps;
@@ -107,24 +115,34 @@ static void finish(member_t *m, tutti_request_t **r, int n)
     }
 }
 
-/* C waits for B, B for A; issued C, B, A. */
-static void chain(member_t *m, tutti_group_t *g)
+
+/* The scenario of m->starts. */
+static void play(member_t *m, tutti_group_t *g)
 {
-    const uint64_t on_a = 1, on_b = 2;
-    float v[3] = {1, 1, 1};
-    tutti_request_t *r[3];
-    r[2] = start(m, g, 3, &v[2], 0, &on_b, 1, TUTTI_STEP_NEXT);
-    r[1] = start(m, g, 2, &v[1], 0, &on_a, 1, TUTTI_STEP_NEXT);
-    r[0] = start(m, g, 1, &v[0], 0, NULL, 0, TUTTI_STEP_NEXT);
+    const start_t *s = m->starts;
+    int n = m->nstarts;
+    float v[4];
+    tutti_request_t *r[4];
+    for (int i = 0; i < n; i++) {
+        const start_t *e = &s[i];
+        v[e->slot] = e->value;
+        r[e->slot] = start(m, g, e->key, &v[e->slot], e->priority,
+                           e->wait_for ? &e->wait_for : NULL,
+                           e->wait_for ? 1 : 0, e->step);
+    }
     if (m->st == TUTTI_OK)
-        finish(m, r, 3);
-    memcpy(m->value, v, sizeof(v));
+        finish(m, r, n);
+    memcpy(m->value, v, (size_t)n * sizeof(v[0]));
 }
 
+/* C waits for B, B for A; issued C, B, A. */
 static void test_wait_for_chain_launches_in_order(void **state)
 {
+    static const start_t chain[] = {
+        {2, 3, 1, 0, 2, NEXT}, {1, 2, 1, 0, 1, NEXT}, {0, 1, 1, 0, 0, NEXT}};
     member_t m[MEMBERS];
-    run_members(state, 600, chain, m);
+
+    run_members(state, 600, play, chain, 3, m);
     for (int i = 0; i < MEMBERS; i++) {
         /* order[k]: launch order of instance k+1 on member i */
         assert_true(m[i].order[0] > 0);
@@ -137,23 +155,14 @@ static void test_wait_for_chain_launches_in_order(void **state)
 
 /* Low (10) and high (11) priority both wait for Z (12), issued last: when
  * Z launches both become ready at once, and the high one goes first. */
-static void priorities(member_t *m, tutti_group_t *g)
-{
-    const uint64_t on_z = 12;
-    float v[3] = {1, 1, 1};
-    tutti_request_t *r[3];
-    r[0] = start(m, g, 10, &v[0], 0, &on_z, 1, TUTTI_STEP_NEXT);
-    r[1] = start(m, g, 11, &v[1], 5, &on_z, 1, TUTTI_STEP_NEXT);
-    r[2] = start(m, g, 12, &v[2], 0, NULL, 0, TUTTI_STEP_NEXT);
-    if (m->st == TUTTI_OK)
-        finish(m, r, 3);
-    memcpy(m->value, v, sizeof(v));
-}
-
 static void test_higher_priority_launches_first(void **state)
 {
+    static const start_t priorities[] = {{0, 10, 1, 0, 12, NEXT},
+                                         {1, 11, 1, 5, 12, NEXT},
+                                         {2, 12, 1, 0, 0, NEXT}};
     member_t m[MEMBERS];
-    run_members(state, 700, priorities, m);
+
+    run_members(state, 700, play, priorities, 3, m);
     for (int i = 0; i < MEMBERS; i++) {
         assert_true(m[i].order[2] < m[i].order[1]); /* Z, then */
         assert_true(m[i].order[1] < m[i].order[0]); /* high, then low */
@@ -162,21 +171,12 @@ static void test_higher_priority_launches_first(void **state)
 }
 
 /* Explicit step ids travel with the execution. */
-static void explicit_steps(member_t *m, tutti_group_t *g)
-{
-    float v[2] = {1, 3};
-    tutti_request_t *r[2];
-    r[0] = start(m, g, 20, &v[0], 0, NULL, 0, 100);
-    r[1] = start(m, g, 20, &v[1], 0, NULL, 0, 7);
-    if (m->st == TUTTI_OK)
-        finish(m, r, 2);
-    memcpy(m->value, v, sizeof(v));
-}
-
 static void test_explicit_steps(void **state)
 {
+    static const start_t steps[] = {{0, 20, 1, 0, 0, 100}, {1, 20, 3, 0, 0, 7}};
     member_t m[MEMBERS];
-    run_members(state, 800, explicit_steps, m);
+
+    run_members(state, 800, play, steps, 2, m);
     for (int i = 0; i < MEMBERS; i++) {
         assert_int_equal(m[i].step[0], 100);
         assert_int_equal(m[i].step[1], 7);
@@ -189,8 +189,8 @@ static void any(member_t *m, tutti_group_t *g)
 {
     float v[2] = {1, 2};
     tutti_request_t *r[2];
-    r[0] = start(m, g, 30, &v[0], 0, NULL, 0, TUTTI_STEP_NEXT);
-    r[1] = start(m, g, 31, &v[1], 0, NULL, 0, TUTTI_STEP_NEXT);
+    r[0] = start(m, g, 30, &v[0], 0, NULL, 0, NEXT);
+    r[1] = start(m, g, 31, &v[1], 0, NULL, 0, NEXT);
     if (m->st != TUTTI_OK)
         return;
     m->st = tutti_request_wait_any(r, 2, &m->any_index);
@@ -202,7 +202,7 @@ static void any(member_t *m, tutti_group_t *g)
 static void test_wait_any(void **state)
 {
     member_t m[MEMBERS];
-    run_members(state, 900, any, m);
+    run_members(state, 900, any, NULL, 0, m);
     for (int i = 0; i < MEMBERS; i++) {
         assert_true(m[i].any_index < 2);
         assert_true(m[i].value[0] == 1.0f);  /* it had completed */

@@ -20,6 +20,7 @@
 #include <tutti/tutti.h>
 
 #include "check_common.h"
+#include "test_group.h"
 #include "test_util.h"
 
 typedef struct {
@@ -30,21 +31,15 @@ typedef struct {
     tutti_status_t join_status;
     char join_error[512];
     tutti_check_result_t res;
-    int run_matrix;
 } member_t;
 
 /* Joins @p m's group; keeps the status and detail in @p m. */
 static tutti_group_t *join(member_t *m)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g = NULL;
 
-    tutti_group_params_init(&gp);
-    gp.group_key = m->key;
-    gp.group_size = m->size;
-    gp.device_index = m->index;
-    gp.timeout = m->timeout;
-    m->join_status = tutti_group_join(m->ctx, &gp, &g);
+    m->join_status = test_join(m->ctx, m->key, m->size, m->index, m->timeout,
+                               &g);
     snprintf(m->join_error, sizeof(m->join_error), "%s", tutti_last_error());
     return m->join_status == TUTTI_OK ? g : NULL;
 }
@@ -75,20 +70,10 @@ static void *matrix_member(void *arg)
     return NULL;
 }
 
-
-
-/* Starts @p n members (sizes from @p sizes) and joins their threads. */
-static void run_members(member_t *m, int n)
+/* Runs @p fn as each of the @p n members and waits for them. */
+static void run_members(member_t *m, int n, void *(*fn)(void *))
 {
-    pthread_t t[8];
-    for (int i = 0; i < n; i++)
-        assert_int_equal(pthread_create(&t[i], NULL,
-                                        m[i].run_matrix ? matrix_member
-                                                        : member_main,
-                                        &m[i]),
-                         0);
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
+    assert_int_equal(test_threads(n, fn, m, sizeof(m[0])), 0);
 }
 
 static void matrix_with(void **state, int n)
@@ -96,8 +81,8 @@ static void matrix_with(void **state, int n)
     member_t m[8];
     for (int i = 0; i < n; i++)
         m[i] = (member_t){*state, 100 + (uint64_t)n, n, i, 30, 0, "",
-                          {0, 0, 0, 0}, 1};
-    run_members(m, n);
+                          {0, 0, 0, 0}};
+    run_members(m, n, matrix_member);
     print_message("matrix, 1 task x %d devices: %d cases per member ran, %d "
                   "sampled out (TUTTI_CHECK_FULL=1 runs them)\n", n,
                   m[0].res.checks, m[0].res.sampled_out);
@@ -120,8 +105,8 @@ static void test_member_never_joins(void **state)
 {
     member_t m[2];
     for (int i = 0; i < 2; i++)
-        m[i] = (member_t){*state, 200, 3, i, 0.5, 0, "", {0, 0, 0, 0}, 0};
-    run_members(m, 2);
+        m[i] = (member_t){*state, 200, 3, i, 0.5, 0, "", {0, 0, 0, 0}};
+    run_members(m, 2, member_main);
     for (int i = 0; i < 2; i++) {
         assert_int_equal(m[i].join_status, TUTTI_ERR_TIMEOUT);
         /* The member that gives up first withdraws, so the other may name
@@ -134,8 +119,8 @@ static void test_member_never_joins(void **state)
 
 static void test_group_size_mismatch(void **state)
 {
-    member_t first = {*state, 300, 2, 0, 2.0, 0, "", {0, 0, 0, 0}, 0};
-    member_t other = {*state, 300, 3, 1, 0.5, 0, "", {0, 0, 0, 0}, 0};
+    member_t first = {*state, 300, 2, 0, 2.0, 0, "", {0, 0, 0, 0}};
+    member_t other = {*state, 300, 3, 1, 0.5, 0, "", {0, 0, 0, 0}};
     struct timespec pause = {0, 300 * 1000 * 1000};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, member_main, &first), 0);
@@ -172,8 +157,7 @@ static void *idle_member(void *arg)
  * naming group, instance and step, and the group refuses further calls. */
 static void test_execution_timeout(void **state)
 {
-    member_t idle = {*state, 400, 2, 1, 0.5, 0, "", {0, 0, 0, 0}, 0};
-    tutti_group_params_t gp;
+    member_t idle = {*state, 400, 2, 1, 0.5, 0, "", {0, 0, 0, 0}};
     tutti_instance_params_t ip;
     tutti_request_t *r;
     tutti_group_t *g;
@@ -182,14 +166,9 @@ static void test_execution_timeout(void **state)
 
     atomic_store(&idle_stop, 0);
     assert_int_equal(pthread_create(&t, NULL, idle_member, &idle), 0);
-    tutti_group_params_init(&gp);
-    gp.group_key = 400;
-    gp.group_size = 2;
-    gp.timeout = 30; /* the call's own limit below is what counts */
-    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
-    tutti_instance_params_init(&ip);
-    ip.instance_key = 9;
-    ip.count = 4;
+    /* The group's time limit is 30 s: the call's own below is what counts. */
+    assert_int_equal(test_join(*state, 400, 2, 0, 30, &g), TUTTI_OK);
+    test_params(&ip, 9, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
     ip.timeout = 0.5;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -215,19 +194,10 @@ static tutti_status_t exec_sum(tutti_group_t *g, uint64_t key, float *buf,
                                tutti_request_t **req_out)
 {
     tutti_instance_params_t ip;
-    tutti_request_t *r;
-    tutti_instance_params_init(&ip);
-    ip.instance_key = key;
-    ip.count = 4;
-    tutti_status_t st = tutti_execute(g, &ip, buf, buf, &r);
-    if (st != TUTTI_OK || req_out != NULL) {
-        if (req_out)
-            *req_out = r;
-        return st;
-    }
-    st = tutti_request_wait(r);
-    tutti_request_free(r);
-    return st;
+    test_params(&ip, key, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
+    if (req_out == NULL)
+        return test_exec_wait(g, &ip, buf, buf);
+    return tutti_execute(g, &ip, buf, buf, req_out);
 }
 
 typedef struct {
@@ -272,14 +242,11 @@ static void *order_main(void *arg)
 static void test_instances_in_opposite_orders(void **state)
 {
     order_member_t o[2];
-    pthread_t t[2];
     for (int i = 0; i < 2; i++) {
         memset(&o[i], 0, sizeof(o[i]));
-        o[i].m = (member_t){*state, 500, 2, i, 5.0, 0, "", {0, 0, 0, 0}, 0};
-        assert_int_equal(pthread_create(&t[i], NULL, order_main, &o[i]), 0);
+        o[i].m = (member_t){*state, 500, 2, i, 5.0, 0, "", {0, 0, 0, 0}};
     }
-    for (int i = 0; i < 2; i++)
-        pthread_join(t[i], NULL);
+    assert_int_equal(test_threads(2, order_main, o, sizeof(o[0])), 0);
     for (int i = 0; i < 2; i++) {
         if (o[i].st != TUTTI_OK)
             fail_msg("member %d: %s", i, tutti_status_name(o[i].st));
@@ -331,8 +298,8 @@ static void test_flight_recorder_on_timeout(void **state)
     dup2(fd, 2);
     close(fd);
 
-    member_t quit = {ctx, 1000, 2, 1, 0.5, 0, "", {0, 0, 0, 0}, 0};
-    member_t me = {ctx, 1000, 2, 0, 0.5, 0, "", {0, 0, 0, 0}, 0};
+    member_t quit = {ctx, 1000, 2, 1, 0.5, 0, "", {0, 0, 0, 0}};
+    member_t me = {ctx, 1000, 2, 0, 0.5, 0, "", {0, 0, 0, 0}};
     atomic_store(&idle_stop, 0);
     assert_int_equal(pthread_create(&t, NULL, quitter, &quit), 0);
     tutti_group_t *g = join(&me);
@@ -407,17 +374,14 @@ static void *ordered_main(void *arg)
 static void run_ordered(void **state, uint64_t key, const int *const *orders,
                         ordered_t *o)
 {
-    pthread_t t[3];
     for (int i = 0; i < 3; i++) {
         memset(&o[i], 0, sizeof(o[i]));
         o[i].ctx = *state;
         o[i].key = key;
         o[i].index = i;
         o[i].order = orders[i];
-        assert_int_equal(pthread_create(&t[i], NULL, ordered_main, &o[i]), 0);
     }
-    for (int i = 0; i < 3; i++)
-        pthread_join(t[i], NULL);
+    assert_int_equal(test_threads(3, ordered_main, o, sizeof(o[0])), 0);
 }
 
 /* rank r goes to the member at default position order[r]. */

@@ -12,27 +12,34 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <pthread.h>
 
 #include <tutti/module.h>
 #include <tutti/transport.h>
 #include <tutti/tutti.h>
 
+#include "test_group.h"
 #include "test_util.h"
 
 #define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"
 #define BAD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/bad"
 
+/* A context of one task with @p config_path, @p modules and @p log_level. */
+static void one_task(tutti_context_params_t *p, const char *config_path,
+                     const char *modules, const char *log_level)
+{
+    tutti_context_params_init(p);
+    p->config_path = config_path;
+    p->module_path = modules;
+    p->log_level = log_level;
+    p->task = 0;
+    p->num_tasks = 1;
+}
+
 static tutti_context_t *open_ctx(const char *config_path, const char *modules)
 {
     tutti_context_params_t p;
     tutti_context_t *ctx = NULL;
-    tutti_context_params_init(&p);
-    p.config_path = config_path;
-    p.module_path = modules;
-    p.log_level = "off";
-    p.task = 0;
-    p.num_tasks = 1;
+    one_task(&p, config_path, modules, "off");
     tutti_status_t st = tutti_context_create(&p, &ctx);
     if (st != TUTTI_OK)
         fail_msg("context: %s: %s", tutti_strerror(st), tutti_last_error());
@@ -182,19 +189,13 @@ static void test_builtin_modules_load(void **state)
 /* The good module's implementation runs although bad ones sit beside it. */
 static void test_good_module_runs(void **state)
 {
-    tutti_group_params_t gp;
     tutti_instance_params_t ip;
     tutti_group_t *g;
     tutti_request_t *r;
     int32_t in[5] = {1, -2, 3, -4, 5}, out[5] = {0};
 
-    tutti_group_params_init(&gp);
-    gp.group_key = 7;
-    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
-    tutti_instance_params_init(&ip);
-    ip.instance_key = 1;
-    ip.dtype = TUTTI_INT32;
-    ip.count = 5;
+    assert_int_equal(test_join(*state, 7, 1, 0, 0, &g), TUTTI_OK);
+    test_params(&ip, 1, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, 5);
     ip.algorithm = "TestCopy";
     assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
     assert_int_equal(tutti_request_wait(r), TUTTI_OK);
@@ -214,26 +215,20 @@ static void test_good_module_runs(void **state)
  * message naming the call, and nothing crashes. */
 static void test_missing_module_fails_clearly(void **state)
 {
-    char dir[] = "/tmp/tutti-reg-XXXXXX", path[64];
-    tutti_group_params_t gp;
+    test_tmp_t t;
     tutti_group_t *g;
     float x = 1, y = 0;
     (void)state;
 
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof(path), "%s/t.yaml", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs("modules: { load: [tree] }\n"
-          "selection:\n"
-          "  - { collective: allreduce, algorithm: RingReduce }\n"
-          "  - { collective: broadcast, algorithm: HierarchicalTreeBroadcast }\n",
-          f);
-    fclose(f);
-    tutti_context_t *ctx = open_ctx(path, NULL);
+    test_tmp_make(&t, "reg", "t.yaml",
+                  "modules: { load: [tree] }\n"
+                  "selection:\n"
+                  "  - { collective: allreduce, algorithm: RingReduce }\n"
+                  "  - { collective: broadcast, "
+                  "algorithm: HierarchicalTreeBroadcast }\n");
+    tutti_context_t *ctx = open_ctx(t.path, NULL);
     assert_refused(ctx, "alg_ring", "not listed in modules.load");
-    tutti_group_params_init(&gp);
-    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    assert_int_equal(test_join(ctx, 0, 1, 0, 0, &g), TUTTI_OK);
     assert_int_equal(tutti_allreduce(g, &x, &y, 1, TUTTI_FLOAT32, TUTTI_OP_SUM),
                      TUTTI_ERR_NOT_FOUND);
     assert_non_null(strstr(tutti_last_error(),
@@ -241,18 +236,16 @@ static void test_missing_module_fails_clearly(void **state)
     assert_int_equal(tutti_broadcast(g, &x, 1, TUTTI_FLOAT32, 0), TUTTI_OK);
     tutti_group_leave(g);
     tutti_context_destroy(ctx);
-    unlink(path);
-    rmdir(dir);
+    test_rmtree(t.dir);
 }
 
 /* Writes a config whose only allreduce rule names @p impl. */
 static void write_rule(const char *path, const char *impl)
 {
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fprintf(f, "selection:\n"
-            "  - { collective: allreduce, algorithm: %s }\n", impl);
-    fclose(f);
+    char text[256];
+    snprintf(text, sizeof(text), "selection:\n"
+             "  - { collective: allreduce, algorithm: %s }\n", impl);
+    test_write_file(path, text);
 }
 
 /* Runs one allreduce on a group of one under @p config, with the log sent
@@ -261,7 +254,6 @@ static const char *run_with(const char *config, const char *log_path,
                             tutti_context_t **ctx_out)
 {
     tutti_context_params_t p;
-    tutti_group_params_t gp;
     tutti_group_t *g;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
                               TUTTI_FLOAT32, 8, 1, 1, 0};
@@ -269,19 +261,14 @@ static const char *run_with(const char *config, const char *log_path,
     char explain[2048];
     float in[2] = {3, 4}, out[2] = {0, 0};
 
-    tutti_context_params_init(&p);
-    p.config_path = config;
-    p.module_path = GOOD_DIR;
-    p.log_level = "debug"; /* the API beats TUTTI_LOG_LEVEL */
-    p.task = 0;
-    p.num_tasks = 1;
+    /* The API's log level beats TUTTI_LOG_LEVEL. */
+    one_task(&p, config, GOOD_DIR, "debug");
     fflush(stderr);
     int saved = dup(2);
     FILE *log = freopen(log_path, "w", stderr);
     assert_non_null(log);
     assert_int_equal(tutti_context_create(&p, ctx_out), TUTTI_OK);
-    tutti_group_params_init(&gp);
-    assert_int_equal(tutti_group_join(*ctx_out, &gp, &g), TUTTI_OK);
+    assert_int_equal(test_join(*ctx_out, 0, 1, 0, 0, &g), TUTTI_OK);
     assert_int_equal(tutti_allreduce(g, in, out, 2, TUTTI_FLOAT32,
                                      TUTTI_OP_SUM), TUTTI_OK);
     tutti_group_leave(g);
@@ -299,12 +286,13 @@ static const char *run_with(const char *config, const char *log_path,
  * debug log say so. */
 static void test_rule_change_changes_what_runs(void **state)
 {
-    char dir[] = "/tmp/tutti-rule-XXXXXX", cfg[64], log[64];
+    test_tmp_t t;
+    char log[128];
+    const char *cfg = t.path;
     tutti_context_t *ctx;
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(cfg, sizeof(cfg), "%s/t.yaml", dir);
-    snprintf(log, sizeof(log), "%s/log", dir);
+    test_tmp_make(&t, "rule", "t.yaml", NULL);
+    test_tmpfile(log, sizeof(log), t.dir, "log", NULL);
 
     write_rule(cfg, "TestCopy");
     assert_string_equal(run_with(cfg, log, &ctx), "TestCopy");
@@ -319,15 +307,9 @@ static void test_rule_change_changes_what_runs(void **state)
     assert_true(test_file_has(log, "-> RingAllreduce (rule "));
     assert_false(test_file_has(log, "-> TestCopy"));
     tutti_context_destroy(ctx);
-    unlink(cfg);
-    unlink(log);
-    rmdir(dir);
+    test_rmtree(t.dir);
 }
 
-/* A per-rank call whose first matching rule names an implementation with
- * equal counts only goes on to the next rule, in explain and in a call;
- * messages say "per-rank counts", never a size.  Before, the call failed
- * with ERR_UNSUPPORTED, naming 18446744073709551615 bytes. */
 /* One execution of a group of one naming @p name; the implementation that
  * ran goes to @p ran (its own name). */
 static tutti_status_t run_named(tutti_group_t *g, uint64_t key,
@@ -337,11 +319,7 @@ static tutti_status_t run_named(tutti_group_t *g, uint64_t key,
     tutti_instance_params_t ip;
     tutti_request_t *r;
     tutti_request_info_t info;
-    tutti_instance_params_init(&ip);
-    ip.instance_key = key;
-    ip.collective = TUTTI_COLL_ALLTOALL;
-    ip.dtype = TUTTI_INT32;
-    ip.count = 2;
+    test_params(&ip, key, TUTTI_COLL_ALLTOALL, TUTTI_INT32, 2);
     ip.algorithm = name;
     tutti_status_t st = tutti_execute(g, &ip, in, out, &r);
     if (st != TUTTI_OK)
@@ -359,12 +337,9 @@ static tutti_status_t run_named(tutti_group_t *g, uint64_t key,
  * implementation's name is a mismatch. */
 static void test_former_names_select(void **state)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g;
     const char *ran = NULL;
-    tutti_group_params_init(&gp);
-    gp.group_key = 77;
-    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
+    assert_int_equal(test_join(*state, 77, 1, 0, 0, &g), TUTTI_OK);
     assert_int_equal(run_named(g, 1, "AllToAll", &ran), TUTTI_OK);
     assert_string_equal(ran, "PairwiseAlltoall");
     assert_int_equal(run_named(g, 1, "PairwiseAlltoall", &ran), TUTTI_OK);
@@ -379,12 +354,16 @@ static void test_former_names_select(void **state)
     tutti_group_leave(g);
 }
 
+/* A per-rank call whose first matching rule names an implementation with
+ * equal counts only goes on to the next rule, in explain and in a call;
+ * messages say "per-rank counts", never a size.  Before, the call failed
+ * with ERR_UNSUPPORTED, naming 18446744073709551615 bytes. */
 static void test_per_rank_falls_through(void **state)
 {
-    char dir[] = "/tmp/tutti-perrank-XXXXXX", cfg[64], explain[2048];
+    test_tmp_t t;
+    char explain[2048];
     tutti_context_params_t p;
     tutti_context_t *ctx;
-    tutti_group_params_t gp;
     tutti_group_t *g;
     tutti_instance_params_t ip;
     tutti_request_t *r;
@@ -393,23 +372,15 @@ static void test_per_rank_falls_through(void **state)
                               TUTTI_INT32, 0, 1, 1, 1};
     const char *chosen = NULL;
     int32_t in[3] = {7, 8, 9}, out[4] = {0, 0, 0, -1};
-    FILE *f;
     (void)state;
 
-    assert_non_null(mkdtemp(dir));
-    snprintf(cfg, sizeof(cfg), "%s/t.yaml", dir);
-    assert_non_null(f = fopen(cfg, "w"));
-    fprintf(f, "selection:\n"
-            "  - { collective: allgather, algorithm: BruckAllgather }\n"
-            "  - { collective: allgather, size: \"0-1K\", "
-            "algorithm: RingAllgather }\n"
-            "  - { collective: allgather, algorithm: RingAllgather }\n");
-    fclose(f);
-    tutti_context_params_init(&p);
-    p.config_path = cfg;
-    p.log_level = "off";
-    p.task = 0;
-    p.num_tasks = 1;
+    test_tmp_make(&t, "perrank", "t.yaml",
+                  "selection:\n"
+                  "  - { collective: allgather, algorithm: BruckAllgather }\n"
+                  "  - { collective: allgather, size: \"0-1K\", "
+                  "algorithm: RingAllgather }\n"
+                  "  - { collective: allgather, algorithm: RingAllgather }\n");
+    one_task(&p, t.path, NULL, "off");
     assert_int_equal(tutti_context_create(&p, &ctx), TUTTI_OK);
     assert_int_equal(tutti_info_explain(ctx, &q, explain, sizeof(explain),
                                         &chosen), TUTTI_OK);
@@ -423,13 +394,9 @@ static void test_per_rank_falls_through(void **state)
     assert_non_null(strstr(explain, "t.yaml:4: RingAllgather: matches"));
     assert_null(strstr(explain, "18446744073709551615"));
 
-    tutti_group_params_init(&gp);
-    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
-    tutti_instance_params_init(&ip);
-    ip.instance_key = 5;
-    ip.collective = TUTTI_COLL_ALLGATHER;
-    ip.dtype = TUTTI_INT32;
-    ip.count = TUTTI_COUNT_PER_RANK;
+    assert_int_equal(test_join(ctx, 0, 1, 0, 0, &g), TUTTI_OK);
+    test_params(&ip, 5, TUTTI_COLL_ALLGATHER, TUTTI_INT32,
+                TUTTI_COUNT_PER_RANK);
     ip.send_count = 3;
     ip.recv_capacity = 3;
     assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
@@ -442,12 +409,11 @@ static void test_per_rank_falls_through(void **state)
     /* Nothing left that runs it: the message names per-rank counts. */
     tutti_group_leave(g);
     tutti_context_destroy(ctx);
-    assert_non_null(f = fopen(cfg, "w"));
-    fprintf(f, "selection:\n"
-            "  - { collective: allgather, algorithm: BruckAllgather }\n");
-    fclose(f);
+    test_write_file(t.path, "selection:\n"
+                            "  - { collective: allgather, "
+                            "algorithm: BruckAllgather }\n");
     assert_int_equal(tutti_context_create(&p, &ctx), TUTTI_OK);
-    assert_int_equal(tutti_group_join(ctx, &gp, &g), TUTTI_OK);
+    assert_int_equal(test_join(ctx, 0, 1, 0, 0, &g), TUTTI_OK);
     assert_int_equal(tutti_execute(g, &ip, in, out, &r), TUTTI_OK);
     assert_int_equal(tutti_request_wait(r), TUTTI_ERR_NOT_FOUND);
     tutti_request_free(r);
@@ -457,40 +423,28 @@ static void test_per_rank_falls_through(void **state)
                            "it"));
     tutti_group_leave(g);
     tutti_context_destroy(ctx);
-    unlink(cfg);
-    rmdir(dir);
+    test_rmtree(t.dir);
 }
 
 typedef struct {
     tutti_context_t *ctx;
     int index;
     uint64_t instance;
-    float out[3];
     tutti_status_t st;
+    float out[3];
 } plan_member_t;
 
 static void *plan_member(void *arg)
 {
     plan_member_t *m = arg;
-    tutti_group_params_t gp;
     tutti_instance_params_t ip;
-    tutti_request_t *r;
     tutti_group_t *g;
     float in[3] = {0, 0, 0};
-    tutti_group_params_init(&gp);
-    gp.group_key = 77;
-    gp.group_size = 3;
-    gp.device_index = m->index;
-    if ((m->st = tutti_group_join(m->ctx, &gp, &g)) != TUTTI_OK)
+    if ((m->st = test_join(m->ctx, 77, 3, m->index, 0, &g)) != TUTTI_OK)
         return NULL;
-    tutti_instance_params_init(&ip);
-    ip.instance_key = m->instance;
-    ip.count = 3;
+    test_params(&ip, m->instance, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 3);
     ip.algorithm = "TestPlan";
-    if ((m->st = tutti_execute(g, &ip, in, m->out, &r)) == TUTTI_OK) {
-        m->st = tutti_request_wait(r);
-        tutti_request_free(r);
-    }
+    m->st = test_exec_wait(g, &ip, in, m->out);
     tutti_group_leave(g);
     return NULL;
 }
@@ -499,15 +453,10 @@ static void *plan_member(void *arg)
 static void test_details_made_once_for_all(void **state)
 {
     plan_member_t m[3];
-    pthread_t t[3];
     for (uint64_t inst = 1; inst <= 2; inst++) {
-        for (int i = 0; i < 3; i++) {
-            m[i] = (plan_member_t){*state, i, inst, {0, 0, 0}, TUTTI_OK};
-            assert_int_equal(pthread_create(&t[i], NULL, plan_member, &m[i]),
-                             0);
-        }
         for (int i = 0; i < 3; i++)
-            pthread_join(t[i], NULL);
+            m[i] = (plan_member_t){*state, i, inst, TUTTI_OK, {0, 0, 0}};
+        assert_int_equal(test_threads(3, plan_member, m, sizeof(m[0])), 0);
         for (int i = 0; i < 3; i++) {
             if (m[i].st != TUTTI_OK)
                 fail_msg("member %d: %s", i, tutti_status_name(m[i].st));

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "select/select.h"
 #include "base/log.h"
+#include "test_util.h"
 
 typedef struct {
     char dir[64];
@@ -26,10 +27,7 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof(*f));
 
-    if (f == NULL)
-        return -1;
-    strcpy(f->dir, "/tmp/tutti-test-select-XXXXXX");
-    if (mkdtemp(f->dir) == NULL) {
+    if (f == NULL || test_tmpdir(f->dir, sizeof(f->dir), "test-select") != 0) {
         free(f);
         return -1;
     }
@@ -43,8 +41,7 @@ static int teardown(void **state)
 {
     fixture_t *f = *state;
 
-    unlink(f->path);
-    rmdir(f->dir);
+    test_rmtree(f->dir);
     tutti__config_free(&f->cfg);
     free(f);
     return 0;
@@ -53,11 +50,10 @@ static int teardown(void **state)
 /* Load "selection:" followed by @p rules (one YAML list item per line). */
 static void load_rules(fixture_t *f, const char *rules)
 {
-    FILE *fp = fopen(f->path, "w");
+    char text[2048];
 
-    assert_non_null(fp);
-    fprintf(fp, "selection:\n%s", rules);
-    assert_int_equal(fclose(fp), 0);
+    snprintf(text, sizeof(text), "selection:\n%s", rules);
+    test_write_file(f->path, text);
     if (tutti__config_load_file(&f->cfg, f->path) != TUTTI_OK)
         fail_msg("loading rules failed: %s", tutti_last_error());
 }
@@ -127,32 +123,24 @@ static void test_size_bounds_inclusive(void **state)
 static void test_group_size_and_tasks(void **state)
 {
     fixture_t *f = *state;
+    /* A group size, a number of tasks, and what they pick, in turn. */
+    static const struct {
+        int group_size, num_tasks;
+        const char *want;
+    } picks[] = {{2, 1, "Local"},    {8, 1, "Local"},    {1, 1, "Single"},
+                 {9, 1, "-"},        {16, 1, "Big"},     {9, 2, "FewTasks"},
+                 {9, 4, "FewTasks"}, {9, 5, "-"},        {4, 2, "FewTasks"}};
     tutti_select_query_t q = query(TUTTI_COLL_ALLREDUCE, 8);
 
     load_rules(f, "  - { group_size: 2-8, num_tasks: 1, algorithm: Local }\n"
                   "  - { group_size: 16-, algorithm: Big }\n"
                   "  - { num_tasks: 2-4, algorithm: FewTasks }\n"
                   "  - { group_size: 1, algorithm: Single }\n");
-    q.group_size = 2;
-    assert_string_equal(pick(f, &q), "Local");
-    q.group_size = 8;
-    assert_string_equal(pick(f, &q), "Local");
-    q.group_size = 1;
-    assert_string_equal(pick(f, &q), "Single");
-    q.group_size = 9;
-    assert_string_equal(pick(f, &q), "-");
-    q.group_size = 16;
-    assert_string_equal(pick(f, &q), "Big");
-    q.group_size = 9;
-    q.num_tasks = 2;
-    assert_string_equal(pick(f, &q), "FewTasks");
-    q.num_tasks = 4;
-    assert_string_equal(pick(f, &q), "FewTasks");
-    q.num_tasks = 5;
-    assert_string_equal(pick(f, &q), "-");
-    q.group_size = 4;
-    q.num_tasks = 2;
-    assert_string_equal(pick(f, &q), "FewTasks");
+    for (size_t i = 0; i < sizeof(picks) / sizeof(picks[0]); i++) {
+        q.group_size = picks[i].group_size;
+        q.num_tasks = picks[i].num_tasks;
+        assert_string_equal(pick(f, &q), picks[i].want);
+    }
     assert_non_null(strstr(f->explain, "Local: no (num_tasks 2 outside 1)"));
 }
 
