@@ -1,6 +1,5 @@
 /* Unit tests for core/config: YAML loading, environment, rule checks, and
  * the settings of the shm and tcp modules read through their rows. */
-#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +18,7 @@
 #include "config/config.h"
 #include "plugin/registry.h"
 #include "select/select.h"
+#include "test_util.h"
 
 static const char *const env_vars[] = {
     "TUTTI_LOG_LEVEL",       "TUTTI_TIMEOUT",     "TUTTI_MODULE_PATH",
@@ -45,10 +45,7 @@ static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof(*f));
 
-    if (f == NULL)
-        return -1;
-    strcpy(f->dir, "/tmp/tutti-test-config-XXXXXX");
-    if (mkdtemp(f->dir) == NULL) {
+    if (f == NULL || test_tmpdir(f->dir, sizeof(f->dir), "test-config") != 0) {
         free(f);
         return -1;
     }
@@ -61,19 +58,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture_t *f = *state;
-    DIR *d = opendir(f->dir);
-    struct dirent *e;
-    char path[512];
 
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", f->dir, e->d_name);
-        unlink(path);
-    }
-    if (d != NULL)
-        closedir(d);
-    rmdir(f->dir);
+    test_rmtree(f->dir);
     tutti__config_free(&f->cfg); /* before the modules its rows are in */
     tutti__registry_free(&f->reg);
     clear_env();
@@ -84,14 +70,36 @@ static int teardown(void **state)
 /* Write @p text to <dir>/<name> and remember the path in f->path. */
 static const char *write_yaml(fixture_t *f, const char *name, const char *text)
 {
-    FILE *fp;
-
-    snprintf(f->path, sizeof(f->path), "%s/%s", f->dir, name);
-    fp = fopen(f->path, "w");
-    assert_non_null(fp);
-    assert_int_equal(fputs(text, fp) >= 0, 1);
-    assert_int_equal(fclose(fp), 0);
+    test_tmpfile(f->path, sizeof(f->path), f->dir, name, text);
     return f->path;
+}
+
+/* Write @p text to <dir>/<name> and load it into f->cfg, which must
+ * succeed; the path. */
+static const char *load_yaml(fixture_t *f, const char *name, const char *text)
+{
+    const char *path = write_yaml(f, name, text);
+
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    return path;
+}
+
+/* A fresh config, as a context starts with. */
+static void reset_config(fixture_t *f)
+{
+    tutti__config_free(&f->cfg);
+    tutti__config_init(&f->cfg);
+}
+
+/* The last error names @p named and @p what, then says what was
+ * expected. */
+static void expect_detail(const char *named, const char *what)
+{
+    if (strstr(tutti_last_error(), named) == NULL ||
+        strstr(tutti_last_error(), what) == NULL)
+        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), named,
+                 what);
+    assert_non_null(strstr(tutti_last_error(), "; expected "));
 }
 
 /* Load @p text and expect TUTTI_ERR_CONFIG with "<path>:<where>: " and
@@ -104,11 +112,7 @@ static void expect_error(fixture_t *f, const char *text, const char *where,
 
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_ERR_CONFIG);
     snprintf(prefix, sizeof(prefix), "%s:%s: ", path, where);
-    if (strstr(tutti_last_error(), prefix) == NULL ||
-        strstr(tutti_last_error(), what) == NULL)
-        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), prefix,
-                 what);
-    assert_non_null(strstr(tutti_last_error(), "; expected "));
+    expect_detail(prefix, what);
 }
 
 /* The build tree's shm and tcp modules declare their settings to f->cfg,
@@ -150,18 +154,12 @@ static void expect_module_error(fixture_t *f, const char *text,
     char prefix[256];
     const char *path = write_yaml(f, "bad.yaml", text);
 
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
+    reset_config(f);
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     assert_int_equal(take_modules(f), TUTTI_ERR_CONFIG);
     snprintf(prefix, sizeof(prefix), "%s:%s: ", path, where);
-    if (strstr(tutti_last_error(), prefix) == NULL ||
-        strstr(tutti_last_error(), what) == NULL)
-        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), prefix,
-                 what);
-    assert_non_null(strstr(tutti_last_error(), "; expected "));
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
+    expect_detail(prefix, what);
+    reset_config(f);
 }
 
 static char *print_config(const tutti__config_t *cfg)
@@ -176,6 +174,25 @@ static char *print_config(const tutti__config_t *cfg)
     return text;
 }
 
+/* Every key of @p kv (key, value, ..., NULL) has its value, as tutti-info
+ * prints it. */
+static void expect_values(fixture_t *f, const char *const *kv)
+{
+    for (; kv[0] != NULL; kv += 2)
+        assert_string_equal(value_of(f, kv[0]), kv[1]);
+}
+
+/* The config as tutti-info prints it holds every line of @p lines (up to
+ * NULL). */
+static void expect_printed(fixture_t *f, const char *const *lines)
+{
+    char *text = print_config(&f->cfg);
+
+    for (; *lines != NULL; lines++)
+        assert_non_null(strstr(text, *lines));
+    free(text);
+}
+
 static const tutti__kv_t *param(const tutti__rule_t *r, const char *key)
 {
     for (size_t i = 0; i < r->num_params; i++) {
@@ -185,12 +202,190 @@ static const tutti__kv_t *param(const tutti__rule_t *r, const char *key)
     return NULL;
 }
 
+/* ---- files and variables that are refused ------------------------------- */
+
+/* Which test loads a bad file. */
+enum { BAD_YAML, BAD_KEY, BAD_VALUE, BAD_MODULE };
+
+/* A file that does not load, or (@c module) that loads but whose sections
+ * the shm and tcp modules refuse when they take them: the detail says
+ * "<path>:<where>: " and @c what, and what was expected. */
+typedef struct {
+    int topic, module;
+    const char *text, *where, *what;
+} bad_file_t;
+
+static const bad_file_t bad_files[] = {
+    /* The flow list opened on line 2 is not closed before line 3's ':'. */
+    {BAD_YAML, 0, "log_level: warn\ntimeout: [1, 2\nshm: {}\n", "3:4",
+     "line 2, column 10"},
+    {BAD_YAML, 0, "log_level: warn\ntimeout: @x\n", "2:10",
+     "cannot start any token"},
+    {BAD_YAML, 0, "log_level: warn\n  timeout: 3\n", "2:10",
+     "mapping values are not allowed"},
+    {BAD_YAML, 0, "timeout: 1\n---\ntimeout: 2\n", "3:1",
+     "second YAML document"},
+    {BAD_KEY, 0, "log_level: warn\n\ncolour: red\n", "3:1",
+     "unknown key 'colour' at top level; expected one of "
+     "log_level, timeout, modules, transports, selection, or a "
+     "module's section"},
+    {BAD_KEY, 0, "selection:\n  - collective: allreduce\n"
+     "    algorithm: RingReduce\n"
+     "  - { algorithm: X, colective: broadcast }\n", "4:21",
+     "unknown key 'colective' in selection rule; expected one "
+     "of collective, device, dtype, size, group_size, num_tasks, "
+     "algorithm, params"},
+    {BAD_KEY, 0, "modules:\n  paths: [/x]\n", "2:3",
+     "unknown key 'paths' in modules"},
+    {BAD_KEY, 1, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:9",
+     "unknown key 'slot' in shm"},
+    {BAD_KEY, 1, "tcp:\n  port: 0\n", "2:9",
+     "unknown key 'port' in tcp; expected one of "
+     "interface, family, ports, connections"},
+    /* A section no loaded module takes is an unknown key. */
+    {BAD_KEY, 1, "log_level: warn\nshmm: { slots: 4 }\n", "2:16",
+     "unknown key 'shmm' at top level; expected one of "
+     "log_level, timeout, modules, transports, selection, "
+     "or the section of a loaded module with settings (shm, tcp)"},
+    {BAD_VALUE, 0, "timeout: 0\n", "1:10", "found '0' for timeout"},
+    {BAD_VALUE, 0, "timeout: soon\n", "1:10", "found 'soon' for timeout"},
+    {BAD_VALUE, 0, "timeout: [1]\n", "1:10", "found a list"},
+    {BAD_VALUE, 0, "log_level: loud\n", "1:12",
+     "found 'loud' for log_level; expected one of error"},
+    {BAD_VALUE, 1, "shm: { slot_size: 48K }\n", "1:19",
+     "found '48K' for slot_size; expected a power of two"},
+    {BAD_VALUE, 1, "shm: { slot_size: 32M }\n", "1:19", "slot_size"},
+    {BAD_VALUE, 1, "shm: { slot_size: 2K }\n", "1:19", "slot_size"},
+    {BAD_VALUE, 1, "shm: { slots: 1 }\n", "1:15", "found '1' for slots"},
+    {BAD_VALUE, 1, "shm: { slots: 1025 }\n", "1:15", "found '1025'"},
+    {BAD_VALUE, 0, "shm: [1]\n", "1:6", "found a list for 'shm'"},
+    {BAD_VALUE, 0, "modules: [1]\n", "1:10", "expected a mapping with keys "
+     "path, load"},
+    {BAD_VALUE, 0, "[1, 2]\n", "1:1", "found a list"},
+    {BAD_VALUE, 0, "timeout: 1\ntimeout: 2\n", "2:1",
+     "duplicate key 'timeout' (first at line 1)"},
+    {BAD_VALUE, 0, "transports: [shm, 'has space']\n", "1:19", "has space"},
+    {BAD_VALUE, 0, "selection:\n  - { collective: allreduce }\n", "2:5",
+     "selection rule without 'algorithm'"},
+    {BAD_VALUE, 0, "selection:\n  - { collective: allreduc, algorithm: X }\n",
+     "2:19", "found 'allreduc' for collective; expected one of "
+     "allreduce, broadcast"},
+    {BAD_VALUE, 0, "selection:\n  - { device: gpu, algorithm: X }\n", "2:15",
+     "found 'gpu' for device"},
+    {BAD_VALUE, 0,
+     "selection:\n  - { dtype: [float32, half], algorithm: X }\n", "2:24",
+     "found 'half' for dtype"},
+    {BAD_VALUE, 0, "selection:\n  - { collective: [], algorithm: X }\n",
+     "2:19", "found an empty list"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: [A, B] }\n", "2:18",
+     "found a list"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: \"\" }\n", "2:18",
+     "found '' for algorithm"},
+    {BAD_VALUE, 0, "selection:\n  - algorithm: "
+     "A234567890123456789012345678901234567890123456789012345678901234\n",
+     "2:16", "for algorithm; expected a name of 1 to 63"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X, params: [1] }\n", "2:29",
+     "expected a mapping of parameter names"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X, params: { a: [1] } }\n",
+     "2:34", "found a list"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X, group_size: 2-x }\n",
+     "2:33", "group_size range '2-x' is not valid"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X, num_tasks: 8-2 }\n",
+     "2:32", "num_tasks range '8-2' has its lower bound above"},
+    {BAD_VALUE, 0, "selection: { algorithm: X }\n", "1:12",
+     "found a mapping; expected a list of selection rules"},
+    {BAD_MODULE, 1, "shm: { single_copy: on }\n", "1:21",
+     "found 'on' for single_copy; expected auto or off"},
+    {BAD_MODULE, 1, "tcp: { interface: eth0/1 }\n", "1:19",
+     "found 'eth0/1' for interface; expected a network interface"},
+    {BAD_MODULE, 1, "tcp: { interface: averyveryverylongname }\n", "1:19",
+     "for interface"},
+    {BAD_MODULE, 1, "tcp: { family: inet }\n", "1:16",
+     "found 'inet' for family; expected one of any, ipv4, ipv6"},
+    {BAD_MODULE, 1, "tcp: { ports: 70000 }\n", "1:15",
+     "found '70000' for ports; expected 0 (any free port)"},
+    {BAD_MODULE, 1, "tcp: { ports: 200-100 }\n", "1:15", "for ports"},
+    {BAD_MODULE, 1, "tcp: { ports: 0-100 }\n", "1:15", "for ports"},
+    {BAD_MODULE, 1, "tcp: { ports: 100- }\n", "1:15", "for ports"},
+    {BAD_MODULE, 1, "tcp: { connections: 0 }\n", "1:21",
+     "found '0' for connections; expected a whole number from 1 to 16"},
+    {BAD_MODULE, 1, "tcp: { connections: 17 }\n", "1:21", "connections"},
+    {BAD_MODULE, 0, "tcp: [1]\n", "1:6",
+     "found a list for 'tcp'; expected a mapping of a module's settings"},
+    {BAD_MODULE, 0, "tcp: { ports: [1, 2] }\n", "1:15",
+     "found a list; expected one value"},
+};
+
+/* Loads, in order, every file of bad_files that @p topic's test loads. */
+static void expect_bad_files(fixture_t *f, int topic)
+{
+    for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+        const bad_file_t *b = &bad_files[i];
+        if (b->topic != topic)
+            continue;
+        if (b->module)
+            expect_module_error(f, b->text, b->where, b->what);
+        else
+            expect_error(f, b->text, b->where, b->what);
+    }
+}
+
+/* A variable the core refuses when it applies the environment, or
+ * (@c module) that the shm and tcp modules refuse when they take their
+ * settings: the detail names VAR='value', @c what and what was
+ * expected. */
+typedef struct {
+    int module;
+    const char *var, *value, *what;
+} bad_env_t;
+
+static const bad_env_t bad_envs[] = {
+    {1, "TUTTI_SHM_SINGLE_COPY", "yes", "not a valid shm.single_copy"},
+    {1, "TUTTI_TCP_IFNAME", "a b", "not a valid tcp.interface"},
+    {1, "TUTTI_TCP_FAMILY", "ip4", "not a valid tcp.family"},
+    {1, "TUTTI_TCP_PORTS", "1-2-3", "not a valid tcp.ports"},
+    {1, "TUTTI_TCP_PORTS", "x", "not a valid tcp.ports"},
+    {1, "TUTTI_TCP_CONNECTIONS", "99", "expected a whole number from 1 to 16"},
+    {1, "TUTTI_SHM_SLOT_SIZE", "48K",
+     "expected a power of two from 4K to 16M"},
+    {0, "TUTTI_LOG_LEVEL", "loud", "not a valid log_level; "
+     "expected one of error, warn, info, debug, trace, off"},
+    {0, "TUTTI_TIMEOUT", "abc", "not a valid timeout"},
+    {0, "TUTTI_TIMEOUT", "-1", "not a valid timeout"},
+    {0, "TUTTI_TRANSPORTS", "shm,,tcp",
+     "not a valid transports; expected a list of transport"},
+    {0, "TUTTI_MODULES_LOAD", "ring, a b", "not a valid modules.load"},
+    {0, "TUTTI_ALGO", "allreduce", "'allreduce' is not"},
+    {0, "TUTTI_ALGO", "allreduce:RingReduce,bcast:X",
+     "unknown collective 'bcast'"},
+    {0, "TUTTI_ALGO", "allreduce:", "is not collective:name"},
+};
+#define NUM_BAD_ENVS (sizeof(bad_envs) / sizeof(bad_envs[0]))
+
+/* Sets @p e's variable and expects it refused; then unsets it.  The
+ * modules take their variables when their rows come, on a fresh config. */
+static void expect_env_error(fixture_t *f, const bad_env_t *e)
+{
+    char named[256];
+
+    if (e->module)
+        reset_config(f);
+    setenv(e->var, e->value, 1);
+    assert_int_equal(e->module ? take_modules(f)
+                               : tutti__config_apply_env(&f->cfg),
+                     TUTTI_ERR_CONFIG);
+    snprintf(named, sizeof(named), "%s='%s'", e->var, e->value);
+    expect_detail(named, e->what);
+    unsetenv(e->var);
+    if (e->module)
+        reset_config(f);
+}
+
 /* ---- defaults and a full file ------------------------------------------- */
 
 static void test_defaults(void **state)
 {
     fixture_t *f = *state;
-    char *text;
 
     assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_WARN);
     assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_DEFAULT);
@@ -200,15 +395,13 @@ static void test_defaults(void **state)
     assert_int_equal(f->cfg.module_path.count, 0);
     assert_int_equal(f->cfg.num_rules, 0);
     assert_null(f->cfg.path);
-    text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "timeout = 300 (default)\n"));
-    assert_non_null(strstr(text, "transports = [shm] (default)\n"));
-    assert_non_null(strstr(text, "log_level = warn (default)\n"));
-    free(text);
+    expect_printed(f, (const char *const[]){"timeout = 300 (default)\n",
+        "transports = [shm] (default)\n", "log_level = warn (default)\n",
+        NULL});
     /* The modules' defaults, from their rows. */
     assert_int_equal(take_modules(f), TUTTI_OK);
-    assert_string_equal(value_of(f, "shm.slot_size"), "64K");
-    assert_string_equal(value_of(f, "shm.slots"), "16");
+    expect_values(f, (const char *const[]){"shm.slot_size", "64K",
+        "shm.slots", "16", NULL});
     assert_string_equal(tutti_last_error(), "");
     assert_string_equal(tutti__source_name(TUTTI_SRC_ENV), "env");
     assert_string_equal(tutti__source_name(TUTTI_SRC_FILE), "file");
@@ -239,10 +432,9 @@ static const char full_yaml[] =
 static void test_full_file(void **state)
 {
     fixture_t *f = *state;
-    const char *path = write_yaml(f, "full.yaml", full_yaml);
+    const char *path = load_yaml(f, "full.yaml", full_yaml);
     const tutti__rule_t *r;
 
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     assert_string_equal(f->cfg.path, path);
     assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_DEBUG);
     assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_FILE);
@@ -299,23 +491,20 @@ static void test_full_file(void **state)
     assert_int_equal(f->cfg.num_pending, 2);
     assert_int_equal(take_modules(f), TUTTI_OK);
     assert_int_equal(f->cfg.num_pending, 0);
-    assert_string_equal(value_of(f, "shm.slot_size"), "1M");
-    assert_string_equal(value_of(f, "shm.slots"), "64");
-    char *text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "shm.slots = 64 (file)\n"));
-    assert_non_null(strstr(text, "shm.single_copy = auto (default)\n"));
-    free(text);
+    expect_values(f, (const char *const[]){"shm.slot_size", "1M",
+        "shm.slots", "64", NULL});
+    expect_printed(f, (const char *const[]){"shm.slots = 64 (file)\n",
+        "shm.single_copy = auto (default)\n", NULL});
 }
 
 static void test_single_values_and_empty(void **state)
 {
     fixture_t *f = *state;
-    const char *path = write_yaml(f, "one.yaml",
-                                  "modules: { path: /only/dir, load: }\n"
-                                  "transports: tcp\n"
-                                  "selection:\n");
 
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    load_yaml(f, "one.yaml",
+              "modules: { path: /only/dir, load: }\n"
+              "transports: tcp\n"
+              "selection:\n");
     assert_int_equal(f->cfg.module_path.count, 1);
     assert_string_equal(f->cfg.module_path.items[0], "/only/dir");
     assert_int_equal(f->cfg.module_load.count, 0);
@@ -326,60 +515,46 @@ static void test_single_values_and_empty(void **state)
     assert_true(f->cfg.timeout == 300.0);
     assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_DEFAULT);
 
-    path = write_yaml(f, "empty.yaml", "# nothing but a comment\n");
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    load_yaml(f, "empty.yaml", "# nothing but a comment\n");
     assert_string_equal(f->cfg.transports.items[0], "tcp");
 }
 
-/* ---- shm.single_copy and the tcp section ------------------------------- */
+/* ---- shm.single_copy and the tcp section -------------------------------- */
 
 static void test_tcp_keys(void **state)
 {
     fixture_t *f = *state;
     const char *path;
-    char *text;
 
     /* Defaults, from the modules' rows. */
     assert_int_equal(take_modules(f), TUTTI_OK);
-    assert_string_equal(value_of(f, "shm.single_copy"), "auto");
-    assert_string_equal(value_of(f, "tcp.interface"), "");
-    assert_string_equal(value_of(f, "tcp.family"), "any");
-    assert_string_equal(value_of(f, "tcp.ports"), "0");
-    assert_string_equal(value_of(f, "tcp.connections"), "2");
+    expect_values(f, (const char *const[]){"shm.single_copy", "auto",
+        "tcp.interface", "", "tcp.family", "any", "tcp.ports", "0",
+        "tcp.connections", "2", NULL});
     assert_null(tutti__config_module_values(&f->cfg, "nosuchmodule"));
     assert_non_null(tutti__config_module_values(&f->cfg, "tcp"));
-    text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "shm.single_copy = auto (default)\n"));
-    assert_non_null(strstr(text, "tcp.interface = \"\" (default)\n"));
-    assert_non_null(strstr(text, "tcp.family = any (default)\n"));
-    assert_non_null(strstr(text, "tcp.ports = 0 (default)\n"));
-    assert_non_null(strstr(text, "tcp.connections = 2 (default)\n"));
-    free(text);
+    expect_printed(f, (const char *const[]){
+        "shm.single_copy = auto (default)\n",
+        "tcp.interface = \"\" (default)\n", "tcp.family = any (default)\n",
+        "tcp.ports = 0 (default)\n", "tcp.connections = 2 (default)\n", NULL});
 
     /* From a file. */
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
-    path = write_yaml(f, "tcp.yaml",
-                      "shm: { single_copy: off }\n"
-                      "tcp:\n  interface: eth1\n  family: ipv6\n"
-                      "  ports: 29500-29599\n  connections: 4\n");
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    reset_config(f);
+    path = load_yaml(f, "tcp.yaml",
+                     "shm: { single_copy: off }\n"
+                     "tcp:\n  interface: eth1\n  family: ipv6\n"
+                     "  ports: 29500-29599\n  connections: 4\n");
     assert_int_equal(take_modules(f), TUTTI_OK);
-    assert_string_equal(value_of(f, "shm.single_copy"), "off");
-    assert_string_equal(value_of(f, "tcp.family"), "ipv6");
-    assert_string_equal(value_of(f, "tcp.ports"), "29500-29599");
-    assert_string_equal(value_of(f, "tcp.connections"), "4");
-    assert_string_equal(value_of(f, "tcp.interface"), "eth1");
+    expect_values(f, (const char *const[]){"shm.single_copy", "off",
+        "tcp.family", "ipv6", "tcp.ports", "29500-29599",
+        "tcp.connections", "4", "tcp.interface", "eth1", NULL});
     assert_null(tutti__config_get_text(&f->cfg, "tcp.port", (char[8]){0}, 8));
-    text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "tcp.ports = 29500-29599 (file)\n"));
-    assert_non_null(strstr(text, "tcp.interface = \"eth1\" (file)\n"));
-    assert_non_null(strstr(text, "tcp.connections = 4 (file)\n"));
-    free(text);
+    expect_printed(f, (const char *const[]){"tcp.ports = 29500-29599 (file)\n",
+        "tcp.interface = \"eth1\" (file)\n", "tcp.connections = 4 (file)\n",
+        NULL});
 
     /* The environment over the file. */
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
+    reset_config(f);
     assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     setenv("TUTTI_SHM_SINGLE_COPY", "auto", 1);
     setenv("TUTTI_TCP_IFNAME", "lo", 1);
@@ -388,93 +563,29 @@ static void test_tcp_keys(void **state)
     setenv("TUTTI_TCP_CONNECTIONS", "16", 1);
     setenv("TUTTI_SHM_SLOTS", " 32 ", 1);
     assert_int_equal(take_modules(f), TUTTI_OK);
-    assert_string_equal(value_of(f, "shm.single_copy"), "auto");
-    assert_string_equal(value_of(f, "tcp.interface"), "lo");
-    assert_string_equal(value_of(f, "tcp.family"), "ipv4");
-    assert_string_equal(value_of(f, "tcp.ports"), "0");
-    assert_string_equal(value_of(f, "tcp.connections"), "16");
-    assert_string_equal(value_of(f, "shm.slots"), "32");
-    text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "tcp.family = ipv4 (env)\n"));
-    assert_non_null(strstr(text, "tcp.connections = 16 (env)\n"));
-    assert_non_null(strstr(text, "shm.slot_size = 64K (default)\n"));
-    free(text);
+    expect_values(f, (const char *const[]){"shm.single_copy", "auto",
+        "tcp.interface", "lo", "tcp.family", "ipv4", "tcp.ports", "0",
+        "tcp.connections", "16", "shm.slots", "32", NULL});
+    expect_printed(f, (const char *const[]){"tcp.family = ipv4 (env)\n",
+        "tcp.connections = 16 (env)\n", "shm.slot_size = 64K (default)\n",
+        NULL});
 
     /* An empty interface in the file means any. */
     clear_env();
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
-    path = write_yaml(f, "tcp2.yaml", "tcp: { interface: }\n");
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    reset_config(f);
+    path = load_yaml(f, "tcp2.yaml", "tcp: { interface: }\n");
     assert_int_equal(take_modules(f), TUTTI_OK);
     assert_string_equal(value_of(f, "tcp.interface"), "");
-}
-
-/* The modules take their variables when their rows come: a bad one fails
- * there, naming the variable, its value and what was expected. */
-static void expect_module_env_error(fixture_t *f, const char *var,
-                                    const char *value, const char *what)
-{
-    char named[256];
-
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
-    setenv(var, value, 1);
-    assert_int_equal(take_modules(f), TUTTI_ERR_CONFIG);
-    snprintf(named, sizeof(named), "%s='%s'", var, value);
-    if (strstr(tutti_last_error(), named) == NULL ||
-        strstr(tutti_last_error(), what) == NULL ||
-        strstr(tutti_last_error(), "; expected ") == NULL)
-        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), named,
-                 what);
-    unsetenv(var);
-    tutti__config_free(&f->cfg);
-    tutti__config_init(&f->cfg);
 }
 
 static void test_tcp_bad_values(void **state)
 {
     fixture_t *f = *state;
 
-    expect_module_error(f, "shm: { single_copy: on }\n", "1:21",
-                        "found 'on' for single_copy; expected auto or off");
-    expect_module_error(f, "tcp: { interface: eth0/1 }\n", "1:19",
-                        "found 'eth0/1' for interface; expected a network "
-                        "interface");
-    expect_module_error(f, "tcp: { interface: averyveryverylongname }\n",
-                        "1:19", "for interface");
-    expect_module_error(f, "tcp: { family: inet }\n", "1:16",
-                        "found 'inet' for family; expected one of any, ipv4, "
-                        "ipv6");
-    expect_module_error(f, "tcp: { ports: 70000 }\n", "1:15",
-                        "found '70000' for ports; expected 0 (any free port)");
-    expect_module_error(f, "tcp: { ports: 200-100 }\n", "1:15", "for ports");
-    expect_module_error(f, "tcp: { ports: 0-100 }\n", "1:15", "for ports");
-    expect_module_error(f, "tcp: { ports: 100- }\n", "1:15", "for ports");
-    expect_module_error(f, "tcp: { connections: 0 }\n", "1:21",
-                        "found '0' for connections; expected a whole number "
-                        "from 1 to 16");
-    expect_module_error(f, "tcp: { connections: 17 }\n", "1:21",
-                        "connections");
-    expect_error(f, "tcp: [1]\n", "1:6",
-                 "found a list for 'tcp'; expected a mapping of a module's "
-                 "settings");
-    expect_error(f, "tcp: { ports: [1, 2] }\n", "1:15",
-                 "found a list; expected one value");
-
-    expect_module_env_error(f, "TUTTI_SHM_SINGLE_COPY", "yes",
-                            "not a valid shm.single_copy");
-    expect_module_env_error(f, "TUTTI_TCP_IFNAME", "a b",
-                            "not a valid tcp.interface");
-    expect_module_env_error(f, "TUTTI_TCP_FAMILY", "ip4",
-                            "not a valid tcp.family");
-    expect_module_env_error(f, "TUTTI_TCP_PORTS", "1-2-3",
-                            "not a valid tcp.ports");
-    expect_module_env_error(f, "TUTTI_TCP_PORTS", "x", "not a valid tcp.ports");
-    expect_module_env_error(f, "TUTTI_TCP_CONNECTIONS", "99",
-                            "expected a whole number from 1 to 16");
-    expect_module_env_error(f, "TUTTI_SHM_SLOT_SIZE", "48K",
-                            "expected a power of two from 4K to 16M");
+    expect_bad_files(f, BAD_MODULE);
+    for (size_t i = 0; i < NUM_BAD_ENVS; i++)
+        if (bad_envs[i].module)
+            expect_env_error(f, &bad_envs[i]);
 }
 
 static void test_shipped_config(void **state)
@@ -491,17 +602,11 @@ static void test_shipped_config(void **state)
     assert_int_equal(f->cfg.transports.count, 1);
     assert_string_equal(f->cfg.transports.items[0], "shm");
     assert_int_equal(take_modules(f), TUTTI_OK);
-    assert_string_equal(value_of(f, "shm.slot_size"), "64K");
-    assert_string_equal(value_of(f, "shm.slots"), "16");
-    assert_string_equal(value_of(f, "shm.single_copy"), "off");
-    assert_string_equal(value_of(f, "tcp.interface"), "");
-    assert_string_equal(value_of(f, "tcp.family"), "any");
-    assert_string_equal(value_of(f, "tcp.ports"), "0");
-    assert_string_equal(value_of(f, "tcp.connections"), "2");
-    char *text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "shm.single_copy = off (file)\n"));
-    assert_non_null(strstr(text, "tcp.connections = 2 (file)\n"));
-    free(text);
+    expect_values(f, (const char *const[]){"shm.slot_size", "64K",
+        "shm.slots", "16", "shm.single_copy", "off", "tcp.interface", "",
+        "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
+    expect_printed(f, (const char *const[]){"shm.single_copy = off (file)\n",
+        "tcp.connections = 2 (file)\n", NULL});
     assert_int_equal(f->cfg.num_rules, 11);
     r = f->cfg.rules;
     /* Every collective has a rule for any size, so selection never fails
@@ -540,105 +645,17 @@ static void test_shipped_config(void **state)
 
 static void test_malformed_yaml(void **state)
 {
-    fixture_t *f = *state;
-
-    /* The flow list opened on line 2 is not closed before line 3's ':'. */
-    expect_error(f, "log_level: warn\ntimeout: [1, 2\nshm: {}\n", "3:4",
-                 "line 2, column 10");
-    expect_error(f, "log_level: warn\ntimeout: @x\n", "2:10",
-                 "cannot start any token");
-    expect_error(f, "log_level: warn\n  timeout: 3\n", "2:10",
-                 "mapping values are not allowed");
-    expect_error(f, "timeout: 1\n---\ntimeout: 2\n", "3:1",
-                 "second YAML document");
+    expect_bad_files(*state, BAD_YAML);
 }
 
 static void test_unknown_keys(void **state)
 {
-    fixture_t *f = *state;
-
-    expect_error(f, "log_level: warn\n\ncolour: red\n", "3:1",
-                 "unknown key 'colour' at top level; expected one of "
-                 "log_level, timeout, modules, transports, selection, or a "
-                 "module's section");
-    expect_error(f,
-                 "selection:\n"
-                 "  - collective: allreduce\n"
-                 "    algorithm: RingReduce\n"
-                 "  - { algorithm: X, colective: broadcast }\n",
-                 "4:21",
-                 "unknown key 'colective' in selection rule; expected one "
-                 "of collective, device, dtype, size, group_size, num_tasks, "
-                 "algorithm, params");
-    expect_error(f, "modules:\n  paths: [/x]\n", "2:3",
-                 "unknown key 'paths' in modules");
-    expect_module_error(f, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:9",
-                        "unknown key 'slot' in shm");
-    expect_module_error(f, "tcp:\n  port: 0\n", "2:9",
-                        "unknown key 'port' in tcp; expected one of "
-                        "interface, family, ports, connections");
-    /* A section no loaded module takes is an unknown key. */
-    expect_module_error(f, "log_level: warn\nshmm: { slots: 4 }\n", "2:16",
-                        "unknown key 'shmm' at top level; expected one of "
-                        "log_level, timeout, modules, transports, selection, "
-                        "or the section of a loaded module with settings "
-                        "(shm, tcp)");
+    expect_bad_files(*state, BAD_KEY);
 }
 
 static void test_bad_values(void **state)
 {
-    fixture_t *f = *state;
-
-    expect_error(f, "timeout: 0\n", "1:10", "found '0' for timeout");
-    expect_error(f, "timeout: soon\n", "1:10", "found 'soon' for timeout");
-    expect_error(f, "timeout: [1]\n", "1:10", "found a list");
-    expect_error(f, "log_level: loud\n", "1:12",
-                 "found 'loud' for log_level; expected one of error");
-    expect_module_error(f, "shm: { slot_size: 48K }\n", "1:19",
-                        "found '48K' for slot_size; expected a power of two");
-    expect_module_error(f, "shm: { slot_size: 32M }\n", "1:19", "slot_size");
-    expect_module_error(f, "shm: { slot_size: 2K }\n", "1:19", "slot_size");
-    expect_module_error(f, "shm: { slots: 1 }\n", "1:15",
-                        "found '1' for slots");
-    expect_module_error(f, "shm: { slots: 1025 }\n", "1:15", "found '1025'");
-    expect_error(f, "shm: [1]\n", "1:6", "found a list for 'shm'");
-    expect_error(f, "modules: [1]\n", "1:10", "expected a mapping with keys "
-                                              "path, load");
-    expect_error(f, "[1, 2]\n", "1:1", "found a list");
-    expect_error(f, "timeout: 1\ntimeout: 2\n", "2:1",
-                 "duplicate key 'timeout' (first at line 1)");
-    expect_error(f, "transports: [shm, 'has space']\n", "1:19", "has space");
-    expect_error(f, "selection:\n  - { collective: allreduce }\n", "2:5",
-                 "selection rule without 'algorithm'");
-    expect_error(f, "selection:\n  - { collective: allreduc, algorithm: X }\n",
-                 "2:19", "found 'allreduc' for collective; expected one of "
-                         "allreduce, broadcast");
-    expect_error(f, "selection:\n  - { device: gpu, algorithm: X }\n", "2:15",
-                 "found 'gpu' for device");
-    expect_error(f,
-                 "selection:\n  - { dtype: [float32, half], algorithm: X }\n",
-                 "2:24", "found 'half' for dtype");
-    expect_error(f, "selection:\n  - { collective: [], algorithm: X }\n",
-                 "2:19", "found an empty list");
-    expect_error(f, "selection:\n  - { algorithm: [A, B] }\n", "2:18",
-                 "found a list");
-    expect_error(f, "selection:\n  - { algorithm: \"\" }\n", "2:18",
-                 "found '' for algorithm");
-    expect_error(f,
-                 "selection:\n  - algorithm: "
-                 "A23456789012345678901234567890"
-                 "1234567890123456789012345678901234\n",
-                 "2:16", "for algorithm; expected a name of 1 to 63");
-    expect_error(f, "selection:\n  - { algorithm: X, params: [1] }\n", "2:29",
-                 "expected a mapping of parameter names");
-    expect_error(f, "selection:\n  - { algorithm: X, params: { a: [1] } }\n",
-                 "2:34", "found a list");
-    expect_error(f, "selection:\n  - { algorithm: X, group_size: 2-x }\n",
-                 "2:33", "group_size range '2-x' is not valid");
-    expect_error(f, "selection:\n  - { algorithm: X, num_tasks: 8-2 }\n",
-                 "2:32", "num_tasks range '8-2' has its lower bound above");
-    expect_error(f, "selection: { algorithm: X }\n", "1:12",
-                 "found a mapping; expected a list of selection rules");
+    expect_bad_files(*state, BAD_VALUE);
 }
 
 static void test_bad_size_ranges(void **state)
@@ -662,9 +679,8 @@ static void test_bad_size_ranges(void **state)
 static void test_failure_leaves_config_unchanged(void **state)
 {
     fixture_t *f = *state;
-    const char *path = write_yaml(f, "good.yaml", full_yaml);
+    const char *path = load_yaml(f, "good.yaml", full_yaml);
 
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     path = write_yaml(f, "late-error.yaml",
                       "timeout: 9\n"
                       "transports: [x]\n"
@@ -761,7 +777,13 @@ static int fake_lookup(void *arg, const char *name, uint32_t *collectives_out)
 static void test_check_rules_skips_missing(void **state)
 {
     fixture_t *f = *state;
-    const char *path = write_yaml(
+    tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
+                              TUTTI_FLOAT32, 4096, 4, 1, 0};
+    const tutti__rule_t *r;
+    char explain[2048];
+    int calls = 0;
+
+    load_yaml(
         f, "rules.yaml",
         "selection:\n"
         "  - { collective: allreduce, algorithm: NcclReduce }\n"
@@ -769,13 +791,6 @@ static void test_check_rules_skips_missing(void **state)
         "  - { collective: allreduce, algorithm: RingReduce }\n"
         "  - { collective: broadcast,\n"
         "      algorithm: HierarchicalTreeBroadcast }\n");
-    tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 4096, 4, 1, 0};
-    const tutti__rule_t *r;
-    char explain[2048], *text;
-    int calls = 0;
-
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     tutti__select_check_rules(&f->cfg, fake_lookup, &calls, TUTTI_LOG_WARN);
     assert_int_equal(calls, 4);
     assert_true(f->cfg.rules[0].skipped);
@@ -794,12 +809,11 @@ static void test_check_rules_skips_missing(void **state)
     assert_non_null(strstr(explain, ":2: NcclReduce: skipped (rule names "));
     assert_non_null(strstr(explain, ":4: RingReduce: matches"));
 
-    text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "rules.yaml:2:5: collective=allreduce -> "
-                                 "NcclReduce [skipped: rule names"));
-    assert_non_null(strstr(text, "rules.yaml:4:5: collective=allreduce -> "
-                                 "RingReduce\n"));
-    free(text);
+    expect_printed(f, (const char *const[]){
+        "rules.yaml:2:5: collective=allreduce -> "
+        "NcclReduce [skipped: rule names",
+        "rules.yaml:4:5: collective=allreduce -> "
+        "RingReduce\n", NULL});
 }
 
 /* ---- environment -------------------------------------------------------- */
@@ -807,13 +821,11 @@ static void test_check_rules_skips_missing(void **state)
 static void test_env_overrides_file(void **state)
 {
     fixture_t *f = *state;
-    const char *path = write_yaml(f, "env.yaml",
-                                  "log_level: info\ntimeout: 10\n"
-                                  "modules: { path: [/file/dir] }\n"
-                                  "transports: [shm]\n");
-    char *text;
 
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    load_yaml(f, "env.yaml",
+              "log_level: info\ntimeout: 10\n"
+              "modules: { path: [/file/dir] }\n"
+              "transports: [shm]\n");
     setenv("TUTTI_LOG_LEVEL", "trace", 1);
     setenv("TUTTI_TIMEOUT", "0.25", 1);
     setenv("TUTTI_MODULE_PATH", "/env/a::/env/b", 1);
@@ -834,26 +846,23 @@ static void test_env_overrides_file(void **state)
     assert_int_equal(f->cfg.src[TUTTI__SET_TRANSPORTS], TUTTI_SRC_ENV);
     /* Values the environment does not name keep their source. */
     assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_LOAD], TUTTI_SRC_DEFAULT);
-    text = print_config(&f->cfg);
-    assert_non_null(strstr(text, "timeout = 0.25 (env)\n"));
-    assert_non_null(strstr(text, "log_level = trace (env)\n"));
-    free(text);
+    expect_printed(f, (const char *const[]){"timeout = 0.25 (env)\n",
+        "log_level = trace (env)\n", NULL});
 }
 
 static void test_env_algo_rules_first(void **state)
 {
     fixture_t *f = *state;
-    const char *path = write_yaml(
+    tutti_select_query_t q = {TUTTI_COLL_BROADCAST, TUTTI_DEVICE_CPU,
+                              TUTTI_INT32, 64, 2, 1, 0};
+    const tutti__rule_t *r;
+    const char *path = load_yaml(
         f, "algo.yaml",
         "selection:\n"
         "  - { collective: allreduce, algorithm: RingReduce }\n"
         "  - { collective: broadcast,\n"
         "      algorithm: HierarchicalTreeBroadcast }\n");
-    tutti_select_query_t q = {TUTTI_COLL_BROADCAST, TUTTI_DEVICE_CPU,
-                              TUTTI_INT32, 64, 2, 1, 0};
-    const tutti__rule_t *r;
 
-    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
     setenv("TUTTI_ALGO", "broadcast:EnvTree, allreduce:EnvRing", 1);
     assert_int_equal(tutti__config_apply_env(&f->cfg), TUTTI_OK);
     /* Applying twice replaces the rules rather than adding them again. */
@@ -882,40 +891,22 @@ static void test_env_algo_rules_first(void **state)
     assert_string_equal(f->cfg.rules[2].algorithm, "RingReduce");
 }
 
-static void expect_env_error(fixture_t *f, const char *var, const char *value,
-                             const char *what)
-{
-    char named[256];
-
-    setenv(var, value, 1);
-    assert_int_equal(tutti__config_apply_env(&f->cfg), TUTTI_ERR_CONFIG);
-    snprintf(named, sizeof(named), "%s='%s'", var, value);
-    if (strstr(tutti_last_error(), named) == NULL ||
-        strstr(tutti_last_error(), what) == NULL ||
-        strstr(tutti_last_error(), "; expected ") == NULL)
-        fail_msg("detail '%s' lacks '%s' or '%s'", tutti_last_error(), named,
-                 what);
-    unsetenv(var);
-}
-
 static void test_env_errors_leave_config_unchanged(void **state)
 {
     fixture_t *f = *state;
+    int first = 1;
 
-    expect_env_error(f, "TUTTI_LOG_LEVEL", "loud", "not a valid log_level; "
-                     "expected one of error, warn, info, debug, trace, off");
-    /* Applied to the copy first (it is read first), then thrown away. */
-    setenv("TUTTI_LOG_LEVEL", "debug", 1);
-    expect_env_error(f, "TUTTI_TIMEOUT", "abc", "not a valid timeout");
-    expect_env_error(f, "TUTTI_TIMEOUT", "-1", "not a valid timeout");
-    expect_env_error(f, "TUTTI_TRANSPORTS", "shm,,tcp",
-                     "not a valid transports; expected a list of transport");
-    expect_env_error(f, "TUTTI_MODULES_LOAD", "ring, a b",
-                     "not a valid modules.load");
-    expect_env_error(f, "TUTTI_ALGO", "allreduce", "'allreduce' is not");
-    expect_env_error(f, "TUTTI_ALGO", "allreduce:RingReduce,bcast:X",
-                     "unknown collective 'bcast'");
-    expect_env_error(f, "TUTTI_ALGO", "allreduce:", "is not collective:name");
+    for (size_t i = 0; i < NUM_BAD_ENVS; i++) {
+        if (bad_envs[i].module)
+            continue;
+        expect_env_error(f, &bad_envs[i]);
+        /* A good log level beside the bad ones that follow the first: it
+         * is applied to the copy first (it is read first), then thrown
+         * away. */
+        if (first)
+            setenv("TUTTI_LOG_LEVEL", "debug", 1);
+        first = 0;
+    }
     assert_true(f->cfg.timeout == 300.0);
     assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_DEFAULT);
     assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_DEFAULT);
@@ -923,32 +914,29 @@ static void test_env_errors_leave_config_unchanged(void **state)
     assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_WARN);
 }
 
+/* A test on the fixture: a directory, a fresh config, no TUTTI_* set. */
+#define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_full_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_single_values_and_empty, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_shipped_config, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_malformed_yaml, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unknown_keys, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_size_ranges, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_failure_leaves_config_unchanged,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_file, setup, teardown),
+        FIXTURE_TEST(test_defaults),
+        FIXTURE_TEST(test_full_file),
+        FIXTURE_TEST(test_single_values_and_empty),
+        FIXTURE_TEST(test_shipped_config),
+        FIXTURE_TEST(test_malformed_yaml),
+        FIXTURE_TEST(test_unknown_keys),
+        FIXTURE_TEST(test_bad_values),
+        FIXTURE_TEST(test_bad_size_ranges),
+        FIXTURE_TEST(test_failure_leaves_config_unchanged),
+        FIXTURE_TEST(test_missing_file),
         cmocka_unit_test(test_parse_size),
-        cmocka_unit_test_setup_teardown(test_check_rules_skips_missing, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_tcp_keys, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_tcp_bad_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_env_overrides_file, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_env_algo_rules_first, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_env_errors_leave_config_unchanged,
-                                        setup, teardown),
+        FIXTURE_TEST(test_check_rules_skips_missing),
+        FIXTURE_TEST(test_tcp_keys),
+        FIXTURE_TEST(test_tcp_bad_values),
+        FIXTURE_TEST(test_env_overrides_file),
+        FIXTURE_TEST(test_env_algo_rules_first),
+        FIXTURE_TEST(test_env_errors_leave_config_unchanged),
     };
 
     /* Errors are expected here; keep the log quiet. */
