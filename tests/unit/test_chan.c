@@ -118,17 +118,26 @@ static void *pattern(size_t len, unsigned seed)
     return buf;
 }
 
+/* A fresh op for the message under @p k, to or from @p peer: @p len bytes
+ * sent from @p sbuf or received into @p rbuf. */
+static void make_op(tutti_tp_op_t *op, tutti_wire_key_t k, int peer,
+                    const void *sbuf, void *rbuf, size_t len)
+{
+    memset(op, 0, sizeof(*op));
+    op->key = k;
+    op->peer = peer;
+    op->sbuf = sbuf;
+    op->rbuf = rbuf;
+    op->len = len;
+}
+
 /* Member 1 waits for a message of another instance from member 0: the
  * situation in which an unmatched message at the head may block it (if
  * that message is behind), and only then is the head buffered. */
 static void wait_elsewhere(pair_t *pp)
 {
     tutti_tp_op_t *op = &pp->waiter;
-    memset(op, 0, sizeof(*op));
-    op->key = (tutti_wire_key_t){0x9999, 1, 0};
-    op->peer = 0;
-    op->rbuf = &pp->sink;
-    op->len = 1;
+    make_op(op, (tutti_wire_key_t){0x9999, 1, 0}, 0, NULL, &pp->sink, 1);
     assert_int_equal(tutti__chan_recv(&pp->ep[1], op), TUTTI_OK);
 }
 
@@ -136,11 +145,7 @@ static void wait_elsewhere(pair_t *pp)
 static void post_send(pair_t *pp, tutti_tp_op_t *op, uint32_t tag,
                       const void *buf, size_t len)
 {
-    memset(op, 0, sizeof(*op));
-    op->key = key(tag);
-    op->peer = 1;
-    op->sbuf = buf;
-    op->len = len;
+    make_op(op, key(tag), 1, buf, NULL, len);
     assert_int_equal(tutti__chan_send(&pp->ep[0], op), TUTTI_OK);
 }
 
@@ -148,12 +153,28 @@ static void post_send(pair_t *pp, tutti_tp_op_t *op, uint32_t tag,
 static void post_recv(pair_t *pp, tutti_tp_op_t *op, uint32_t tag, void *buf,
                       size_t len)
 {
-    memset(op, 0, sizeof(*op));
-    op->key = key(tag);
-    op->peer = 0;
-    op->rbuf = buf;
-    op->len = len;
+    make_op(op, key(tag), 0, NULL, buf, len);
     assert_int_equal(tutti__chan_recv(&pp->ep[1], op), TUTTI_OK);
+}
+
+/* Posts at member 1 a receive of @p len bytes under @p tag that adds
+ * (float32 sum) what arrives to @p local, into @p out. */
+static void post_sum_recv(pair_t *pp, tutti_tp_op_t *op, uint32_t tag,
+                          float *out, const float *local, size_t len)
+{
+    make_op(op, key(tag), 0, NULL, out, len);
+    op->reduce.fn = tutti__reduce;
+    op->reduce.dtype = TUTTI_FLOAT32;
+    op->reduce.op = TUTTI_OP_SUM;
+    op->reduce.local = local;
+    assert_int_equal(tutti__chan_recv(&pp->ep[1], op), TUTTI_OK);
+}
+
+/* One progress round of both members. */
+static void step(pair_t *pp)
+{
+    tutti__chan_progress(&pp->ep[0]);
+    tutti__chan_progress(&pp->ep[1]);
 }
 
 /* Member 1's view of the channel from member 0. */
@@ -170,6 +191,28 @@ static size_t unexp_count(pair_t *pp)
     return n;
 }
 
+/* @p r completed and @p dst holds the @p len bytes of @p src; frees both. */
+static void expect_arrived(const tutti_tp_op_t *r, unsigned char *dst,
+                           unsigned char *src, size_t len)
+{
+    assert_int_equal(r->status, TUTTI_OK);
+    assert_memory_equal(dst, src, len);
+    free(src);
+    free(dst);
+}
+
+/* Lets member 1 buffer the message at the head of its ring: whole (until
+ * nothing moves), or half (one round: the record still filling). */
+static void buffer_head(pair_t *pp, int whole)
+{
+    if (whole) {
+        settle(pp);
+    } else {
+        step(pp);
+        assert_non_null(rx(pp)->filling);
+    }
+}
+
 /* Sends @p len bytes under @p tag and receives them, checking the bytes. */
 static void transfer(pair_t *pp, uint32_t tag, size_t len, int recv_first)
 {
@@ -184,11 +227,8 @@ static void transfer(pair_t *pp, uint32_t tag, size_t len, int recv_first)
         post_recv(pp, &r, tag, dst, len);
     settle(pp);
     assert_int_equal(s.status, TUTTI_OK);
-    assert_int_equal(r.status, TUTTI_OK);
     assert_int_equal(r.done, len);
-    assert_memory_equal(dst, src, len);
-    free(src);
-    free(dst);
+    expect_arrived(&r, dst, src, len);
 }
 
 /* Matched messages of every fragment shape never touch the unexpected
@@ -229,10 +269,7 @@ static void test_unmatched_stays_while_room(void **state)
     post_recv(pp, &r, 5, dst, len);
     assert_int_equal(r.status, TUTTI_INPROGRESS);
     settle(pp);
-    assert_int_equal(r.status, TUTTI_OK);
-    assert_memory_equal(dst, src, len);
-    free(src);
-    free(dst);
+    expect_arrived(&r, dst, src, len);
 }
 
 /* A message longer than the ring, sent before its receive is posted: the
@@ -290,52 +327,56 @@ static void test_reverse_order(void **state)
     }
     for (int i = 0; i < N; i++) {
         assert_int_equal(s[i].status, TUTTI_OK);
-        assert_int_equal(r[i].status, TUTTI_OK);
-        assert_memory_equal(dst[i], src[i], len[i]);
-        free(src[i]);
-        free(dst[i]);
+        expect_arrived(&r[i], dst[i], src[i], len[i]);
     }
     assert_null(rx(pp)->unexp);
+}
+
+/* The buffers of a float32 sum on receive (dst = local + incoming) of
+ * @c count elements: with x = i mod @c period, in[i] = x and local[i] =
+ * x / 2 + @c c, so out[i] must come to 1.5 x + @c c. */
+typedef struct {
+    size_t count, len, period;
+    float c;
+    float *in, *local, *out;
+} sum_t;
+
+static void sum_init(sum_t *m, size_t count, size_t period, float c)
+{
+    *m = (sum_t){count, count * sizeof(float), period, c, NULL, NULL, NULL};
+    m->in = calloc(3, m->len);
+    assert_non_null(m->in);
+    m->local = m->in + count;
+    m->out = m->local + count;
+    for (size_t i = 0; i < count; i++) {
+        m->in[i] = (float)(i % period);
+        m->local[i] = (float)(i % period) * 0.5f + c;
+    }
+}
+
+/* Every element of out is right; frees the buffers. */
+static void sum_check_free(sum_t *m)
+{
+    for (size_t i = 0; i < m->count; i++)
+        assert_true(m->out[i] == (float)(i % m->period) * 1.5f + m->c);
+    free(m->in);
 }
 
 /* Reduce-on-receive (float32 sum: dst = local + incoming) from a message
  * buffered whole, and from one half buffered that streams the rest. */
 static void check_reduce(pair_t *pp, uint32_t tag, int whole)
 {
-    size_t count = RING / 4 + 1000, len = count * sizeof(float);
-    float *in = malloc(len), *local = malloc(len), *out = calloc(1, len);
     tutti_tp_op_t s, r;
+    sum_t m;
 
-    for (size_t i = 0; i < count; i++) {
-        in[i] = (float)i;
-        local[i] = (float)i * 0.5f + (float)tag;
-    }
-    post_send(pp, &s, tag, in, len);
-    if (whole) {
-        settle(pp);
-    } else {
-        tutti__chan_progress(&pp->ep[0]);
-        tutti__chan_progress(&pp->ep[1]);
-        assert_non_null(rx(pp)->filling);
-    }
-    memset(&r, 0, sizeof(r));
-    r.key = key(tag);
-    r.peer = 0;
-    r.rbuf = out;
-    r.len = len;
-    r.reduce.fn = tutti__reduce;
-    r.reduce.dtype = TUTTI_FLOAT32;
-    r.reduce.op = TUTTI_OP_SUM;
-    r.reduce.local = local;
-    assert_int_equal(tutti__chan_recv(&pp->ep[1], &r), TUTTI_OK);
+    sum_init(&m, RING / 4 + 1000, SIZE_MAX, (float)tag);
+    post_send(pp, &s, tag, m.in, m.len);
+    buffer_head(pp, whole);
+    post_sum_recv(pp, &r, tag, m.out, m.local, m.len);
     assert_int_equal(r.status, whole ? TUTTI_OK : TUTTI_INPROGRESS);
     settle(pp);
     assert_int_equal(r.status, TUTTI_OK);
-    for (size_t i = 0; i < count; i++)
-        assert_true(out[i] == (float)i * 1.5f + (float)tag);
-    free(in);
-    free(local);
-    free(out);
+    sum_check_free(&m);
 }
 
 static void test_reduce_from_buffer(void **state)
@@ -356,13 +397,7 @@ static void check_mismatch(pair_t *pp, uint32_t tag, int whole)
     tutti_tp_op_t s, r;
 
     post_send(pp, &s, tag, src, len);
-    if (whole) {
-        settle(pp);
-    } else {
-        tutti__chan_progress(&pp->ep[0]);
-        tutti__chan_progress(&pp->ep[1]);
-        assert_non_null(rx(pp)->filling);
-    }
+    buffer_head(pp, whole);
     post_recv(pp, &r, tag, dst, len - 4);
     assert_int_equal(r.status, TUTTI_ERR_TRUNCATED);
     assert_non_null(strstr(tutti_last_error(), "the receive expects"));
@@ -395,8 +430,7 @@ static void test_recv_while_half_buffered(void **state)
 
     wait_elsewhere(pp);
     post_send(pp, &s, 50, src, len);
-    tutti__chan_progress(&pp->ep[0]);
-    tutti__chan_progress(&pp->ep[1]);
+    step(pp);
     assert_int_equal(unexp_count(pp), 1);
     assert_ptr_equal(rx(pp)->filling, rx(pp)->unexp);
     assert_int_equal(rx(pp)->unexp->got, RING);
@@ -407,10 +441,7 @@ static void test_recv_while_half_buffered(void **state)
     assert_null(rx(pp)->filling);
     settle(pp);
     assert_int_equal(s.status, TUTTI_OK);
-    assert_int_equal(r.status, TUTTI_OK);
-    assert_memory_equal(dst, src, len);
-    free(src);
-    free(dst);
+    expect_arrived(&r, dst, src, len);
 }
 
 /* Zero-length messages are buffered too when another instance waits. */
@@ -451,8 +482,7 @@ static void test_leftovers_freed(void **state)
     assert_int_equal(unexp_count(pp), 2);
     assert_null(rx(pp)->filling);
     post_send(pp, &s[2], 72, src + 2 * len, len);
-    tutti__chan_progress(&pp->ep[0]);
-    tutti__chan_progress(&pp->ep[1]);
+    step(pp);
     assert_int_equal(unexp_count(pp), 3);
     assert_non_null(rx(pp)->filling);
     free(src);
@@ -503,45 +533,25 @@ static void test_sc_matched(void **state)
     settle(pp);
     assert_int_equal(s.status, TUTTI_OK);
     assert_int_equal(s.done, SC_LEN);
-    assert_int_equal(r.status, TUTTI_OK);
-    assert_memory_equal(dst, src, SC_LEN);
+    expect_arrived(&r, dst, src, SC_LEN);
     assert_int_equal(atomic_load(&pp->chan[0]->sc_done), 7);
-    free(src);
-    free(dst);
 }
 
 /* Reduce-on-receive over more than one bounce block, with a tail. */
 static void test_sc_reduce(void **state)
 {
     pair_t *pp = *state;
-    size_t count = 2 * TUTTI_CHAN_SC_BOUNCE / 4 + 777, len = count * 4;
-    float *in = malloc(len), *local = malloc(len), *out = calloc(1, len);
     tutti_tp_op_t s, r;
+    sum_t m;
 
-    for (size_t i = 0; i < count; i++) {
-        in[i] = (float)(i % 1000);
-        local[i] = (float)(i % 1000) * 0.5f + 3.0f;
-    }
-    post_send(pp, &s, 300, in, len);
-    memset(&r, 0, sizeof(r));
-    r.key = key(300);
-    r.peer = 0;
-    r.rbuf = out;
-    r.len = len;
-    r.reduce.fn = tutti__reduce;
-    r.reduce.dtype = TUTTI_FLOAT32;
-    r.reduce.op = TUTTI_OP_SUM;
-    r.reduce.local = local;
-    assert_int_equal(tutti__chan_recv(&pp->ep[1], &r), TUTTI_OK);
+    sum_init(&m, 2 * TUTTI_CHAN_SC_BOUNCE / 4 + 777, 1000, 3.0f);
+    post_send(pp, &s, 300, m.in, m.len);
+    post_sum_recv(pp, &r, 300, m.out, m.local, m.len);
     settle(pp);
     assert_int_equal(s.status, TUTTI_OK);
     assert_int_equal(r.status, TUTTI_OK);
-    for (size_t i = 0; i < count; i++)
-        assert_true(out[i] == (float)(i % 1000) * 1.5f + 3.0f);
+    sum_check_free(&m);
     assert_int_equal(pp->ep[1].stats.sc_in, 1);
-    free(in);
-    free(local);
-    free(out);
 }
 
 /* A descriptor taken off the ring for a record is read at once: the send
@@ -613,17 +623,9 @@ static void test_sc_read_fails(void **state)
     /* The other direction still works. */
     unsigned char back[128];
     tutti_tp_op_t bs, br;
-    memset(&bs, 0, sizeof(bs));
-    bs.key = key(602);
-    bs.peer = 0;
-    bs.sbuf = dst;
-    bs.len = 100;
+    make_op(&bs, key(602), 0, dst, NULL, 100);
     assert_int_equal(tutti__chan_send(&pp->ep[1], &bs), TUTTI_OK);
-    memset(&br, 0, sizeof(br));
-    br.key = key(602);
-    br.peer = 1;
-    br.rbuf = back;
-    br.len = 100;
+    make_op(&br, key(602), 1, NULL, back, 100);
     assert_int_equal(tutti__chan_recv(&pp->ep[0], &br), TUTTI_OK);
     settle(pp);
     assert_int_equal(br.status, TUTTI_OK);
@@ -631,30 +633,27 @@ static void test_sc_read_fails(void **state)
     free(dst);
 }
 
+/* Tests on a pair of endpoints, without and with single copy. */
+#define PAIR_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define SC_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup_sc, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_matched_sizes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unmatched_stays_while_room, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_longer_than_ring_before_recv,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reverse_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reduce_from_buffer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_mismatch_on_buffer, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_recv_while_half_buffered, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_zero_length_buffered, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_leftovers_freed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_sc_matched, setup_sc, teardown),
-        cmocka_unit_test_setup_teardown(test_sc_reduce, setup_sc, teardown),
-        cmocka_unit_test_setup_teardown(test_sc_buffered, setup_sc, teardown),
-        cmocka_unit_test_setup_teardown(test_sc_mismatch, setup_sc, teardown),
-        cmocka_unit_test_setup_teardown(test_sc_read_fails, setup_sc,
-                                        teardown),
+        PAIR_TEST(test_matched_sizes),
+        PAIR_TEST(test_unmatched_stays_while_room),
+        PAIR_TEST(test_longer_than_ring_before_recv),
+        PAIR_TEST(test_reverse_order),
+        PAIR_TEST(test_reduce_from_buffer),
+        PAIR_TEST(test_mismatch_on_buffer),
+        PAIR_TEST(test_recv_while_half_buffered),
+        PAIR_TEST(test_zero_length_buffered),
+        PAIR_TEST(test_leftovers_freed),
+        SC_TEST(test_sc_matched),
+        SC_TEST(test_sc_reduce),
+        SC_TEST(test_sc_buffered),
+        SC_TEST(test_sc_mismatch),
+        SC_TEST(test_sc_read_fails),
     };
     tutti__log_set_level(TUTTI_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);
