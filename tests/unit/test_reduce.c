@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "base/reduce.h"
+#include "test_util.h"
 
 /* Largest count tested, plus room to shift every buffer by 3 elements. */
 #define MAX_COUNT 4099
@@ -76,15 +77,6 @@ typedef struct {
 } fixture_t;
 
 /* ---- helpers --------------------------------------------------------- */
-
-static uint64_t next_rand(uint64_t *s)
-{
-    /* splitmix64: deterministic, good enough to scatter bit patterns. */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 static uint64_t load_bits(const unsigned char *p, size_t size)
 {
@@ -332,24 +324,24 @@ static void random_int(fixture_t *f, unsigned char *p)
                                      UINT64_C(0x80000000),
                                      UINT64_C(0x7fffffffffffffff),
                                      UINT64_C(0x8000000000000000)};
-    uint64_t r = next_rand(&f->rng);
+    uint64_t r = test_splitmix(&f->rng);
     size_t sz = dtype_info[f->dtype].size;
 
     if (r % 8 == 0)
         store_bits(p, sz, edges[(r >> 8) % (sizeof(edges) / sizeof(edges[0]))]);
     else
-        store_bits(p, sz, next_rand(&f->rng));
+        store_bits(p, sz, test_splitmix(&f->rng));
 }
 
 /* float32/float64: raw bit patterns (NaN, inf, subnormals, extremes) mixed
  * with moderate values so that sums and products are not all inf or NaN. */
 static void random_wide_float(fixture_t *f, unsigned char *p)
 {
-    uint64_t r = next_rand(&f->rng);
+    uint64_t r = test_splitmix(&f->rng);
     size_t sz = dtype_info[f->dtype].size;
 
     if (r % 4 == 0) {
-        store_bits(p, sz, next_rand(&f->rng));
+        store_bits(p, sz, test_splitmix(&f->rng));
     } else {
         double mant = (double)(int32_t)(r >> 32) / 2147483648.0;
         store_float(f->dtype, p, mant * pow2((int)((r >> 8) % 64) - 32));
@@ -361,7 +353,7 @@ static void random_elem(fixture_t *f, unsigned char *p)
     if (dtype_info[f->dtype].kind != KIND_FLOAT)
         random_int(f, p);
     else if (dtype_info[f->dtype].size == 2)
-        store_bits(p, 2, next_rand(&f->rng)); /* every pattern is useful */
+        store_bits(p, 2, test_splitmix(&f->rng)); /* every pattern is useful */
     else
         random_wide_float(f, p);
 }
@@ -400,14 +392,17 @@ static int teardown(void **state)
 
 /* ---- reduce vs reference ------------------------------------------------ */
 
-/* Fill the three buffers (guards included) with random elements. */
+/* Fill the three buffers (guards included) with random elements, and keep
+ * a copy of each in f->before. */
 static void fill_buffers(fixture_t *f)
 {
     size_t sz = dtype_info[f->dtype].size;
 
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 3; k++) {
         for (size_t i = 0; i < BUF_BYTES / sz; i++)
             random_elem(f, f->buf[k] + i * sz);
+        memcpy(f->before[k], f->buf[k], BUF_BYTES);
+    }
 }
 
 /* Bytes the call may write: dst's buffer, from byte @p from, @p len bytes.
@@ -421,6 +416,23 @@ static void check_untouched(fixture_t *f, int dst_buf, size_t from, size_t len,
                 f->buf[k][i] != f->before[k][i])
                 fail_msg("%s: byte %zu of buffer %d written outside dst", what,
                          i, k);
+}
+
+/* The @p count elements of @p dtype at @p dst (in buffer @p dst_buf) are
+ * those of f->expect, and nothing else in the three buffers changed. */
+static void expect_result(fixture_t *f, tutti_dtype_t dtype,
+                          const unsigned char *dst, int dst_buf, size_t count,
+                          const char *what)
+{
+    size_t sz = dtype_info[dtype].size;
+
+    for (size_t i = 0; i < count; i++)
+        if (!elem_equal(dtype, dst + i * sz, f->expect + i * sz))
+            fail_msg("%s: element %zu is 0x%llx, expected 0x%llx", what, i,
+                     (unsigned long long)load_bits(dst + i * sz, sz),
+                     (unsigned long long)load_bits(f->expect + i * sz, sz));
+    check_untouched(f, dst_buf, (size_t)(dst - f->buf[dst_buf]), count * sz,
+                    what);
 }
 
 static void check_one(fixture_t *f, tutti_op_t op, size_t count,
@@ -446,19 +458,11 @@ static void check_one(fixture_t *f, tutti_op_t op, size_t count,
              dtype_info[dtype].name, op_names[op], count, layout_names[layout],
              shift[0], shift[1], shift[2]);
     fill_buffers(f);
-    for (int k = 0; k < 3; k++)
-        memcpy(f->before[k], f->buf[k], BUF_BYTES);
     ref_reduce(dtype, op, f->expect, a, b, count);
 
     tutti__reduce(dtype, op, dst, a, b, count);
 
-    for (size_t i = 0; i < count; i++)
-        if (!elem_equal(dtype, dst + i * sz, f->expect + i * sz))
-            fail_msg("%s: element %zu is 0x%llx, expected 0x%llx", what, i,
-                     (unsigned long long)load_bits(dst + i * sz, sz),
-                     (unsigned long long)load_bits(f->expect + i * sz, sz));
-    check_untouched(f, dst_buf, (size_t)(dst - f->buf[dst_buf]), count * sz,
-                    what);
+    expect_result(f, dtype, dst, dst_buf, count, what);
 }
 
 static void test_matches_reference(void **state)
@@ -614,21 +618,36 @@ static void test_invalid_dtype_or_op_does_nothing(void **state)
 
 /* ---- float16 conversions ------------------------------------------------ */
 
+/* Converts the 16-bit pattern @p bits of a type with @p mant_bits mantissa
+ * bits (@p name, in the failure) to *@p f_out with @p to_float: a number
+ * must come out exact, sign of zero included.  0 if the pattern is a NaN,
+ * left to the caller, else 1. */
+static int converts_exactly(const char *name, uint32_t bits, int mant_bits,
+                            float (*to_float)(uint16_t), float *f_out)
+{
+    float f = to_float((uint16_t)bits);
+    double v = fp16_value((uint16_t)bits, mant_bits);
+
+    *f_out = f;
+    if (isnan(v))
+        return 0;
+    if ((double)f != v || !signbit(f) != !signbit(v))
+        fail_msg("%s 0x%04x: got %a, expected %a", name, bits, (double)f, v);
+    return 1;
+}
+
 static void test_half_to_float_exhaustive(void **state)
 {
     for (uint32_t h = 0; h <= 0xffffu; h++) {
-        float f = tutti__half_to_float((uint16_t)h);
-        double v = fp16_value((uint16_t)h, HALF_MANT);
-        uint32_t u = bits_from_float(f);
+        float f;
 
-        if (isnan(v)) {
-            /* Quieted, sign and payload kept. */
-            assert_true(isnan(f));
-            assert_int_equal(u >> 31, h >> 15);
-            assert_int_equal((u >> 13) & 0x3ffu, (h & 0x3ffu) | 0x200u);
-        } else if ((double)f != v || !signbit(f) != !signbit(v)) {
-            fail_msg("half 0x%04x: got %a, expected %a", h, (double)f, v);
-        }
+        if (converts_exactly("half", h, HALF_MANT, tutti__half_to_float, &f))
+            continue;
+        /* Quieted, sign and payload kept. */
+        uint32_t u = bits_from_float(f);
+        assert_true(isnan(f));
+        assert_int_equal(u >> 31, h >> 15);
+        assert_int_equal((u >> 13) & 0x3ffu, (h & 0x3ffu) | 0x200u);
     }
 }
 
@@ -667,29 +686,26 @@ static void test_half_rounds_to_nearest_even(void **state)
 
 static void test_half_special_values(void **state)
 {
-    /* Overflow: 65520 and up round to inf. */
-    assert_int_equal(tutti__float_to_half(65504.0f), 0x7bff);
-    assert_int_equal(tutti__float_to_half(65519.996f), 0x7bff);
-    assert_int_equal(tutti__float_to_half(65520.0f), 0x7c00);
-    assert_int_equal(tutti__float_to_half(1e10f), 0x7c00);
-    assert_int_equal(tutti__float_to_half(-1e10f), 0xfc00);
-    assert_int_equal(tutti__float_to_half(FLT_MAX), 0x7c00);
-    assert_int_equal(tutti__float_to_half(INFINITY), 0x7c00);
-    assert_int_equal(tutti__float_to_half(-INFINITY), 0xfc00);
-    /* Subnormals: 2^-24 is the smallest; 2^-25 ties to 0. */
-    assert_int_equal(tutti__float_to_half(0x1p-24f), 0x0001);
-    assert_int_equal(tutti__float_to_half(0x1p-25f), 0x0000);
-    assert_int_equal(tutti__float_to_half(0x1.000002p-25f), 0x0001);
-    assert_int_equal(tutti__float_to_half(0x3p-25f), 0x0002);
-    assert_int_equal(tutti__float_to_half(-0x1p-24f), 0x8001);
-    assert_int_equal(tutti__float_to_half(0x1p-14f - 0x1p-24f), 0x03ff);
-    assert_int_equal(tutti__float_to_half(0x1p-14f), 0x0400);
-    assert_int_equal(tutti__float_to_half(1e-40f), 0x0000); /* f32 subnormal */
-    assert_int_equal(tutti__float_to_half(-1e-40f), 0x8000);
-    assert_int_equal(tutti__float_to_half(0.0f), 0x0000);
-    assert_int_equal(tutti__float_to_half(-0.0f), 0x8000);
-    assert_int_equal(tutti__float_to_half(1.0f), 0x3c00);
-    assert_int_equal(tutti__float_to_half(-2.0f), 0xc000);
+    /* A float and its half. */
+    static const struct {
+        float f;
+        uint16_t h;
+    } cases[] = {
+        /* Overflow: 65520 and up round to inf. */
+        {65504.0f, 0x7bff}, {65519.996f, 0x7bff}, {65520.0f, 0x7c00},
+        {1e10f, 0x7c00}, {-1e10f, 0xfc00}, {FLT_MAX, 0x7c00},
+        {INFINITY, 0x7c00}, {-INFINITY, 0xfc00},
+        /* Subnormals: 2^-24 is the smallest; 2^-25 ties to 0. */
+        {0x1p-24f, 0x0001}, {0x1p-25f, 0x0000}, {0x1.000002p-25f, 0x0001},
+        {0x3p-25f, 0x0002}, {-0x1p-24f, 0x8001},
+        {0x1p-14f - 0x1p-24f, 0x03ff}, {0x1p-14f, 0x0400},
+        {1e-40f, 0x0000}, /* f32 subnormal */
+        {-1e-40f, 0x8000}, {0.0f, 0x0000}, {-0.0f, 0x8000}, {1.0f, 0x3c00},
+        {-2.0f, 0xc000},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(tutti__float_to_half(cases[i].f), cases[i].h);
     /* NaNs stay NaN, quiet, with their sign. */
     assert_int_equal(tutti__float_to_half(NAN) & 0x7e00u, 0x7e00u);
     assert_int_equal(tutti__float_to_half(-NAN), 0xfe00u);
@@ -705,19 +721,18 @@ static void test_half_special_values(void **state)
 static void test_bf16_exhaustive(void **state)
 {
     for (uint32_t b = 0; b <= 0xffffu; b++) {
-        float f = tutti__bf16_to_float((uint16_t)b);
-        double v = fp16_value((uint16_t)b, BF16_MANT);
+        float f;
+        int number = converts_exactly("bf16", b, BF16_MANT,
+                                      tutti__bf16_to_float, &f);
         uint16_t back = tutti__float_to_bf16(f);
 
-        if (isnan(v)) {
-            assert_true(isnan(f));
-            assert_true(bf16_is_nan(back));
-            assert_int_equal(back >> 15, b >> 15);
-        } else {
-            if ((double)f != v || !signbit(f) != !signbit(v))
-                fail_msg("bf16 0x%04x: got %a, expected %a", b, (double)f, v);
+        if (number) {
             assert_int_equal(back, b);
+            continue;
         }
+        assert_true(isnan(f));
+        assert_true(bf16_is_nan(back));
+        assert_int_equal(back >> 15, b >> 15);
     }
 }
 
@@ -754,7 +769,7 @@ static uint16_t random_finite_16(fixture_t *f, int half, unsigned max_exp)
 {
     unsigned shift = half ? HALF_MANT : BF16_MANT;
     uint16_t exp_mask = half ? 0x7c00u : 0x7f80u;
-    uint64_t r = next_rand(&f->rng);
+    uint64_t r = test_splitmix(&f->rng);
     unsigned exp = (unsigned)(r >> 32) % max_exp;
 
     return (uint16_t)(((uint16_t)r & ~exp_mask) | (exp << shift));
@@ -851,25 +866,13 @@ static void test_scale_matches_reference(void **state)
                              dtype_info[dt].name, factors[k], counts[c],
                              alias ? " dst==src" : "");
                     fill_buffers(f);
-                    for (int b = 0; b < 3; b++)
-                        memcpy(f->before[b], f->buf[b], BUF_BYTES);
                     for (size_t i = 0; i < counts[c]; i++)
                         ref_scale(dt, f->expect + i * sz, src + i * sz,
                                   factors[k]);
                     assert_int_equal(tutti__scale(dt, dst, src, counts[c],
                                                   factors[k]),
                                      0);
-                    for (size_t i = 0; i < counts[c]; i++)
-                        if (!elem_equal(dt, dst + i * sz, f->expect + i * sz))
-                            fail_msg("%s: element %zu is 0x%llx, expected "
-                                     "0x%llx", what, i,
-                                     (unsigned long long)load_bits(
-                                         dst + i * sz, sz),
-                                     (unsigned long long)load_bits(
-                                         f->expect + i * sz, sz));
-                    check_untouched(f, dst_buf,
-                                    (size_t)(dst - f->buf[dst_buf]),
-                                    counts[c] * sz, what);
+                    expect_result(f, dt, dst, dst_buf, counts[c], what);
                 }
     }
 }
@@ -1007,6 +1010,10 @@ static tutti_dtype_t all_dtypes[TUTTI_DTYPE_COUNT] = {
 #undef DT_
 };
 
+/* A test on the fixture: the buffers, dtype int8 unless the state names
+ * another. */
+#define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1015,27 +1022,20 @@ int main(void)
      &all_dtypes[TUTTI_##up]},
         TUTTI_DTYPE_LIST(REF_TEST_)
 #undef REF_TEST_
-        cmocka_unit_test_setup_teardown(test_integer_wraparound, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_float_min_max_nan, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_invalid_dtype_or_op_does_nothing,
-                                        setup, teardown),
+        FIXTURE_TEST(test_integer_wraparound),
+        FIXTURE_TEST(test_float_min_max_nan),
+        FIXTURE_TEST(test_invalid_dtype_or_op_does_nothing),
         cmocka_unit_test(test_half_to_float_exhaustive),
         cmocka_unit_test(test_half_round_trip_exhaustive),
         cmocka_unit_test(test_half_rounds_to_nearest_even),
         cmocka_unit_test(test_half_special_values),
         cmocka_unit_test(test_bf16_exhaustive),
         cmocka_unit_test(test_bf16_rounds_to_nearest_even),
-        cmocka_unit_test_setup_teardown(test_16bit_accuracy_vs_float64, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_scale_matches_reference, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_scale_refuses_integers, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_divide_integers, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_divide_floats, setup, teardown),
+        FIXTURE_TEST(test_16bit_accuracy_vs_float64),
+        FIXTURE_TEST(test_scale_matches_reference),
+        FIXTURE_TEST(test_scale_refuses_integers),
+        FIXTURE_TEST(test_divide_integers),
+        FIXTURE_TEST(test_divide_floats),
     };
 
     return cmocka_run_group_tests_name("reduce", tests, NULL, NULL);
