@@ -34,6 +34,31 @@ static inline int test_file_has(const char *path, const char *text)
     return strstr(buf, text) != NULL;
 }
 
+/* True if some line of the file at @p path contains @p text (the whole
+ * file, however long). */
+static inline int test_file_has_line(const char *path, const char *text)
+{
+    char line[4096];
+    int found = 0;
+    FILE *f = fopen(path, "r");
+    while (f && !found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, text) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Fails the test unless the file at @p path holds @p text: in some line
+ * (test_file_has_line) with @p any_line, else in its first 32 KiB
+ * (test_file_has). */
+static inline void test_expect_in_file(const char *path, const char *text,
+                                       int any_line)
+{
+    if (!(any_line ? test_file_has_line(path, text)
+                   : test_file_has(path, text)))
+        fail_msg("missing '%s' in %s", text, path);
+}
+
 /* Occurrences of @p text in @p out. */
 static inline int test_count_of(const char *out, const char *text)
 {
@@ -174,7 +199,7 @@ static inline int test_shm_names_with(const char *prefix)
     return n;
 }
 
-/* ---- launchers ------------------------------------------------------------ */
+/* ---- launchers ---------------------------------------------------------- */
 
 /* Skips the test unless the mpirun on PATH is Open MPI's; @p hint ends the
  * message when it is another one. */
@@ -201,7 +226,7 @@ static inline const char *test_mpirun_root_flag(void)
     return geteuid() == 0 ? " --allow-run-as-root" : "";
 }
 
-/* ---- values and contexts ------------------------------------------------- */
+/* ---- values and contexts ------------------------------------------------ */
 
 /* splitmix64: deterministic, good enough to scatter bit patterns. */
 static inline uint64_t test_splitmix(uint64_t *s)

@@ -59,6 +59,13 @@ static void set(const char *name, const char *value)
     assert_int_equal(setenv(name, value, 1), 0);
 }
 
+/* set() of every name and value of @p vars (name, value, ..., NULL). */
+static void set_all(const char *const *vars)
+{
+    for (; vars[0] != NULL; vars += 2)
+        set(vars[0], vars[1]);
+}
+
 static tutti__bootstrap_t boot_ok(const tutti_context_params_t *p)
 {
     tutti__bootstrap_t b;
@@ -111,11 +118,9 @@ static void test_api_first(void **state)
 {
     tutti_context_params_t p;
     (void)state;
-    set("TUTTI_RANK", "0");
-    set("TUTTI_SIZE", "2");
-    set("TUTTI_JOB_ID", "fromenv");
-    set("OMPI_COMM_WORLD_RANK", "1");
-    set("OMPI_COMM_WORLD_SIZE", "2");
+    set_all((const char *const[]){"TUTTI_RANK", "0", "TUTTI_SIZE", "2",
+        "TUTTI_JOB_ID", "fromenv", "OMPI_COMM_WORLD_RANK", "1",
+        "OMPI_COMM_WORLD_SIZE", "2", NULL});
     tutti_context_params_init(&p);
     p.task = 2;
     p.num_tasks = 4;
@@ -134,17 +139,11 @@ static void test_api_first(void **state)
 static void test_tutti_before_launchers(void **state)
 {
     (void)state;
-    set("TUTTI_RANK", "1");
-    set("TUTTI_SIZE", "3");
-    set("TUTTI_LOCAL_RANK", "1");
-    set("TUTTI_LOCAL_SIZE", "3");
-    set("TUTTI_JOB_ID", "tr-1");
-    set("OMPI_COMM_WORLD_RANK", "0");
-    set("OMPI_COMM_WORLD_SIZE", "4");
-    set("PMI_RANK", "0");
-    set("PMI_SIZE", "5");
-    set("SLURM_PROCID", "0");
-    set("SLURM_NTASKS", "6");
+    set_all((const char *const[]){"TUTTI_RANK", "1", "TUTTI_SIZE", "3",
+        "TUTTI_LOCAL_RANK", "1", "TUTTI_LOCAL_SIZE", "3",
+        "TUTTI_JOB_ID", "tr-1", "OMPI_COMM_WORLD_RANK", "0",
+        "OMPI_COMM_WORLD_SIZE", "4", "PMI_RANK", "0", "PMI_SIZE", "5",
+        "SLURM_PROCID", "0", "SLURM_NTASKS", "6", NULL});
     tutti__bootstrap_t b = boot_ok(NULL);
     expect(&b, 1, 3, 1, 3, "tutti-run/TUTTI", "tr-1");
     assert_string_equal(b.job_source, "TUTTI_JOB_ID");
@@ -166,9 +165,8 @@ static void test_tutti_errors(void **state)
     boot_fails("2 tasks but no job id: set TUTTI_JOB_ID (tutti-run does)");
     set("TUTTI_JOB_ID", "a.b");
     boot_fails("job id 'a.b': expected up to 40 characters of [A-Za-z0-9_-]");
-    set("TUTTI_JOB_ID", "ok");
-    set("TUTTI_LOCAL_RANK", "2");
-    set("TUTTI_LOCAL_SIZE", "2");
+    set_all((const char *const[]){"TUTTI_JOB_ID", "ok",
+        "TUTTI_LOCAL_RANK", "2", "TUTTI_LOCAL_SIZE", "2", NULL});
     boot_fails("TUTTI_LOCAL_RANK=2 but TUTTI_LOCAL_SIZE=2: expected local rank "
                "< local size");
 }
@@ -242,11 +240,9 @@ static void test_ompi_errors(void **state)
 static void test_hydra(void **state)
 {
     (void)state;
-    set("PMI_RANK", "1");
-    set("PMI_SIZE", "3");
-    set("MPI_LOCALRANKID", "1");
-    set("MPI_LOCALNRANKS", "3");
-    set("PMI_KVSNAME", "kvs_4711_0");
+    set_all((const char *const[]){"PMI_RANK", "1", "PMI_SIZE", "3",
+        "MPI_LOCALRANKID", "1", "MPI_LOCALNRANKS", "3",
+        "PMI_KVSNAME", "kvs_4711_0", NULL});
     tutti__bootstrap_t b = boot_ok(NULL);
     expect(&b, 1, 3, 1, 3, "MPICH/Hydra PMI", "pmi_kvs_4711_0");
     assert_string_equal(b.job_source, "PMI_KVSNAME");
@@ -286,12 +282,9 @@ static void test_hydra(void **state)
 static void test_slurm(void **state)
 {
     (void)state;
-    set("SLURM_PROCID", "5");
-    set("SLURM_NTASKS", "8");
-    set("SLURM_LOCALID", "1");
-    set("SLURM_JOB_ID", "555");
-    set("SLURM_STEP_ID", "2");
-    set("SLURM_TASKS_PER_NODE", "4(x2)");
+    set_all((const char *const[]){"SLURM_PROCID", "5", "SLURM_NTASKS", "8",
+        "SLURM_LOCALID", "1", "SLURM_JOB_ID", "555", "SLURM_STEP_ID", "2",
+        "SLURM_TASKS_PER_NODE", "4(x2)", NULL});
     tutti__bootstrap_t b = boot_ok(NULL);
     expect(&b, 5, 8, 1, 4, "Slurm", "slurm_555_2");
     assert_string_equal(b.job_source, "SLURM_JOB_ID/SLURM_STEP_ID");
@@ -340,13 +333,9 @@ static void test_launcher_precedence(void **state)
 {
     (void)state;
     set_ompi("1", "2", "1", "2");
-    set("OMPI_MCA_ess_base_jobid", "7");
-    set("PMI_RANK", "2");
-    set("PMI_SIZE", "3");
-    set("PMI_KVSNAME", "kvs");
-    set("SLURM_PROCID", "3");
-    set("SLURM_NTASKS", "4");
-    set("SLURM_JOB_ID", "8");
+    set_all((const char *const[]){"OMPI_MCA_ess_base_jobid", "7",
+        "PMI_RANK", "2", "PMI_SIZE", "3", "PMI_KVSNAME", "kvs",
+        "SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_JOB_ID", "8", NULL});
     tutti__bootstrap_t b = boot_ok(NULL);
     expect(&b, 1, 2, 1, 2, "Open MPI", "ompi_7");
     unsetenv("OMPI_COMM_WORLD_RANK");
@@ -462,24 +451,11 @@ static void test_mpirun(void **state)
 {
     char out[16384], cmd[512];
     (void)state;
-    if (test_run("command -v mpirun", 0, out, sizeof(out)) != 0) {
-        print_message("skipped: mpirun (Open MPI) not found; ./build.sh "
-                      "installs openmpi-bin\n");
-        skip();
-    }
-    test_run("mpirun --version", 1, out, sizeof(out));
-    if (strstr(out, "Open MPI") == NULL && strstr(out, "Open RTE") == NULL) {
-        print_message("skipped: the mpirun on PATH is not Open MPI's (%.80s); "
-                      "./build.sh installs openmpi-bin\n", out);
-        skip();
-    }
+    test_require_ompi_mpirun("; ./build.sh installs openmpi-bin");
     /* TUTTI_* would win over Open MPI's variables: none may be set */
     snprintf(cmd, sizeof(cmd), "timeout 300 mpirun -n 4 --oversubscribe "
-             "--bind-to none%s %s", geteuid() == 0 ? " --allow-run-as-root" : "",
-             WORKER);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+             "--bind-to none%s %s", test_mpirun_root_flag(), WORKER);
+    test_run_ok(cmd, 1, out, sizeof(out));
     expect_ok_lines(out, 4, "Open MPI", "ompi_");
     for (int r = 0; r < 4; r++) {
         char want[64];
@@ -497,9 +473,7 @@ static void run_three(const char *vars, const char *source, const char *job)
     snprintf(cmd, sizeof(cmd), "for i in 0 1 2; do (%s timeout 120 %s; "
              "echo \"launch_worker: exit $i: $?\") & done; wait", vars,
              WORKER);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 1, out, sizeof(out));
     for (int r = 0; r < 3; r++) {
         char want[64];
         snprintf(want, sizeof(want), "launch_worker: exit %d: 0\n", r);

@@ -168,22 +168,11 @@ static void test_threads_1x3(void **s)
  * its own). */
 static void test_mpirun_2(void **s)
 {
-    char prefix[768], probe[4096];
+    char prefix[768];
     size_t at = 0;
     extern char **environ;
     (void)s;
-    if (test_run("command -v mpirun", 0, probe, sizeof(probe)) != 0) {
-        print_message("skipped: mpirun (Open MPI) not found; ./build.sh "
-                      "installs openmpi-bin\n");
-        skip();
-    }
-    test_run("mpirun --version", 1, probe, sizeof(probe));
-    if (strstr(probe, "Open MPI") == NULL && strstr(probe, "Open RTE") ==
-                                                 NULL) {
-        print_message("skipped: the mpirun on PATH is not Open MPI's "
-                      "(%.80s)\n", probe);
-        skip();
-    }
+    test_require_ompi_mpirun("");
     at += (size_t)snprintf(prefix, sizeof(prefix), "timeout 300 env");
     for (char **e = environ; *e != NULL && at + 64 < sizeof(prefix); e++) {
         const char *eq = strchr(*e, '=');
@@ -192,7 +181,7 @@ static void test_mpirun_2(void **s)
                                    " -u %.*s", (int)(eq - *e), *e);
     }
     snprintf(prefix + at, sizeof(prefix) - at, " mpirun -n 2 --oversubscribe "
-             "--bind-to none%s", geteuid() == 0 ? " --allow-run-as-root" : "");
+             "--bind-to none%s", test_mpirun_root_flag());
     run_config("mpirun 2", 9, prefix, "", 2);
 }
 

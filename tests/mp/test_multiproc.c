@@ -18,25 +18,13 @@
 
 #include <cmocka.h>
 
+#include "test_perf.h"
 #include "test_util.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
 #define PERF TUTTI_TEST_BUILDDIR "/tools/tutti-perf"
 #define INFO TUTTI_TEST_BUILDDIR "/tools/tutti-info"
-
-/* True if some line of the file at @p path contains @p text. */
-static int test_file_has_anywhere(const char *path, const char *text)
-{
-    char line[4096];
-    int found = 0;
-    FILE *f = fopen(path, "r");
-    while (f && !found && fgets(line, sizeof(line), f) != NULL)
-        found = strstr(line, text) != NULL;
-    if (f)
-        fclose(f);
-    return found;
-}
 
 /*
  * Every one of @p n ranks printed "coll_worker: rank R: C checks, F
@@ -80,10 +68,8 @@ static void matrix_on(int nprocs, int devices)
     snprintf(cmd, sizeof(cmd), "%s --timeout 600 --job-id %s -n %d %s "
              "--devices %d", RUN, job, nprocs, WORKER, devices);
     clock_gettime(CLOCK_MONOTONIC, &a);
-    int rc = test_run(cmd, 0, out, sizeof(out));
+    test_run_ok(cmd, 0, out, sizeof(out));
     clock_gettime(CLOCK_MONOTONIC, &b);
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
     expect_clean_ranks(out, n, &checks, &sampled);
     print_message("matrix, %d tasks x %d devices: %d cases per member ran, "
                   "%d sampled out (TUTTI_CHECK_FULL=1 runs them), %.1f s\n",
@@ -108,9 +94,8 @@ static void disagree_on(const char *field, const char *named)
     char cmd[512], out[8192], first[512] = "";
     snprintf(cmd, sizeof(cmd), "%s --timeout 60 -n 3 %s --disagree %s", RUN,
              WORKER, field);
-    int rc = test_run(cmd, 0, out, sizeof(out)), lines = 0;
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    int lines = 0;
+    test_run_ok(cmd, 0, out, sizeof(out));
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
         char *detail = strstr(l, ": refused: ");
         if (detail == NULL)
@@ -140,26 +125,20 @@ static void test_perf_table(void **state)
     (void)state;
     snprintf(cmd, sizeof(cmd), "%s -n 3 %s -b 4 -e 3M -f 7 -n 2 -w 1 -d int64",
              RUN, PERF);
-    int rc = test_run(cmd, 0, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 0, out, sizeof(out));
     int rows = 0;
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
-        long long size, count, wrong;
-        char type[16], op[16], impl[64];
-        int root;
-        double t, algbw, busbw;
+        test_perf_row_t r;
         if (l[0] == '#')
             continue;
-        assert_int_equal(sscanf(l, "%lld %lld %15s %15s %d %lf %lf %lf %lld "
-                                "%63s", &size, &count, type, op, &root, &t,
-                                &algbw, &busbw, &wrong, impl), 10);
-        assert_string_equal(type, "int64");
-        assert_int_equal(size, count * 8);
-        assert_int_equal(wrong, 0);
+        assert_true(test_perf_row(l, &r));
+        assert_string_equal(r.type, "int64");
+        assert_int_equal(r.size, r.count * 8);
+        assert_int_equal(r.wrong, 0);
         /* the default config: recursive doubling up to 64K for 3 */
-        assert_string_equal(impl, size <= 65536 ? "RecursiveDoublingAllreduce"
-                                                : "RingAllreduce");
+        assert_string_equal(r.impl, r.size <= 65536
+                                        ? "RecursiveDoublingAllreduce"
+                                        : "RingAllreduce");
         rows++;
     }
     assert_int_equal(rows, 7); /* 4 B .. 3 MiB by 7x: 4, 28, .. 470596 */
@@ -198,9 +177,7 @@ static void test_abort_reaches_every_task(void **state)
     (void)state;
     snprintf(cmd, sizeof(cmd), "%s --timeout 60 -n 3 %s --abort", RUN,
              WORKER);
-    int rc = test_run(cmd, 0, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 0, out, sizeof(out));
     for (int t = 0; t < 3; t++) {
         char want[128];
         snprintf(want, sizeof(want), "coll_worker: task %d: aborted: ", t);
@@ -295,16 +272,13 @@ static void test_mixed_group_uses_local_channels(void **state)
     snprintf(log, sizeof(log), "/tmp/tutti-mixed-%ld.log", (long)getpid());
     snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=debug %s --timeout 600 -n 2 "
              "%s --devices 2 2>%s", RUN, WORKER, log);
-    int rc = test_run(cmd, 0, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 0, out, sizeof(out));
     for (int r = 0; r < 4; r++) {
         char want[128];
         /* The matrix's first group: key 42 * 4096. */
         snprintf(want, sizeof(want), "group 0x2a000 rank %d: local to 1 "
                  "peer(s), shm to 2 peer(s)", r);
-        if (!test_file_has_anywhere(log, want))
-            fail_msg("missing '%s' in %s", want, log);
+        test_expect_in_file(log, want, 1);
     }
     int checks = 0, sampled = 0;
     expect_clean_ranks(out, 4, &checks, &sampled);
@@ -313,32 +287,36 @@ static void test_mixed_group_uses_local_channels(void **state)
     unlink(log);
 }
 
+/* @p cmd, which ran the matrix's selection pass on 3 tasks, exited @p rc
+ * with @p out: 0, and every rank clean. */
+static void expect_clean_selection(const char *cmd, int rc, const char *out)
+{
+    int checks = 0, sampled = 0;
+    if (rc != 0)
+        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    expect_clean_ranks(out, 3, &checks, &sampled);
+}
+
 /* Task 1's config gives the tree another fanout and chunk than task 0's:
  * every member still follows the one plan the resolver (task 0) made, so
  * the matrix's pass through selection stays exact. */
 static void test_plan_comes_from_the_resolver(void **state)
 {
-    char dir[] = "/tmp/tutti-plan-XXXXXX", cfg[64], cmd[1024], out[8192];
+    char cmd[1024], out[8192];
+    test_tmp_t t;
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(cfg, sizeof(cfg), "%s/other.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
-    fputs("selection:\n"
-          "  - { collective: allreduce, algorithm: RingReduce }\n"
-          "  - { collective: broadcast, algorithm: HierarchicalTreeBroadcast,\n"
-          "      params: { fanout: 1, chunk: 4K } }\n", f);
-    fclose(f);
+    test_tmp_make(&t, "plan", "other.yaml",
+                  "selection:\n"
+                  "  - { collective: allreduce, algorithm: RingReduce }\n"
+                  "  - { collective: broadcast, "
+                  "algorithm: HierarchicalTreeBroadcast,\n"
+                  "      params: { fanout: 1, chunk: 4K } }\n");
     snprintf(cmd, sizeof(cmd), "%s --timeout 120 -n 3 sh -c 'if [ "
              "$TUTTI_RANK = 1 ]; then export TUTTI_CONFIG=%s; fi; exec %s "
-             "--selection-only allreduce,broadcast'", RUN, cfg, WORKER);
+             "--selection-only allreduce,broadcast'", RUN, t.path, WORKER);
     int rc = test_run(cmd, 0, out, sizeof(out));
-    unlink(cfg);
-    rmdir(dir);
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
-    int checks = 0, sampled = 0;
-    expect_clean_ranks(out, 3, &checks, &sampled);
+    test_rmtree(t.dir);
+    expect_clean_selection(cmd, rc, out);
 }
 
 /* RingAllreduce (named by its former name, RingReduce) with 3 subdivisions (rings of different orders in flight
@@ -346,30 +324,21 @@ static void test_plan_comes_from_the_resolver(void **state)
  * results exact, and the plan says 3 where the count allows it. */
 static void test_ring_subdivisions(void **state)
 {
-    char dir[] = "/tmp/tutti-subdiv-XXXXXX", cfg[64], log[64], cmd[1024];
-    char out[8192];
+    char log[128], cmd[1024], out[8192];
+    test_tmp_t t;
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(cfg, sizeof(cfg), "%s/s3.yaml", dir);
-    snprintf(log, sizeof(log), "%s/log", dir);
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
-    fputs("selection:\n"
-          "  - { collective: allreduce, algorithm: RingReduce,\n"
-          "      params: { subdivisions: 3 } }\n", f);
-    fclose(f);
+    test_tmp_make(&t, "subdiv", "s3.yaml",
+                  "selection:\n"
+                  "  - { collective: allreduce, algorithm: RingReduce,\n"
+                  "      params: { subdivisions: 3 } }\n");
+    test_tmpfile(log, sizeof(log), t.dir, "log", NULL);
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_LOG_LEVEL=debug %s "
-             "--timeout 120 -n 3 %s --selection-only allreduce 2>%s", cfg,
+             "--timeout 120 -n 3 %s --selection-only allreduce 2>%s", t.path,
              RUN, WORKER, log);
     int rc = test_run(cmd, 0, out, sizeof(out));
-    int planned = test_file_has_anywhere(log, "bytes, 3 subdivisions");
-    unlink(cfg);
-    unlink(log);
-    rmdir(dir);
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
-    int checks = 0, sampled = 0;
-    expect_clean_ranks(out, 3, &checks, &sampled);
+    int planned = test_file_has_line(log, "bytes, 3 subdivisions");
+    test_rmtree(t.dir);
+    expect_clean_selection(cmd, rc, out);
     if (!planned)
         fail_msg("no RingAllreduce plan with 3 subdivisions in the debug "
                  "log");
@@ -387,9 +356,7 @@ static void join_with_modules(const char *dir_a, const char *dir_b, char *out,
              "$TUTTI_RANK = 1 ]; then export TUTTI_MODULE_PATH=%s; else export "
              "TUTTI_MODULE_PATH=%s; fi; exec %s --join' 2>/dev/null", RUN,
              dir_b, dir_a, WORKER);
-    int rc = test_run(cmd, 0, out, len);
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 0, out, len);
 }
 
 static void expect_both_refused(const char *out, const char *detail)
@@ -410,11 +377,10 @@ static void expect_both_refused(const char *out, const char *detail)
  * file hashes; a module only one task loaded is named too. */
 static void test_module_builds_must_agree(void **state)
 {
-    char a[] = "/tmp/tutti-mods-a-XXXXXX", b[] = "/tmp/tutti-mods-b-XXXXXX";
-    char cmd[512], out[4096];
+    char a[64], b[64], cmd[512], out[4096];
     (void)state;
-    assert_non_null(mkdtemp(a));
-    assert_non_null(mkdtemp(b));
+    assert_int_equal(test_tmpdir(a, sizeof(a), "mods-a"), 0);
+    assert_int_equal(test_tmpdir(b, sizeof(b), "mods-b"), 0);
     snprintf(cmd, sizeof(cmd), "cp %s %s/ && cp %s %s/ && printf x >> "
              "%s/mod_good.so", GOOD_SO, a, GOOD_SO, b, b);
     assert_int_equal(system(cmd), 0);
@@ -432,19 +398,8 @@ static void test_module_builds_must_agree(void **state)
     join_with_modules(a, a, out, sizeof(out));
     assert_non_null(strstr(out, "coll_worker: task 0: joined"));
     assert_non_null(strstr(out, "coll_worker: task 1: joined"));
-    snprintf(cmd, sizeof(cmd), "rm -rf %s %s", a, b);
-    assert_int_equal(system(cmd), 0);
-}
-
-/* Resolution is cached: over 20 instances on 2 tasks, each first
- * execution makes one control round trip, each second one none. */
-/* Occurrences of @p text in @p out. */
-static int count_of(const char *out, const char *text)
-{
-    int n = 0;
-    for (const char *p = strstr(out, text); p; p = strstr(p + 1, text))
-        n++;
-    return n;
+    test_rmtree(a);
+    test_rmtree(b);
 }
 
 /* A normal run says nothing at warn level: the selection pass of the
@@ -457,9 +412,7 @@ static void test_normal_run_is_quiet(void **state)
     snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=warn %s --timeout 120 -n 3 "
              "%s --selection-only allgather,alltoall,reduce_scatter", RUN,
              WORKER);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 1, out, sizeof(out));
     if (strstr(out, "tutti[") != NULL)
         fail_msg("log lines in a normal run:\n%s", out);
 }
@@ -468,45 +421,42 @@ static void test_normal_run_is_quiet(void **state)
  * task 0: a skipped rule as a warning, a bad file as an error. */
 static void test_config_findings_once_per_job(void **state)
 {
-    char dir[] = "/tmp/tutti-once-XXXXXX", cfg[64], cmd[512], out[16384];
-    FILE *f;
+    char cmd[512], out[16384];
+    test_tmp_t t;
+    const char *cfg = t.path;
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(cfg, sizeof(cfg), "%s/t.yaml", dir);
-    assert_non_null(f = fopen(cfg, "w"));
-    fprintf(f, "selection:\n"
-            "  - { collective: allreduce, algorithm: NoSuchImplementation }\n"
-            "  - { collective: allreduce, algorithm: RingReduce }\n");
-    fclose(f);
+    test_tmp_make(&t, "once", "t.yaml",
+                  "selection:\n"
+                  "  - { collective: allreduce, "
+                  "algorithm: NoSuchImplementation }\n"
+                  "  - { collective: allreduce, algorithm: RingReduce }\n");
     snprintf(cmd, sizeof(cmd), "TUTTI_LOG_LEVEL=warn TUTTI_CONFIG=%s %s "
              "--timeout 60 -n 3 %s --join", cfg, RUN, WORKER);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
-    if (count_of(out, "rule skipped") != 1 ||
-        count_of(out, "tutti[task 0] warn config: ") != 1)
+    test_run_ok(cmd, 1, out, sizeof(out));
+    if (test_count_of(out, "rule skipped") != 1 ||
+        test_count_of(out, "tutti[task 0] warn config: ") != 1)
         fail_msg("want one skipped-rule warning, from task 0:\n%s", out);
 
     /* Three tasks of a job started here, so that none is stopped before
      * it reads the bad file (tutti-run stops a job at its first failure). */
-    assert_non_null(f = fopen(cfg, "w"));
-    fprintf(f, "timeout: 5\nno_such_key: 1\n");
-    fclose(f);
+    test_write_file(cfg, "timeout: 5\nno_such_key: 1\n");
     snprintf(cmd, sizeof(cmd), "(for i in 0 1 2; do TUTTI_LOG_LEVEL=warn "
              "TUTTI_CONFIG=%s TUTTI_RANK=$i TUTTI_SIZE=3 TUTTI_JOB_ID=once%ld "
              "timeout 60 %s --join & done; wait)", cfg, (long)getpid(),
              WORKER);
     test_run(cmd, 1, out, sizeof(out));
     /* Each task's call fails with the detail (the worker prints it). */
-    assert_int_equal(count_of(out, "coll_worker: configuration error: "), 3);
-    assert_int_equal(count_of(out, "no_such_key"), 4);
-    if (count_of(out, "] error config: ") != 1 ||
-        count_of(out, "tutti[task 0] error config: ") != 1)
+    assert_int_equal(test_count_of(out, "coll_worker: configuration error: "),
+                     3);
+    assert_int_equal(test_count_of(out, "no_such_key"), 4);
+    if (test_count_of(out, "] error config: ") != 1 ||
+        test_count_of(out, "tutti[task 0] error config: ") != 1)
         fail_msg("want one config error line, from task 0:\n%s", out);
-    unlink(cfg);
-    rmdir(dir);
+    test_rmtree(t.dir);
 }
 
+/* Resolution is cached: over 20 instances on 2 tasks, each first
+ * execution makes one control round trip, each second one none. */
 static void test_second_execution_skips_resolution(void **state)
 {
     char out[1024];
@@ -521,15 +471,6 @@ static void test_second_execution_skips_resolution(void **state)
 }
 
 #define PROBE_DIR TUTTI_TEST_BUILDDIR "/tests/modules/probe"
-
-/* Writes @p text to the file @p path. */
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    assert_true(fputs(text, f) >= 0);
-    assert_int_equal(fclose(f), 0);
-}
 
 /* tutti-info --settings with config @p conf and @p env; expects exit 1
  * and @p what in its output. */
@@ -554,15 +495,13 @@ static void test_transport_module_settings(void **state)
     char conf[128], cmd[1024], out[16384], want[256];
     (void)state;
     snprintf(conf, sizeof(conf), "/tmp/tutti-probe-%ld.yaml", (long)getpid());
-    write_text(conf, "transports: [probe, shm]\n"
-                     "probe: { depth: 5, mode: careful, window: 128K }\n");
+    test_write_file(conf, "transports: [probe, shm]\n"
+                          "probe: { depth: 5, mode: careful, window: 128K }\n");
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s "
              "TUTTI_ALGO=allreduce:RingReduce TUTTI_PROBE_GREETING=hi "
              "PROBE_PORTS=100-200 TUTTI_LOG_LEVEL=warn %s -n 2 %s -b 8 "
              "-e 64K -f 64", conf, PROBE_DIR, RUN, PERF);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 1, out, sizeof(out));
     for (int t = 0; t < 2; t++) {
         snprintf(want, sizeof(want), "tutti[task %d] warn probe: greeting "
                  "'hi', depth 5, mode careful, window 131072, ports "
@@ -574,20 +513,19 @@ static void test_transport_module_settings(void **state)
 
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s %s",
              conf, PROBE_DIR, INFO);
-    rc = test_run(cmd, 1, out, sizeof(out));
-    assert_int_equal(rc, 0);
+    assert_int_equal(test_run(cmd, 1, out, sizeof(out)), 0);
     assert_non_null(strstr(out, "probe.depth = 5 (file)\n"));
     assert_non_null(strstr(out, "probe.greeting = \"hello\" (default)\n"));
 
-    write_text(conf, "probe:\n  depth: 9\n");
+    test_write_file(conf, "probe:\n  depth: 9\n");
     snprintf(want, sizeof(want), "%s:2:10: found '9' for depth; expected a "
              "whole number from 1 to 8", conf);
     expect_probe_refused(conf, "", want);
-    write_text(conf, "probe: { colour: red }\n");
+    test_write_file(conf, "probe: { colour: red }\n");
     expect_probe_refused(conf, "", "unknown key 'colour' in probe; expected "
                          "one of greeting, depth, mode, window, ports, "
                          "patience");
-    write_text(conf, "log_level: warn\n");
+    test_write_file(conf, "log_level: warn\n");
     expect_probe_refused(conf, "TUTTI_PROBE_MODE=slow",
                          "TUTTI_PROBE_MODE='slow': not a valid probe.mode; "
                          "expected one of fast, careful");

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "test_perf.h"
 #include "test_util.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
@@ -53,33 +54,28 @@ static double factor_of(const perf_case_t *c)
  * sweep asked for at this row. */
 static void check_row(const perf_case_t *c, const char *l, size_t want_bytes)
 {
-    long long size, count, wrong;
-    char type[16], op[16], impl[64], coll[32];
-    int root;
-    double t, algbw, busbw;
+    test_perf_row_t r;
     size_t blocks = c->blocks ? (size_t)c->nprocs : 1;
     size_t want_count = want_bytes / c->esize / blocks;
 
-    if (sscanf(l, "%lld %lld %15s %15s %d %lf %lf %lf %lld %63s %31s", &size,
-               &count, type, op, &root, &t, &algbw, &busbw, &wrong, impl,
-               coll) != 11)
+    if (!test_perf_row(l, &r) || r.coll[0] == '\0')
         fail_msg("%s on %d: not a table row: '%s'", c->coll, c->nprocs, l);
-    if (wrong != 0)
+    if (r.wrong != 0)
         fail_msg("%s on %d: %lld wrong elements at %lld bytes: '%s'",
-                 c->coll, c->nprocs, wrong, size, l);
-    assert_string_equal(coll, c->coll);
-    assert_string_equal(type, c->dtype);
-    assert_string_equal(op, c->redop);
-    assert_int_equal(root, c->root);
-    assert_string_not_equal(impl, "-");
+                 c->coll, c->nprocs, r.wrong, r.size, l);
+    assert_string_equal(r.coll, c->coll);
+    assert_string_equal(r.type, c->dtype);
+    assert_string_equal(r.op, c->redop);
+    assert_int_equal(r.root, c->root);
+    assert_string_not_equal(r.impl, "-");
     /* nccl-tests' size convention, rounded down per rank. */
-    assert_int_equal(count, (long long)want_count);
-    assert_int_equal(size, (long long)(want_count * c->esize * blocks));
+    assert_int_equal(r.count, (long long)want_count);
+    assert_int_equal(r.size, (long long)(want_count * c->esize * blocks));
     /* Both columns print 3 decimals: within half a unit of each. */
-    double f = factor_of(c), d = busbw - algbw * f;
+    double f = factor_of(c), d = r.busbw - r.algbw * f;
     if (d > 0.0005 * (1.0 + f) + 1e-9 || -d > 0.0005 * (1.0 + f) + 1e-9)
         fail_msg("%s on %d: busbw %.3f is not algbw %.3f x %.4f: '%s'",
-                 c->coll, c->nprocs, busbw, algbw, f, l);
+                 c->coll, c->nprocs, r.busbw, r.algbw, f, l);
 }
 
 static void run_case(void **state)
@@ -120,22 +116,17 @@ static void run_case(void **state)
  * detail) and exits non-zero. */
 static void test_unselectable_collective_fails(void **state)
 {
-    char dir[] = "/tmp/tutti-perftool-XXXXXX", cfg[64], cmd[512];
-    char out[8192];
+    char cmd[512], out[8192];
+    test_tmp_t t;
     (void)state;
-    assert_non_null(mkdtemp(dir));
-    snprintf(cfg, sizeof(cfg), "%s/bcast-only.yaml", dir);
-    FILE *f = fopen(cfg, "w");
-    assert_non_null(f);
-    fputs("selection:\n"
-          "  - { collective: broadcast, algorithm: HierarchicalTreeBroadcast "
-          "}\n", f);
-    fclose(f);
+    test_tmp_make(&t, "perftool", "bcast-only.yaml",
+                  "selection:\n"
+                  "  - { collective: broadcast, "
+                  "algorithm: HierarchicalTreeBroadcast }\n");
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s %s --timeout 60 -n 2 %s -c "
-             "allreduce -b 8 -e 8 -n 1 -w 1", cfg, RUN, PERF);
+             "allreduce -b 8 -e 8 -n 1 -w 1", t.path, RUN, PERF);
     int rc = test_run(cmd, 1, out, sizeof(out));
-    unlink(cfg);
-    rmdir(dir);
+    test_rmtree(t.dir);
     assert_int_not_equal(rc, 0);
     if (strstr(out, "tutti-perf: rank 0: allreduce of 8 bytes: ") == NULL ||
         strstr(out, "no selection rule matches allreduce") == NULL) {
@@ -159,25 +150,28 @@ static void test_unknown_implementation_fails(void **state)
     }
 }
 
+/* What --help says of every collective: its size convention and bus
+ * factor. */
+static const char *const help_lines[] = {
+    "allreduce           count x type: each rank's buffer     2(n-1)/n",
+    "broadcast           count x type: the buffer             1",
+    "reduce              count x type: each rank's input      1",
+    "allgather       n x count x type: the output             (n-1)/n",
+    "gather          n x count x type: the root's output      (n-1)/n",
+    "reduce_scatter  n x count x type: the input              (n-1)/n",
+    "alltoall        n x count x type: each send buffer       (n-1)/n",
+    "permute             count x type: sent to rank+1 mod n   1"};
+
 /* --help names every collective with its size convention and bus factor;
  * a name it does not know is refused with exit status 2. */
 static void test_help_and_bad_collective(void **state)
 {
-    static const char *const lines[] = {
-        "allreduce           count x type: each rank's buffer     2(n-1)/n",
-        "broadcast           count x type: the buffer             1",
-        "reduce              count x type: each rank's input      1",
-        "allgather       n x count x type: the output             (n-1)/n",
-        "gather          n x count x type: the root's output      (n-1)/n",
-        "reduce_scatter  n x count x type: the input              (n-1)/n",
-        "alltoall        n x count x type: each send buffer       (n-1)/n",
-        "permute             count x type: sent to rank+1 mod n   1"};
     char out[8192];
     (void)state;
     assert_int_equal(test_run(PERF " --help", 1, out, sizeof(out)), 0);
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
-        if (strstr(out, lines[i]) == NULL)
-            fail_msg("--help lacks '%s'", lines[i]);
+    for (size_t i = 0; i < sizeof(help_lines) / sizeof(help_lines[0]); i++)
+        if (strstr(out, help_lines[i]) == NULL)
+            fail_msg("--help lacks '%s'", help_lines[i]);
     assert_int_equal(test_run(PERF " -c barrier", 1, out, sizeof(out)), 2);
     assert_non_null(strstr(out, "-c 'barrier': invalid value"));
 }
@@ -202,14 +196,12 @@ static void test_planted_wrong_result_counted(void **state)
         fail_msg("tutti-perf with a broken allreduce exited %d, want 1", rc);
     }
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
-        long long size, count, wrong;
-        char impl[64];
-        if (l[0] == '#' || sscanf(l, "%lld %lld %*s %*s %*d %*f %*f %*f %lld "
-                                  "%63s", &size, &count, &wrong, impl) != 4)
+        test_perf_row_t r;
+        if (l[0] == '#' || !test_perf_row(l, &r))
             continue;
-        assert_string_equal(impl, "TestZeroAllreduce");
+        assert_string_equal(r.impl, "TestZeroAllreduce");
         /* Every element of all 3 ranks is wrong (the pattern has no 0). */
-        assert_int_equal(wrong, 3 * count);
+        assert_int_equal(r.wrong, 3 * r.count);
         rows++;
     }
     assert_int_equal(rows, 3); /* 64, 512, 4096 bytes */

@@ -34,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include "test_perf.h"
 #include "test_util.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
@@ -96,21 +97,14 @@ static int expect_exact_rows(const char *out, const char *coll)
     int rows = 0;
     snprintf(copy, sizeof(copy), "%s", out);
     for (char *l = strtok(copy, "\n"); l; l = strtok(NULL, "\n")) {
-        long long size, count, wrong;
-        char type[16], op[16], impl[64], name[32];
-        int root;
-        double t, algbw, busbw;
-        if (l[0] == '#' || strncmp(l, "tutti", 5) == 0)
+        test_perf_row_t r;
+        if (l[0] == '#' || strncmp(l, "tutti", 5) == 0 ||
+            !test_perf_row(l, &r))
             continue;
-        name[0] = '\0';
-        if (sscanf(l, "%lld %lld %15s %15s %d %lf %lf %lf %lld %63s %31s",
-                   &size, &count, type, op, &root, &t, &algbw, &busbw, &wrong,
-                   impl, name) < 10)
-            continue;
-        if (name[0] != '\0')
-            assert_string_equal(name, coll);
-        if (wrong != 0)
-            fail_msg("%lld elements wrong at %lld bytes:\n%s", wrong, size,
+        if (r.coll[0] != '\0')
+            assert_string_equal(r.coll, coll);
+        if (r.wrong != 0)
+            fail_msg("%lld elements wrong at %lld bytes:\n%s", r.wrong, r.size,
                      out);
         rows++;
     }
@@ -129,9 +123,7 @@ static void perf_exact(const char *env, int n, const char *coll,
     snprintf(cmd, sizeof(cmd), "%s TUTTI_LOG_LEVEL=debug %s --timeout 120 "
              "--job-id %s -n %d %s -c %s -d %s %s -n 2 -w 1 2>>%s", env, RUN,
              job, n, PERF, coll, dtype, sizes, log);
-    int rc = test_run(cmd, 0, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 0, out, sizeof(out));
     assert_int_equal(expect_exact_rows(out, coll), want_rows);
     if (test_file_has(log, SWEEP_LINE))
         fail_msg("tutti-run had to remove segments of job %s (%s)", job, log);
@@ -148,15 +140,25 @@ static void run_sizes(const char *env, int n, const char *log)
     perf_exact(env, n, "broadcast", "uint8", "-b 1048579 -e 1048579", log, 1);
 }
 
+/* run_sizes() on @p n processes with shm.single_copy @p mode, the debug
+ * log in /tmp/tutti-shm-<name><n>-<pid>.log (its path to @p log); the
+ * paths the data took to @p p. */
+static void sizes_with(const char *mode, const char *name, int n, char *log,
+                       size_t len, paths_t *p)
+{
+    char env[64];
+    snprintf(log, len, "/tmp/tutti-shm-%s%d-%ld.log", name, n, (long)getpid());
+    unlink(log);
+    snprintf(env, sizeof(env), "TUTTI_SHM_SINGLE_COPY=%s", mode);
+    run_sizes(env, n, log);
+    read_paths(log, p);
+}
+
 static void single_copy_on(int n)
 {
     char log[96];
     paths_t p;
-    snprintf(log, sizeof(log), "/tmp/tutti-shm-on%d-%ld.log", n,
-             (long)getpid());
-    unlink(log);
-    run_sizes("TUTTI_SHM_SINGLE_COPY=auto", n, log);
-    read_paths(log, &p);
+    sizes_with("auto", "on", n, log, sizeof(log), &p);
     if (p.no_sc[0] != '\0') {
         unlink(log);
         print_message("single copy is not permitted here: %s", p.no_sc);
@@ -176,11 +178,7 @@ static void single_copy_off(int n)
 {
     char log[96];
     paths_t p;
-    snprintf(log, sizeof(log), "/tmp/tutti-shm-off%d-%ld.log", n,
-             (long)getpid());
-    unlink(log);
-    run_sizes("TUTTI_SHM_SINGLE_COPY=off", n, log);
-    read_paths(log, &p);
+    sizes_with("off", "off", n, log, sizeof(log), &p);
     print_message("%d processes, single copy off: %lld large messages "
                   "through the slots (%lld endpoints)\n", n, p.ring_large_in,
                   p.endpoints);
@@ -369,9 +367,7 @@ static void test_stale_segments_removed_by_next_start(void **state)
              "--join) & p=$!; sleep 0.5; TUTTI_RANK=0 %s --join; a=$?; "
              "wait $p; exit $((a | $?))'",
              job, WORKER, WORKER);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0)
-        fail_msg("%s exited %d:\n%s", cmd, rc, out);
+    test_run_ok(cmd, 1, out, sizeof(out));
     assert_non_null(strstr(out, "coll_worker: task 0: joined"));
     assert_non_null(strstr(out, "coll_worker: task 1: joined"));
     char want[512];
