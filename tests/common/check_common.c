@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "check_common.h"
+#include "test_group.h"
 #include "../../tools/pattern.h"
 
 #define GUARD 64          /* bytes checked past every output */
@@ -552,17 +553,13 @@ static int check_localities(tutti_group_t *g, FILE *log)
 static tutti_group_t *join(const tutti_check_env_t *env, uint64_t sub,
                            tutti_check_result_t *res)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g = NULL;
-    tutti_group_params_init(&gp);
-    gp.group_key = env->group_key * 4096 + sub;
-    gp.group_size = env->group_size;
-    gp.device_index = env->device_index;
-    gp.timeout = env->timeout;
-    tutti_status_t st = tutti_group_join(env->ctx, &gp, &g);
+    uint64_t key = env->group_key * 4096 + sub;
+    tutti_status_t st = test_join(env->ctx, key, env->group_size,
+                                  env->device_index, env->timeout, &g);
     if (st != TUTTI_OK) {
         fprintf(env->log, "device %d: join group 0x%llx: %s: %s\n",
-                env->device_index, (unsigned long long)gp.group_key,
+                env->device_index, (unsigned long long)key,
                 tutti_status_name(st), tutti_last_error());
         res->failures++;
         return NULL;

@@ -1,7 +1,8 @@
 /*
  * Groups for the tests and for the workers they start (header-only,
- * static): joining one, the parameters of an instance, one execution
- * waited for, and the members of a group run as threads of this process.
+ * static): a worker's context, joining a group, the parameters of an
+ * instance, one execution waited for, and the members of a group run as
+ * threads of this process.
  * The public API only and no CMocka, so that the workers and the
  * differential client use them too: callers check what is returned.
  */
@@ -11,8 +12,24 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <tutti/tutti.h>
+
+/* A context from the environment alone, as a launcher set it up; NULL if
+ * there is none, saying why on stderr after @p who, the status as
+ * @p status_text writes it. */
+static inline tutti_context_t *
+test_context_from_env(const char *who,
+                      const char *(*status_text)(tutti_status_t))
+{
+    tutti_context_t *ctx;
+    tutti_status_t st = tutti_context_create(NULL, &ctx);
+    if (st == TUTTI_OK)
+        return ctx;
+    fprintf(stderr, "%s: %s: %s\n", who, status_text(st), tutti_last_error());
+    return NULL;
+}
 
 /* Joins group @p key as the member of device @p index in a group of
  * @p size; @p timeout 0 keeps the default.  tutti_group_join's status. */

@@ -36,6 +36,7 @@
 #include <tutti/tutti.h>
 
 #include "check_common.h"
+#include "test_group.h"
 
 typedef struct {
     tutti_context_t *ctx;
@@ -55,12 +56,7 @@ static int run_disagreement(member_t *m, tutti_group_t *g)
     int odd = tutti_group_rank(g) == 1;
     double buf[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     tutti_instance_params_t p;
-    tutti_request_t *r;
-    tutti_instance_params_init(&p);
-    p.instance_key = 77;
-    p.collective = TUTTI_COLL_BROADCAST;
-    p.dtype = TUTTI_FLOAT64;
-    p.count = 8;
+    test_params(&p, 77, TUTTI_COLL_BROADCAST, TUTTI_FLOAT64, 8);
     p.root = 0;
     if (strcmp(f, "collective") == 0 && odd)
         p.collective = TUTTI_COLL_ALLREDUCE;
@@ -74,11 +70,7 @@ static int run_disagreement(member_t *m, tutti_group_t *g)
     }
     if (strcmp(f, "root") == 0 && odd)
         p.root = 1;
-    tutti_status_t st = tutti_execute(g, &p, buf, buf, &r);
-    if (st == TUTTI_OK) {
-        st = tutti_request_wait(r);
-        tutti_request_free(r);
-    }
+    tutti_status_t st = test_exec_wait(g, &p, buf, buf);
     pthread_mutex_lock(&out_lock);
     printf("coll_worker: task %d device %d: %s: %s\n",
            tutti_context_task(m->ctx), m->device,
@@ -159,12 +151,9 @@ static double now_s(void)
 
 static tutti_group_t *join_all(tutti_context_t *ctx, uint64_t key)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g = NULL;
-    tutti_group_params_init(&gp);
-    gp.group_key = key;
-    gp.group_size = tutti_context_num_tasks(ctx);
-    if (tutti_group_join(ctx, &gp, &g) != TUTTI_OK)
+    if (test_join(ctx, key, tutti_context_num_tasks(ctx), 0, 0, &g) !=
+        TUTTI_OK)
         fprintf(stderr, "coll_worker: join: %s\n", tutti_last_error());
     return g;
 }
@@ -210,13 +199,9 @@ static int abort_mode(tutti_context_t *ctx)
 /* Join and say how it went (the agreement checks of joining). */
 static int join_mode(tutti_context_t *ctx)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g;
-    tutti_group_params_init(&gp);
-    gp.group_key = 46;
-    gp.group_size = tutti_context_num_tasks(ctx);
-    gp.timeout = 30;
-    tutti_status_t st = tutti_group_join(ctx, &gp, &g);
+    tutti_status_t st = test_join(ctx, 46, tutti_context_num_tasks(ctx), 0, 30,
+                                  &g);
     if (st == TUTTI_OK) {
         printf("coll_worker: task %d: joined\n", tutti_context_task(ctx));
         tutti_group_leave(g);
@@ -242,9 +227,7 @@ static int victim_mode(tutti_context_t *ctx)
     double t = 0;
     if (g == NULL || buf == NULL)
         return 1;
-    tutti_instance_params_init(&p);
-    p.instance_key = 5;
-    p.count = count;
+    test_params(&p, 5, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, count);
     for (int i = 0; i < 1000 && st == TUTTI_OK; i++) {
         t = now_s();
         if ((st = tutti_execute(g, &p, buf, buf, &r)) != TUTTI_OK)
@@ -290,7 +273,6 @@ int main(int argc, char **argv)
 {
     tutti_context_t *ctx;
     member_t m[16];
-    pthread_t t[16];
     int devices = 1, ok = 1;
     const char *disagree = NULL, *mode = NULL;
     uint32_t selection = 0;
@@ -316,25 +298,19 @@ int main(int argc, char **argv)
     }
     if (devices < 1 || devices > 16)
         return 2;
-    tutti_status_t st = tutti_context_create(NULL, &ctx);
-    if (st != TUTTI_OK) {
-        fprintf(stderr, "coll_worker: %s: %s\n", tutti_strerror(st),
-                tutti_last_error());
+    if ((ctx = test_context_from_env("coll_worker", tutti_strerror)) == NULL)
         return 1;
-    }
     if (mode != NULL && strcmp(mode, "--join") == 0)
         return join_mode(ctx);
     if (mode != NULL)
         return strcmp(mode, "--abort") == 0 ? abort_mode(ctx)
                                              : victim_mode(ctx);
-    for (int d = 0; d < devices; d++) {
+    for (int d = 0; d < devices; d++)
         m[d] = (member_t){ctx, d, devices, disagree, selection, 0};
-        pthread_create(&t[d], NULL, member_main, &m[d]);
-    }
-    for (int d = 0; d < devices; d++) {
-        pthread_join(t[d], NULL);
+    if (test_threads(devices, member_main, m, sizeof(m[0])) != 0)
+        ok = 0;
+    for (int d = 0; d < devices; d++)
         ok &= m[d].ok;
-    }
     tutti_context_destroy(ctx);
     return ok ? 0 : 1;
 }

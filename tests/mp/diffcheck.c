@@ -36,6 +36,7 @@
 #include <tutti/tutti.h>
 
 #include "diffcheck.h"
+#include "test_group.h"
 
 #define GUARD 64
 #define CTRL_KEY 0x64696666ULL        /* "diff" */
@@ -166,13 +167,9 @@ static int poison_intact(const unsigned char *data, size_t len, size_t from,
 static tutti_status_t join(member_t *m, uint64_t key, double timeout,
                            tutti_group_t **g_out)
 {
-    tutti_group_params_t gp;
-    tutti_group_params_init(&gp);
-    gp.group_key = key;
-    gp.group_size = tutti_context_num_tasks(m->ctx) * m->opt->devices;
-    gp.device_index = m->device;
-    gp.timeout = timeout;
-    tutti_status_t st = tutti_group_join(m->ctx, &gp, g_out);
+    tutti_status_t st = test_join(
+        m->ctx, key, tutti_context_num_tasks(m->ctx) * m->opt->devices,
+        m->device, timeout, g_out);
     if (st != TUTTI_OK)
         say("diffcheck: task %d device %d: FAIL join group 0x%llx: %s: %s\n",
             tutti_context_task(m->ctx), m->device, (unsigned long long)key,
@@ -198,18 +195,9 @@ static int agree(member_t *m, long k, int state, int bad, int *bad_out)
     uint64_t v[4] = {(uint64_t)state, (uint64_t)bad, (uint64_t)k,
                      ~(uint64_t)k};
     tutti_instance_params_t p;
-    tutti_request_t *r;
-    tutti_instance_params_init(&p);
-    p.instance_key = 1;
-    p.collective = TUTTI_COLL_ALLREDUCE;
-    p.dtype = TUTTI_UINT64;
+    test_params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_UINT64, 4);
     p.op = TUTTI_OP_MAX;
-    p.count = 4;
-    tutti_status_t st = tutti_execute(m->ctrl, &p, v, v, &r);
-    if (st == TUTTI_OK) {
-        st = tutti_request_wait(r);
-        tutti_request_free(r);
-    }
+    tutti_status_t st = test_exec_wait(m->ctrl, &p, v, v);
     if (st != TUTTI_OK) {
         say("diffcheck: rank %d: FAIL seed %llu call %ld: the members could "
             "not agree after it: %s: %s\n", m->rank,
@@ -272,12 +260,9 @@ static void run_exec(member_t *m, const dc_call_t *c, const dc_layout_t *L,
 {
     tutti_instance_params_t p;
     tutti_request_t *r;
-    tutti_instance_params_init(&p);
-    p.instance_key = c->key;
-    p.collective = c->coll;
-    p.dtype = c->dtype;
+    test_params(&p, c->key, c->coll, c->dtype,
+                c->per_rank ? TUTTI_COUNT_PER_RANK : c->count);
     p.op = c->op;
-    p.count = c->per_rank ? TUTTI_COUNT_PER_RANK : c->count;
     p.root = c->root;
     p.algorithm = c->impl >= 0 ? m->impls[c->impl].name : NULL;
     p.pre_scale = c->pre;
@@ -789,23 +774,17 @@ int main(int argc, char **argv)
     tutti_context_t *ctx;
     static dc_impl_t impls[DC_MAX_IMPLS];
     member_t *m;
-    pthread_t *t;
     int ok = 1;
 
     if (parse_options(argc, argv, &o) != 0) {
         usage();
         return 2;
     }
-    tutti_status_t st = tutti_context_create(NULL, &ctx);
-    if (st != TUTTI_OK) {
-        fprintf(stderr, "diffcheck: %s: %s\n", tutti_status_name(st),
-                tutti_last_error());
+    if ((ctx = test_context_from_env("diffcheck", tutti_status_name)) == NULL)
         return 1;
-    }
     int nimpls = list_impls(ctx, impls);
     m = calloc((size_t)o.devices, sizeof(*m));
-    t = calloc((size_t)o.devices, sizeof(*t));
-    if (m == NULL || t == NULL) {
+    if (m == NULL) {
         tutti_context_destroy(ctx);
         return 1;
     }
@@ -815,10 +794,10 @@ int main(int argc, char **argv)
         m[d].impls = impls;
         m[d].nimpls = nimpls;
         m[d].device = d;
-        pthread_create(&t[d], NULL, member_main, &m[d]);
     }
+    if (test_threads(o.devices, member_main, m, sizeof(m[0])) != 0)
+        ok = 0;
     for (int d = 0; d < o.devices; d++) {
-        pthread_join(t[d], NULL);
         say("diffcheck: rank %d: seed %llu: %ld calls, %lld elements "
             "checked, %ld wrong, %ld failures\n", m[d].rank,
             (unsigned long long)o.seed, m[d].calls, m[d].elements,
@@ -830,7 +809,6 @@ int main(int argc, char **argv)
     }
     tutti_context_destroy(ctx);
     free(m);
-    free(t);
     free(o.only);
     return ok ? 0 : 1;
 }

@@ -55,57 +55,72 @@ static int64_t i64_value(int r, size_t i)
     return (int64_t)x;
 }
 
-static int allreduce_f32(tutti_group_t *g, int rank, int size, size_t count)
-{
-    float *in = malloc((count + 1) * sizeof(float));
-    float *out = malloc((count + 1) * sizeof(float));
-    int ok = in != NULL && out != NULL;
-    tutti_status_t st;
+/* One allreduce of the test: its type and op; fill sets element i of a
+ * rank's input and output, exact says whether element i of the output is
+ * right (recording the first failure if not). */
+typedef struct {
+    const char *what;
+    tutti_dtype_t dtype;
+    tutti_op_t op;
+    void (*fill)(void *in, void *out, size_t i, int rank);
+    int (*exact)(const void *out, size_t i, int size, size_t count);
+} allreduce_t;
 
-    for (size_t i = 0; ok && i < count; i++) {
-        in[i] = (float)((rank + 1) * (int)(1 + i % 251));
-        out[i] = -1.0f;
-    }
-    if (ok && (st = tutti_allreduce(g, in, out, count, TUTTI_FLOAT32,
-                                    TUTTI_OP_SUM)) != TUTTI_OK)
-        ok = call_failed("allreduce float32 sum", count, st);
-    /* Every partial sum is an integer below 2^24: exact in any order. */
-    for (size_t i = 0; ok && i < count; i++) {
-        float want = (float)(size * (size + 1) / 2 * (int)(1 + i % 251));
-        if (out[i] != want)
-            ok = fail("allreduce float32 sum", count, i, out[i], want);
-    }
-    free(in);
-    free(out);
-    return ok;
+static void f32_fill(void *in, void *out, size_t i, int rank)
+{
+    ((float *)in)[i] = (float)((rank + 1) * (int)(1 + i % 251));
+    ((float *)out)[i] = -1.0f;
 }
 
-static int allreduce_i64(tutti_group_t *g, int rank, int size, size_t count)
+/* Every partial sum is an integer below 2^24: exact in any order. */
+static int f32_exact(const void *out, size_t i, int size, size_t count)
 {
-    int64_t *in = malloc((count + 1) * sizeof(int64_t));
-    int64_t *out = malloc((count + 1) * sizeof(int64_t));
+    float got = ((const float *)out)[i];
+    float want = (float)(size * (size + 1) / 2 * (int)(1 + i % 251));
+    return got == want || fail("allreduce float32 sum", count, i, got, want);
+}
+
+static void i64_fill(void *in, void *out, size_t i, int rank)
+{
+    ((int64_t *)in)[i] = i64_value(rank, i);
+    ((int64_t *)out)[i] = 0;
+}
+
+static int i64_exact(const void *out, size_t i, int size, size_t count)
+{
+    int64_t got = ((const int64_t *)out)[i], want = i64_value(0, i);
+    for (int r = 1; r < size; r++)
+        if (i64_value(r, i) > want)
+            want = i64_value(r, i);
+    if (got != want && failure[0] == '\0')
+        snprintf(failure, sizeof(failure), "allreduce int64 max count %zu: "
+                 "element %zu is %" PRId64 ", expected %" PRId64, count, i,
+                 got, want);
+    return got == want;
+}
+
+static const allreduce_t allreduces[] = {
+    {"allreduce float32 sum", TUTTI_FLOAT32, TUTTI_OP_SUM, f32_fill,
+     f32_exact},
+    {"allreduce int64 max", TUTTI_INT64, TUTTI_OP_MAX, i64_fill, i64_exact},
+};
+
+/* Allreduce @p a of @p count elements, every element checked. */
+static int allreduce_exact(tutti_group_t *g, const allreduce_t *a, int rank,
+                           int size, size_t count)
+{
+    void *in = malloc((count + 1) * sizeof(int64_t));
+    void *out = malloc((count + 1) * sizeof(int64_t));
     int ok = in != NULL && out != NULL;
     tutti_status_t st;
 
-    for (size_t i = 0; ok && i < count; i++) {
-        in[i] = i64_value(rank, i);
-        out[i] = 0;
-    }
-    if (ok && (st = tutti_allreduce(g, in, out, count, TUTTI_INT64,
-                                    TUTTI_OP_MAX)) != TUTTI_OK)
-        ok = call_failed("allreduce int64 max", count, st);
-    for (size_t i = 0; ok && i < count; i++) {
-        int64_t want = i64_value(0, i);
-        for (int r = 1; r < size; r++)
-            if (i64_value(r, i) > want)
-                want = i64_value(r, i);
-        if (out[i] != want && failure[0] == '\0') {
-            snprintf(failure, sizeof(failure), "allreduce int64 max count %zu: "
-                     "element %zu is %" PRId64 ", expected %" PRId64, count, i,
-                     out[i], want);
-            ok = 0;
-        }
-    }
+    for (size_t i = 0; ok && i < count; i++)
+        a->fill(in, out, i, rank);
+    if (ok && (st = tutti_allreduce(g, in, out, count, a->dtype, a->op)) !=
+                  TUTTI_OK)
+        ok = call_failed(a->what, count, st);
+    for (size_t i = 0; ok && i < count; i++)
+        ok = a->exact(out, i, size, count);
     free(in);
     free(out);
     return ok;
@@ -161,8 +176,8 @@ int main(void)
         return 1;
     }
     for (size_t c = 0; ok && c < sizeof(counts) / sizeof(counts[0]); c++)
-        ok = allreduce_f32(g, rank, size, counts[c]) &&
-             allreduce_i64(g, rank, size, counts[c]);
+        for (size_t a = 0; ok && a < 2; a++)
+            ok = allreduce_exact(g, &allreduces[a], rank, size, counts[c]);
     for (size_t c = 0; ok && c < sizeof(bcast_counts) / sizeof(bcast_counts[0]);
          c++)
         for (int root = 0; ok && root < size; root++)
