@@ -350,19 +350,14 @@ static void plan_inner(const dc_plan_env_t *env, long k, dc_call_t *out,
         if (first != NULL) {
             plan_inner(env, k - 1 - back, first, 0);
             if (first->api == DC_API_EXEC && first->origin == first->index) {
-                out->origin = first->index;
-                out->key = first->key;
-                out->api = DC_API_EXEC;
-                out->coll = first->coll;
-                out->per_rank = first->per_rank;
-                out->dtype = first->dtype;
-                out->op = first->op;
-                out->pre = first->pre;
-                out->post = first->post;
-                out->count = first->count;
-                out->root = first->root;
-                out->impl = first->impl;
-                memcpy(out->perm, first->perm, sizeof(out->perm));
+                /* The first call's instance (its key, parameters and
+                 * origin); this call's index and inputs stay its own, and
+                 * what each member does is planned anew below. */
+                long index = out->index;
+                uint64_t data_seed = out->data_seed;
+                *out = *first;
+                out->index = index;
+                out->data_seed = data_seed;
                 free(first);
                 plan_execution(env, &rng, out);
                 return;
@@ -491,15 +486,14 @@ static void fixed_layout(const dc_call_t *c, int r, dc_layout_t *L)
         L->out_n = root ? cnt : 0;
         break;
     case TUTTI_COLL_ALLGATHER:
-        L->out_n = n * cnt;
+    case TUTTI_COLL_GATHER: {
+        /* Every rank receives in an allgather, the root alone in a gather. */
+        int gets = c->coll == TUTTI_COLL_ALLGATHER || root;
+        L->out_n = gets ? n * cnt : 0;
         L->in_off = (size_t)r * cnt;
-        L->check_total = 1;
+        L->check_total = gets;
         break;
-    case TUTTI_COLL_GATHER:
-        L->out_n = root ? n * cnt : 0;
-        L->in_off = (size_t)r * cnt;
-        L->check_total = root;
-        break;
+    }
     case TUTTI_COLL_REDUCE_SCATTER:
         L->in_n = n * cnt;
         L->out_off = (size_t)r * cnt;
