@@ -3,7 +3,7 @@
  * socket helpers, the settings, the job secret and the connection
  * handshake; tcp_rendezvous.c the rendezvous (server and client);
  * tp_tcp.c and its parts (tcp_ep.h) the endpoints and the data path.
- * Outside transports/tcp only tests/unit/test_tcp.c includes this header,
+ * Outside transports/tcp only tests/mp/test_tcp.c includes this header,
  * for the handshake's layout.
  */
 #ifndef TUTTI_TP_TCP_INT_H
