@@ -35,6 +35,14 @@
  * An error returned from run or progress fails that execution; the core
  * then stops calling progress for it and the instance stays usable only if
  * the transport says so.  Callbacks record error details with core->error().
+ *
+ * ABI versions (plugin.h says the rule): 1.1 added per-rank counts, 1.2
+ * aliases, each at the end of its struct; the loader reads a module's rows
+ * at its own minor's size.  A change that cannot be made that way is
+ * major 2: this header is then copied unchanged to include/tutti/abi/
+ * alg_v1.h and core/plugin/ gets one adapter that wraps a v1 descriptor
+ * into a v2 one, so v1 modules keep loading; a module of tests/modules
+ * built against the frozen header shows that it does.
  */
 #ifndef TUTTI_MODULE_H
 #define TUTTI_MODULE_H

@@ -25,6 +25,14 @@
  * table it is handed (group->core), so it needs no link to libtutti.  The
  * ops tables start with their size so fields can be added at the end
  * within an ABI major version.
+ *
+ * ABI versions (plugin.h says the rule): 2.1 added settings at the end of
+ * the descriptor and of the group; the loader reads a 2.0 descriptor by
+ * its size.  A change that cannot be made that way is major 3: this header
+ * is then copied unchanged to include/tutti/abi/tp_v2.h and core/plugin/
+ * gets one adapter that wraps a v2 descriptor into a v3 one, so v2 modules
+ * keep loading; a module of tests/modules built against the frozen header
+ * shows that it does.
  */
 #ifndef TUTTI_TRANSPORT_H
 #define TUTTI_TRANSPORT_H
