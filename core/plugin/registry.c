@@ -103,17 +103,6 @@ static const tutti__module_t *find_module(const tutti__registry_t *reg,
     return NULL;
 }
 
-const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
-                                              const char *name)
-{
-    for (size_t i = 0; name != NULL && i < reg->num_modules; i++) {
-        const tutti__module_t *m = &reg->modules[i];
-        if (m->tp != NULL && strcmp(m->tp->ops->name, name) == 0)
-            return m->tp->ops;
-    }
-    return NULL;
-}
-
 /* The module that provides transport @p name, or NULL. */
 static const tutti__module_t *tp_module(const tutti__registry_t *reg,
                                         const char *name)
@@ -124,6 +113,13 @@ static const tutti__module_t *tp_module(const tutti__registry_t *reg,
             return m;
     }
     return NULL;
+}
+
+const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
+                                              const char *name)
+{
+    const tutti__module_t *m = tp_module(reg, name);
+    return m != NULL ? m->tp->ops : NULL;
 }
 
 tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
