@@ -64,6 +64,8 @@ struct tutti_request {
 struct tutti__instance {
     tutti_instance_params_t params;  /* as first executed */
     char algorithm[TUTTI_NAME_MAX];  /* chosen implementation */
+    char asked[TUTTI_NAME_MAX];      /* the name the first call gave, if any
+                                        (perhaps a former name, an alias) */
     const tutti__impl_entry_t *impl;
     tutti_alg_instance_t alg;
     void *state;

@@ -95,6 +95,7 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
     inst->postscaled = tutti__coll_postscaled(p);
     if (p->algorithm) {
         snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
+        snprintf(inst->asked, sizeof(inst->asked), "%s", p->algorithm);
         inst->params.algorithm = inst->algorithm;
     }
     tutti_status_t st = tutti__member_propose(g->job, &g->member, p);
@@ -111,10 +112,14 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
 }
 
 /* Whether @p name (perhaps an old name, an alias) names the implementation
- * @p inst runs, or was first asked for. */
+ * @p inst runs, or was first asked for.  The names the instance already
+ * knows are compared first, so a caller that keeps one name, its own or a
+ * former one, costs no registry look-up per call. */
 static int same_impl(const tutti_group_t *g, const tutti__instance_t *inst,
                      const char *name)
 {
+    if (strcmp(name, inst->algorithm) == 0 || strcmp(name, inst->asked) == 0)
+        return 1;
     const tutti__impl_entry_t *e = tutti__registry_find(g->job->reg, name);
     return e != NULL &&
            e == tutti__registry_find(g->job->reg, inst->algorithm);
@@ -151,12 +156,11 @@ tutti_status_t tutti__instance_check_same(const tutti_group_t *g,
     else if (inst->permutation != NULL &&
              (p->permutation == NULL ||
               memcmp(inst->permutation, p->permutation,
-                     (size_t)inst->alg.group_size * sizeof(int)) != 0))
+                     (size_t)g->size * sizeof(int)) != 0))
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
                             "first executed with another permutation",
                             (unsigned long long)f->instance_key);
-    else if (p->algorithm && strcmp(p->algorithm, inst->algorithm) != 0 &&
-             !same_impl(g, inst, p->algorithm))
+    else if (p->algorithm && !same_impl(g, inst, p->algorithm))
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx "
                             "runs %s; this call asks for %s",
                             (unsigned long long)f->instance_key,

@@ -266,6 +266,46 @@ static void other_permutation(member_t *m)
     expect_other_permutation(m, &p, NULL, in, out, "later permutation NULL");
 }
 
+/* As above, but member 0's second call comes before the instance is
+ * resolved (member 1 has not executed it yet): the first permutation is
+ * still the one compared. */
+static void other_permutation_unresolved(member_t *m)
+{
+    static const int swap[2] = {1, 0}, same[2] = {0, 1};
+    tutti_instance_params_t p;
+    tutti_request_t *r = NULL;
+    int32_t in[3] = {m->index, m->index, m->index}, out[3] = {-1, -1, -1};
+
+    test_params(&p, 2, TUTTI_COLL_PERMUTE, TUTTI_INT32, 3);
+    p.permutation = swap;
+    if (m->index == 1) {
+        tutti_status_t st = test_exec_wait(m->g, &p, in, out);
+        if (st != TUTTI_OK || out[2] != 0)
+            member_fail(m, "permute [1,0]: %s, got %d: %s",
+                        tutti_status_name(st), out[2], tutti_last_error());
+        return;
+    }
+    tutti_status_t st = tutti_execute(m->g, &p, in, out, &r);
+    if (st != TUTTI_OK) {
+        member_fail(m, "permute [1,0]: %s: %s", tutti_status_name(st),
+                    tutti_last_error());
+        return;
+    }
+    p.permutation = same;
+    tutti_request_t *r2 = NULL;
+    st = tutti_execute(m->g, &p, in, out, &r2);
+    if (st != TUTTI_ERR_MISMATCH ||
+        strstr(tutti_last_error(), "first executed with another permutation") ==
+            NULL)
+        member_fail(m, "unresolved, later permutation [0,1]: %s: %s",
+                    tutti_status_name(st), tutti_last_error());
+    st = tutti_request_wait(r);
+    if (st != TUTTI_OK || out[2] != 1)
+        member_fail(m, "permute [1,0] after the refusal: %s, got %d",
+                    tutti_status_name(st), out[2]);
+    tutti_request_free(r);
+}
+
 /* Every blocking helper on 3 members: rank r contributes 10*r + i at
  * element i (alltoall: 100*r + 10*j + i to rank j), results exact. */
 static void blocking_helpers(member_t *m)
@@ -346,6 +386,7 @@ static void test_blocking_helpers(void **state)
 static void test_later_execution_other_permutation(void **state)
 {
     run_group(*state, 2, other_permutation, NULL);
+    run_group(*state, 2, other_permutation_unresolved, NULL);
 }
 
 /* ---- avg ----------------------------------------------------------------- */
