@@ -19,31 +19,15 @@ static __thread char thread_device[32];
 static __thread char last_error[ERROR_DETAIL_MAX];
 static __thread int error_level = TUTTI_LOG_ERROR;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug",
-                                          "trace"};
-
-tutti_status_t tutti__log_parse_level(const char *name, int *level_out)
-{
-    if (name == NULL)
-        return TUTTI_ERR_NOT_FOUND;
-    if (strcmp(name, "off") == 0) {
-        *level_out = TUTTI_LOG_OFF;
-        return TUTTI_OK;
-    }
-    for (int i = 0; i <= TUTTI_LOG_TRACE; i++) {
-        if (strcmp(name, level_names[i]) == 0) {
-            *level_out = i;
-            return TUTTI_OK;
-        }
-    }
-    return TUTTI_ERR_NOT_FOUND;
-}
+const char *const tutti__log_level_names[] = {"error", "warn",  "info", "debug",
+                                              "trace", "off",   NULL};
 
 const char *tutti__log_level_name(int level)
 {
     if (level < 0)
         return "off";
-    return level <= TUTTI_LOG_TRACE ? level_names[level] : "trace";
+    return tutti__log_level_names[level <= TUTTI_LOG_TRACE ? level
+                                                           : TUTTI_LOG_TRACE];
 }
 
 void tutti__log_set_level(int level)

@@ -37,8 +37,9 @@ void tutti__log_write(int level, const char *subsys, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tutti__log_vwrite(int level, const char *subsys, const char *fmt,
                        va_list ap);
-/** "error".."trace", "off"; TUTTI_ERR_NOT_FOUND for anything else. */
-tutti_status_t tutti__log_parse_level(const char *name, int *level_out);
+/** The levels' names by value, error (0) .. trace (4), then "off" (for
+ *  TUTTI_LOG_OFF), NULL-terminated: the log_level setting's choices. */
+extern const char *const tutti__log_level_names[];
 const char *tutti__log_level_name(int level);
 void tutti__log_set_level(int level);
 /** Identity printed on this thread's lines: task, and rank/device or -1. */

@@ -56,11 +56,6 @@ bool tutti__cfg_valid_name(const char *s)
 
 /* ---- string lists, rules ------------------------------------------------ */
 
-tutti_status_t tutti__cfg_strlist_push(tutti__strlist_t *l, const char *s)
-{
-    return tutti__strlist_push(l, s) == TUTTI_OK ? TUTTI_OK : tutti__cfg_oom();
-}
-
 void tutti__cfg_rule_init(tutti__rule_t *r)
 {
     memset(r, 0, sizeof(*r));
@@ -236,7 +231,7 @@ void tutti__config_free(tutti__config_t *cfg)
         return;
     free(cfg->path);
     for (int i = 0; i < TUTTI__CORE_SETTINGS; i++)
-        tutti__setting_free(&tutti__core_settings[i], cfg);
+        tutti__setting_clear(&tutti__core_settings[i], cfg);
     tutti__cfg_rules_free(cfg->rules, cfg->num_rules);
     for (size_t i = 0; i < cfg->num_pending; i++)
         pending_free(&cfg->pending[i]);

@@ -205,8 +205,6 @@ bool tutti__cfg_valid_name(const char *s);
 
 /* ---- string lists, rules ------------------------------------------------ */
 
-/** Append a copy of @p s to @p l (recording the failure, if any). */
-tutti_status_t tutti__cfg_strlist_push(tutti__strlist_t *l, const char *s);
 
 /** A growing array of rules, as tutti__cfg_rules_push() builds it. */
 typedef struct {

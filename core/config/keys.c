@@ -6,11 +6,9 @@
  */
 #include <stddef.h>
 
+#include "base/log.h"
 #include "config/config.h"
 #include "config/setting.h"
-
-static const char *const levels[] = {"error", "warn", "info", "debug",
-                                     "trace", "off", NULL};
 
 #define AT(field) offsetof(tutti__config_t, field)
 
@@ -21,7 +19,7 @@ const tutti_setting_t tutti__core_settings[] = {
         .doc = "lines below this level are not written",
         .type = TUTTI_SETTING_CHOICE,
         .offset = AT(log_level),
-        .choices = levels,
+        .choices = tutti__log_level_names,
     },
     [TUTTI__SET_TIMEOUT] = {
         .name = "timeout",

@@ -377,11 +377,6 @@ const char *tutti__setting_env(const tutti_setting_t *row,
     return buf;
 }
 
-void tutti__setting_free(const tutti_setting_t *row, void *values)
-{
-    tutti__setting_clear(row, values);
-}
-
 tutti_status_t tutti__setting_copy(const tutti_setting_t *row, void *dst,
                                    const void *src)
 {

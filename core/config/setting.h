@@ -34,7 +34,8 @@ tutti_status_t tutti__setting_set(const tutti_setting_t *row,
 /** A list type: appends one item @p text, as tutti__setting_set(). */
 tutti_status_t tutti__setting_add_item(const tutti_setting_t *row,
                                        const char *text, void *values);
-/** A list type: empties the list (a file's list replaces the default). */
+/** A list type: empties the list, freeing what it owned (a file's list
+ *  replaces the default); other types own nothing. */
 void tutti__setting_clear(const tutti_setting_t *row, void *values);
 /** Writes the value as a user would (sizes with suffixes, lists as
  *  [a, b], strings as they are). */
@@ -48,8 +49,6 @@ const char *tutti__setting_expected(const tutti_setting_t *row, char *buf,
 const char *tutti__setting_env(const tutti_setting_t *row,
                                const char *section, char *buf, size_t len);
 
-/** Frees what a list row's value owns. */
-void tutti__setting_free(const tutti_setting_t *row, void *values);
 /** Copies @p row's value from @p src into @p dst (deep for lists). */
 tutti_status_t tutti__setting_copy(const tutti_setting_t *row, void *dst,
                                    const void *src);

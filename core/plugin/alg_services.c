@@ -144,7 +144,7 @@ static tutti_status_t core_error(tutti_status_t status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    tutti__module_verror(status, "module", fmt, ap);
+    tutti__verror(status, "module", fmt, ap);
     va_end(ap);
     return status;
 }

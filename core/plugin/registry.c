@@ -457,15 +457,6 @@ static uint64_t file_hash(const char *path)
     return h;
 }
 
-static int listed(const tutti__strlist_t *list, const char *name)
-{
-    for (size_t i = 0; i < list->count; i++) {
-        if (strcmp(list->items[i], name) == 0)
-            return 1;
-    }
-    return 0;
-}
-
 static tutti_status_t add_impls(tutti__registry_t *reg, size_t module)
 {
     const tutti_module_desc_t *d = reg->modules[module].desc;
@@ -531,7 +522,7 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
     if (tp ? !tp_desc_ok(reg, td, why, sizeof(why))
            : !desc_ok(reg, d, m->rows, why, sizeof(why)))
         goto refuse;
-    if (load_only->count > 0 && !listed(load_only, d->name)) {
+    if (load_only->count > 0 && !tutti__strlist_has(load_only, d->name)) {
         snprintf(why, sizeof(why), "not listed in modules.load");
         goto refuse;
     }

@@ -6,12 +6,6 @@
 #include "base/log.h"
 #include "plugin/services.h"
 
-tutti_status_t tutti__module_verror(tutti_status_t status, const char *subsys,
-                                    const char *fmt, va_list ap)
-{
-    return tutti__verror(status, subsys, fmt, ap);
-}
-
 void tutti__module_vlog(int level, const char *subsys, const char *fmt,
                         va_list ap)
 {

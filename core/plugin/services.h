@@ -36,11 +36,8 @@ extern const tutti_core_ops_t tutti__core_ops;
 /** The services for transport modules. */
 extern const tutti_tp_core_ops_t tutti__tp_core_ops;
 
-/** Records an error a module reports, under @p subsys, and returns
- *  @p status: the one wrapper both tables use. */
-tutti_status_t tutti__module_verror(tutti_status_t status, const char *subsys,
-                                    const char *fmt, va_list ap);
-/** Logs a module's line under @p subsys if @p level is enabled. */
+/** Logs a module's line under @p subsys if @p level is enabled (both
+ *  tables' log; their errors go to tutti__verror, as the core's do). */
 void tutti__module_vlog(int level, const char *subsys, const char *fmt,
                         va_list ap);
 

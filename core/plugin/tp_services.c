@@ -15,7 +15,7 @@ static tutti_status_t core_error(tutti_status_t st, const char *subsys,
 {
     va_list ap;
     va_start(ap, fmt);
-    st = tutti__module_verror(st, subsys, fmt, ap);
+    st = tutti__verror(st, subsys, fmt, ap);
     va_end(ap);
     return st;
 }

@@ -148,15 +148,13 @@ int tutti__chan_progress(tutti__chan_ep_t *ep);
 tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
                                               int peer_pid);
 
-/* In-process channel meshes (tp_local.c): a size x size matrix of
+/* In-process channel meshes (local.c): a size x size matrix of
  * channels shared by the members of one process; @p expected of them join
  * it (all of them for the local transport, those of this task for shm). */
 typedef struct tutti__local_mesh tutti__local_mesh_t;
 tutti_status_t tutti__local_mesh_join(const tutti_tp_group_t *g, int expected,
                                      uint32_t slots, size_t slot_size,
                                      tutti__local_mesh_t **mesh_out);
-tutti__chan_t *tutti__local_mesh_chan(tutti__local_mesh_t *m, int src,
-                                      int dst);
 void tutti__local_mesh_leave(tutti__local_mesh_t *m);
 
 /* tutti_tp_ops_t entries for transports whose endpoint struct starts with

@@ -149,11 +149,6 @@ void tutti__local_mesh_leave(tutti__local_mesh_t *m)
     pthread_mutex_unlock(&mesh_lock);
 }
 
-tutti__chan_t *tutti__local_mesh_chan(tutti__local_mesh_t *m, int src, int dst)
-{
-    return mesh_chan(m, src, dst);
-}
-
 static void local_disconnect(tutti_tp_ep_t *tep)
 {
     local_ep_t *ep = (local_ep_t *)tep;
