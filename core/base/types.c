@@ -1,13 +1,17 @@
 /*
  * Name tables for data types, ops, collectives and device types.  The data
- * types' sizes and names are read inline in tutti/types.h; their table here
- * serves tutti_dtype_parse().
+ * types' sizes and names are inline definitions in tutti/types.h; the two
+ * declarations below make this file hold their external definitions, which
+ * libtutti exports.  The name table here serves tutti_dtype_parse().
  */
 #include <string.h>
 
 #include <tutti/tutti.h>
 
 #include "base/size.h"
+
+extern size_t tutti_dtype_size(tutti_dtype_t dtype);
+extern const char *tutti_dtype_name(tutti_dtype_t dtype);
 
 static const char *const dtype_names[] = {
 #define N_(up, low, size) #low,

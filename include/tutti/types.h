@@ -1,9 +1,11 @@
 /*
  * Tutti value types shared by the host API and modules: data types,
  * reduction ops, collectives, device types.  Each enum has a name table in
- * the core (tutti_op_name() and friends) used by YAML, logs and tools;
- * the data types' sizes and names are inline here instead, so that modules
- * need no libtutti symbol for them.
+ * the core (tutti_op_name() and friends) used by YAML, logs and tools.
+ * The data types' sizes and names are C99 inline definitions here, so that
+ * a module compiled with optimisation needs no libtutti symbol for them;
+ * libtutti still exports both (core/base/types.c), for callers that do not
+ * inline them and for programs and modules built against earlier headers.
  */
 #ifndef TUTTI_TYPES_H
 #define TUTTI_TYPES_H
@@ -116,7 +118,7 @@ static inline int tutti_dtype_is_float(tutti_dtype_t dtype)
 }
 
 /** Size in bytes of one element of @p dtype; 0 for an invalid value. */
-static inline size_t tutti_dtype_size(tutti_dtype_t dtype)
+inline size_t tutti_dtype_size(tutti_dtype_t dtype)
 {
     static const size_t sizes[] = {
 #define TUTTI_DTYPE_SIZE_(up, low, size) size,
@@ -128,7 +130,7 @@ static inline size_t tutti_dtype_size(tutti_dtype_t dtype)
 
 /** Names as used in YAML and logs ("float32", "sum", "allreduce", "cpu").
  *  Return a static string, or NULL for an invalid value. */
-static inline const char *tutti_dtype_name(tutti_dtype_t dtype)
+inline const char *tutti_dtype_name(tutti_dtype_t dtype)
 {
     /* An invalid value reads the NULL entry at the end: a NULL from a
      * conditional instead would make GCC's -Wformat-overflow flag callers

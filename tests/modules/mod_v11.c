@@ -3,6 +3,15 @@
  * this core's.  It still loads, every row read where the module put it. */
 #include "mod_common.h"
 
+/* 1.1's headers declared tutti_dtype_size() out of line, so a module of
+ * then imports it from libtutti.  A pointer to it in the module's data is
+ * bound when the module loads: the loader refuses this module if the core
+ * stops exporting the function. */
+size_t testv11_imported_dtype_size(tutti_dtype_t dtype)
+    __asm__("tutti_dtype_size");
+TUTTI_MODULE_EXPORT_ size_t (*const testv11_dtype_size)(tutti_dtype_t) =
+    testv11_imported_dtype_size;
+
 /* A row as module.h 1.1 laid it out. */
 typedef struct {
     const char *name, *description;

@@ -127,14 +127,16 @@ static void test_malformed_settings_refused(void **state)
                    "the default '0'; expected a whole number from 1 to 8");
 }
 
-/* An algorithm module built against ABI 1.1 (shorter rows) still loads,
- * each row read at that minor's stride. */
+/* An algorithm module built against ABI 1.1 (shorter rows, and
+ * tutti_dtype_size imported from the core) still loads, each row read at
+ * that minor's stride. */
 static void test_older_module_minor_loads(void **state)
 {
     tutti_module_info_t m = module_by_stem(*state, "mod_v11");
     tutti_impl_info_t im;
     int first = 0, second = 0;
-    assert_null(m.reason);
+    if (m.reason != NULL)
+        fail_msg("mod_v11 refused: %s", m.reason);
     assert_int_equal(m.abi_minor, 1);
     for (size_t i = 0; tutti_info_impl(*state, i, &im) == TUTTI_OK; i++) {
         if (strcmp(im.name, "TestOldFirst") == 0)
