@@ -243,16 +243,18 @@ void tutti__config_free(tutti__config_t *cfg)
 }
 
 tutti_status_t tutti__cfg_pending_add(tutti__config_t *cfg,
-                                      const char *section, const char *key,
-                                      const char *value, int line, int column)
+                                      const tutti__pending_t *from)
 {
     tutti__pending_t *p =
         tutti__grow(&cfg->pending, cfg->num_pending, sizeof(*p));
     if (p == NULL)
         return tutti__cfg_oom();
-    *p = (tutti__pending_t){strdup(section), strdup(key), strdup(value), line,
-                            column};
-    if (p->section == NULL || p->key == NULL || p->value == NULL) {
+    *p = *from;
+    p->section = strdup(from->section);
+    p->key = from->key ? strdup(from->key) : NULL;
+    p->value = from->value ? strdup(from->value) : NULL;
+    if (p->section == NULL || (from->key && p->key == NULL) ||
+        (from->value && p->value == NULL)) {
         pending_free(p);
         return tutti__cfg_oom();
     }
@@ -301,11 +303,8 @@ tutti_status_t tutti__cfg_config_copy(tutti__config_t *dst,
         if (st == TUTTI_OK)
             dst->num_rules++;
     }
-    for (size_t i = 0; i < src->num_pending && st == TUTTI_OK; i++) {
-        const tutti__pending_t *p = &src->pending[i];
-        st = tutti__cfg_pending_add(dst, p->section, p->key, p->value,
-                                    p->line, p->column);
-    }
+    for (size_t i = 0; i < src->num_pending && st == TUTTI_OK; i++)
+        st = tutti__cfg_pending_add(dst, &src->pending[i]);
     if (st != TUTTI_OK)
         tutti__config_free(dst);
     return st;

@@ -64,10 +64,14 @@ enum {
 
 /* A module's setting met in the file before the module loaded: its
  * section is not one of the core's, so it waits for a module of that
- * name to declare its rows (tutti__config_add_module). */
+ * name to declare its rows (tutti__config_add_module).  Each section the
+ * file names opens with an entry of its own, key and value NULL, that holds
+ * the place of the section's name: a section no module takes is reported
+ * there, an empty one too. */
 typedef struct {
     char *section, *key, *value;
-    int line, column;
+    int line, column;             /* of the key, or of the section's name */
+    int value_line, value_column; /* of the value */
 } tutti__pending_t;
 
 /* A loaded module's settings: its rows and the typed values they fill. */
@@ -140,6 +144,12 @@ tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
                                         const char *section,
                                         const tutti_setting_t *rows,
                                         size_t num_rows, size_t size);
+/** A module named @p section was found but not loaded (@p why: "not
+ *  listed in modules.load", a refusal): its section in the file, if any,
+ *  is dropped with a warning naming the section's place, the module and
+ *  @p why, rather than reported as unknown. */
+void tutti__config_module_absent(tutti__config_t *cfg, const char *section,
+                                 const char *why);
 /** After every module's rows: a section of the file that no module took
  *  is an unknown key, reported with its place. */
 tutti_status_t tutti__config_modules_done(tutti__config_t *cfg);
@@ -255,11 +265,11 @@ tutti_status_t tutti__cfg_env_rows(const char *section,
 
 /* ---- module settings before their modules (config.c) ----------------- */
 
-/** Keeps a value of @p section.@p key from the file (place @p line,
- *  @p column) until a module of that name declares its rows. */
+/** Keeps a copy of @p p, a value of a module's section from the file (or
+ *  the section's own entry), until a module of that name declares its
+ *  rows. */
 tutti_status_t tutti__cfg_pending_add(tutti__config_t *cfg,
-                                      const char *section, const char *key,
-                                      const char *value, int line, int column);
+                                      const tutti__pending_t *p);
 /** Forgets the pending values of @p section. */
 void tutti__cfg_pending_drop(tutti__config_t *cfg, const char *section);
 

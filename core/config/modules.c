@@ -27,13 +27,13 @@ static const tutti_setting_t *find_row(const tutti_setting_t *rows, size_t n,
 
 /* "<file>:<line>:<column>: <found>; expected <expected>", as yaml.c says
  * it of the core's keys. */
-static tutti_status_t place_error(const tutti__config_t *cfg,
-                                  const tutti__pending_t *p, const char *found,
+static tutti_status_t place_error(const tutti__config_t *cfg, int line,
+                                  int column, const char *found,
                                   const char *expected)
 {
     return tutti__error(TUTTI_ERR_CONFIG, "config", "%s:%d:%d: %s; expected "
-                        "%s", cfg->path ? cfg->path : "(file)", p->line,
-                        p->column, found, expected);
+                        "%s", cfg->path ? cfg->path : "(file)", line, column,
+                        found, expected);
 }
 
 /* The file's values for @p m, in the order it gave them. */
@@ -43,7 +43,7 @@ static tutti_status_t take_pending(tutti__config_t *cfg,
     char found[160], expected[256];
     for (size_t i = 0; i < cfg->num_pending; i++) {
         const tutti__pending_t *p = &cfg->pending[i];
-        if (strcmp(p->section, m->section) != 0)
+        if (p->key == NULL || strcmp(p->section, m->section) != 0)
             continue;
         const tutti_setting_t *row = find_row(m->rows, m->num_rows, p->key);
         if (row == NULL) {
@@ -54,7 +54,7 @@ static tutti_status_t take_pending(tutti__config_t *cfg,
                                    m->rows[k].name);
             snprintf(found, sizeof(found), "unknown key '%.60s' in %s",
                      p->key, m->section);
-            return place_error(cfg, p, found, expected);
+            return place_error(cfg, p->line, p->column, found, expected);
         }
         tutti_status_t st = tutti__setting_set(row, p->value, m->values);
         if (st == TUTTI_ERR_NO_MEMORY)
@@ -62,7 +62,7 @@ static tutti_status_t take_pending(tutti__config_t *cfg,
         if (st != TUTTI_OK) {
             snprintf(found, sizeof(found), "found '%.60s%s' for %s",
                      p->value, strlen(p->value) > 60 ? "..." : "", p->key);
-            return place_error(cfg, p, found,
+            return place_error(cfg, p->value_line, p->value_column, found,
                                tutti__setting_expected(row, expected,
                                                        sizeof(expected)));
         }
@@ -109,6 +109,22 @@ tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
     return st;
 }
 
+void tutti__config_module_absent(tutti__config_t *cfg, const char *section,
+                                 const char *why)
+{
+    for (size_t i = 0; i < cfg->num_pending; i++) {
+        const tutti__pending_t *p = &cfg->pending[i];
+        if (strcmp(p->section, section) == 0) {
+            tutti__log(TUTTI_LOG_WARN, "config", "%s:%d:%d: section '%s' "
+                       "ignored: module %s is not loaded (%s)",
+                       cfg->path ? cfg->path : "(file)", p->line, p->column,
+                       section, section, why);
+            tutti__cfg_pending_drop(cfg, section);
+            return;
+        }
+    }
+}
+
 tutti_status_t tutti__config_modules_done(tutti__config_t *cfg)
 {
     char found[160], expected[512];
@@ -124,7 +140,8 @@ tutti_status_t tutti__config_modules_done(tutti__config_t *cfg)
     tutti__sbuf_printf(&sb, "%s", cfg->num_modules ? ")" : "");
     snprintf(found, sizeof(found), "unknown key '%.60s' at top level",
              cfg->pending[0].section);
-    return place_error(cfg, &cfg->pending[0], found, expected);
+    return place_error(cfg, cfg->pending[0].line, cfg->pending[0].column,
+                       found, expected);
 }
 
 static const tutti__module_settings_t *

@@ -554,25 +554,37 @@ static tutti_status_t parse_core_section(const parse_t *p, const char *name,
 
 /* A section no core row knows: a module's settings, kept as text until the
  * module declares its rows (config/modules.c). */
-static tutti_status_t parse_module_section(const parse_t *p, const char *name,
-                                           yaml_node_t *map,
+static tutti_status_t parse_module_section(const parse_t *p,
+                                           const yaml_node_t *name_node,
+                                           const char *name, yaml_node_t *map,
                                            tutti__config_t *cfg)
 {
-    tutti_status_t st = TUTTI_OK;
+    tutti__pending_t e = {.section = (char *)name,
+                          .line = (int)name_node->start_mark.line + 1,
+                          .column = (int)name_node->start_mark.column + 1};
+    /* An empty section keeps what an earlier file said of the module; a
+     * section with values replaces it. */
+    if (!is_null(map))
+        tutti__cfg_pending_drop(cfg, name);
+    tutti_status_t st = tutti__cfg_pending_add(cfg, &e);
     if (is_null(map))
-        return TUTTI_OK;
-    tutti__cfg_pending_drop(cfg, name);
+        return st;
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
          pair < map->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
         const char *key = NULL, *value = "";
+        const yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
         st = pair_key(p, map, pair, &key);
         if (st == TUTTI_OK && !is_null(v))
             st = get_scalar(p, v, "one value (a module's setting)", &value);
+        e.key = (char *)key;
+        e.value = (char *)value;
+        e.line = (int)k->start_mark.line + 1;
+        e.column = (int)k->start_mark.column + 1;
+        e.value_line = (int)v->start_mark.line + 1;
+        e.value_column = (int)v->start_mark.column + 1;
         if (st == TUTTI_OK)
-            st = tutti__cfg_pending_add(cfg, name, key, value,
-                                        (int)v->start_mark.line + 1,
-                                        (int)v->start_mark.column + 1);
+            st = tutti__cfg_pending_add(cfg, &e);
     }
     return st;
 }
@@ -602,7 +614,8 @@ static tutti_status_t parse_top(const parse_t *p, yaml_node_t *root,
         else if (core_section(name))
             st = parse_core_section(p, name, v, cfg);
         else if (v->type == YAML_MAPPING_NODE || is_null(v))
-            st = parse_module_section(p, name, v, cfg);
+            st = parse_module_section(
+                p, yaml_document_get_node(p->doc, pair->key), name, v, cfg);
         else if (v->type == YAML_SEQUENCE_NODE)
             st = node_error(p, v, "a mapping of a module's settings",
                             "found a list for '%.60s'", name);

@@ -270,6 +270,14 @@ tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
         if (st != TUTTI_OK)
             return st;
     }
+    /* A section for a module found but not loaded is no typo: dropped with
+     * a warning saying why, unless a module of that name did load. */
+    for (size_t i = 0; i < reg->num_modules; i++) {
+        const tutti__module_t *m = &reg->modules[i];
+        if (m->reason != NULL && m->name != NULL &&
+            find_module(reg, m->name) == NULL)
+            tutti__config_module_absent(cfg, m->name, m->reason);
+    }
     return tutti__config_modules_done(cfg);
 }
 

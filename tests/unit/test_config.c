@@ -237,16 +237,22 @@ static const bad_file_t bad_files[] = {
      "algorithm, params"},
     {BAD_KEY, 0, "modules:\n  paths: [/x]\n", "2:3",
      "unknown key 'paths' in modules"},
-    {BAD_KEY, 1, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:9",
+    {BAD_KEY, 1, "shm:\n  slot_size: 64K\n  slot: 4\n", "3:3",
      "unknown key 'slot' in shm"},
-    {BAD_KEY, 1, "tcp:\n  port: 0\n", "2:9",
+    {BAD_KEY, 1, "tcp:\n  port: 0\n", "2:3",
      "unknown key 'port' in tcp; expected one of "
      "interface, family, ports, connections"},
-    /* A section no loaded module takes is an unknown key. */
-    {BAD_KEY, 1, "log_level: warn\nshmm: { slots: 4 }\n", "2:16",
+    /* A section no loaded module takes is an unknown key, at its name's
+     * place, an empty one too. */
+    {BAD_KEY, 1, "log_level: warn\nshmm: { slots: 4 }\n", "2:1",
      "unknown key 'shmm' at top level; expected one of "
      "log_level, timeout, modules, transports, selection, "
      "or the section of a loaded module with settings (shm, tcp)"},
+    {BAD_KEY, 1, "shm: { slots: 4 }\nshmm:\n", "2:1",
+     "unknown key 'shmm' at top level"},
+    {BAD_KEY, 1, "tcpp: ~\n", "1:1", "unknown key 'tcpp' at top level"},
+    {BAD_KEY, 1, "log_level: warn\n  \nshmm: {}\n", "3:1",
+     "unknown key 'shmm' at top level"},
     {BAD_VALUE, 0, "timeout: 0\n", "1:10", "found '0' for timeout"},
     {BAD_VALUE, 0, "timeout: soon\n", "1:10", "found 'soon' for timeout"},
     {BAD_VALUE, 0, "timeout: [1]\n", "1:10", "found a list"},
@@ -487,8 +493,9 @@ static void test_full_file(void **state)
     assert_int_equal(r->group_max, 3);
     assert_int_equal(r->num_params, 0);
 
-    /* The shm section waited for the module's rows. */
-    assert_int_equal(f->cfg.num_pending, 2);
+    /* The shm section waited for the module's rows: its own entry (its
+     * place) and its two values. */
+    assert_int_equal(f->cfg.num_pending, 3);
     assert_int_equal(take_modules(f), TUTTI_OK);
     assert_int_equal(f->cfg.num_pending, 0);
     expect_values(f, (const char *const[]){"shm.slot_size", "1M",

@@ -312,6 +312,39 @@ static void test_rule_change_changes_what_runs(void **state)
     test_rmtree(t.dir);
 }
 
+/* The shipped config names shm's and tcp's sections; with modules.load
+ * leaving those modules out, their sections are dropped with a warning
+ * naming the place, the module and why, and the context opens. */
+static void test_section_of_unloaded_module_warns(void **state)
+{
+    test_tmp_t t;
+    tutti_context_params_t p;
+    tutti_context_t *ctx = NULL;
+    const char *shipped = TUTTI_TEST_SRCDIR "/conf/tutti.yaml";
+    (void)state;
+    test_tmp_make(&t, "unloaded", "log", NULL);
+
+    one_task(&p, shipped, GOOD_DIR, "warn");
+    assert_int_equal(setenv("TUTTI_MODULES_LOAD", "ring,tree", 1), 0);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_non_null(freopen(t.path, "w", stderr));
+    tutti_status_t st = tutti_context_create(&p, &ctx);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    unsetenv("TUTTI_MODULES_LOAD");
+    if (st != TUTTI_OK)
+        fail_msg("context: %s: %s", tutti_strerror(st), tutti_last_error());
+    assert_true(test_file_has(t.path, "conf/tutti.yaml:"));
+    assert_true(test_file_has(t.path, ": section 'shm' ignored: module shm "
+                              "is not loaded (not listed in modules.load)"));
+    assert_true(test_file_has(t.path, ": section 'tcp' ignored: module tcp "
+                              "is not loaded (not listed in modules.load)"));
+    tutti_context_destroy(ctx);
+    test_rmtree(t.dir);
+}
+
 /* One execution of a group of one naming @p name; the implementation that
  * ran goes to @p ran (its own name). */
 static tutti_status_t run_named(tutti_group_t *g, uint64_t key,
@@ -486,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_good_module_runs),
         cmocka_unit_test(test_missing_module_fails_clearly),
         cmocka_unit_test(test_rule_change_changes_what_runs),
+        cmocka_unit_test(test_section_of_unloaded_module_warns),
         cmocka_unit_test(test_per_rank_falls_through),
         cmocka_unit_test(test_details_made_once_for_all),
     };
