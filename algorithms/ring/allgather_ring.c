@@ -63,9 +63,11 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
     s->sx = calloc(n, sizeof(*s->sx));
     s->rx = calloc(n, sizeof(*s->rx));
-    if (tutti_alg_ring_counts_init(&s->c, inst) != TUTTI_OK ||
-        tutti_alg_ring_blocks_init(&s->blk, inst) != TUTTI_OK ||
-        s->sx == NULL || s->rx == NULL) {
+    /* The record round ends before any data moves, so it uses the data
+     * slots (n each, indexed by peer there and by step here). */
+    if (s->sx == NULL || s->rx == NULL ||
+        tutti_alg_ring_counts_init(&s->c, inst, s->sx, s->rx) != TUTTI_OK ||
+        tutti_alg_ring_blocks_init(&s->blk, inst) != TUTTI_OK) {
         gather_fini_context(s);
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory for "
                            "a group of %zu", n);

@@ -77,7 +77,8 @@ static tutti_status_t a2a_init_context(const tutti_alg_instance_t *inst,
     (void)details_len;
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
-    if (tutti_alg_ring_counts_init(&s->c, inst) != TUTTI_OK ||
+    /* Its data slots are WINDOW, not n: the record rounds get their own. */
+    if (tutti_alg_ring_counts_init(&s->c, inst, NULL, NULL) != TUTTI_OK ||
         tutti_alg_ring_blocks_init(&s->sblk, inst) != TUTTI_OK ||
         tutti_alg_ring_blocks_init(&s->rblk, inst) != TUTTI_OK)
         goto err_free_state;
