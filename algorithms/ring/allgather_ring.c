@@ -201,6 +201,10 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_allgather_ops =
-    TUTTI_ALG_OPS(NULL, gather_init_context,
-                  gather_run, gather_progress, gather_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_allgather_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = gather_init_context,
+    .run = gather_run,
+    .progress = gather_progress,
+    .fini_context = gather_fini_context,
+};

@@ -252,6 +252,10 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : a2a_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops =
-    TUTTI_ALG_OPS(NULL, a2a_init_context,
-                  a2a_run, a2a_progress, a2a_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = a2a_init_context,
+    .run = a2a_run,
+    .progress = a2a_progress,
+    .fini_context = a2a_fini_context,
+};

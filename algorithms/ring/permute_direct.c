@@ -116,6 +116,10 @@ static tutti_status_t permute_run(void *state, tutti_alg_exec_t *x)
     return permute_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_permute_direct_ops =
-    TUTTI_ALG_OPS(NULL, permute_init_context,
-                  permute_run, permute_progress, permute_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_permute_direct_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = permute_init_context,
+    .run = permute_run,
+    .progress = permute_progress,
+    .fini_context = permute_fini_context,
+};

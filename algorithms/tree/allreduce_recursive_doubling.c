@@ -166,5 +166,10 @@ static tutti_status_t rd_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? rd_progress(s, x) : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops =
-    TUTTI_ALG_OPS(NULL, rd_init_context, rd_run, rd_progress, rd_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = rd_init_context,
+    .run = rd_run,
+    .progress = rd_progress,
+    .fini_context = rd_fini_context,
+};

@@ -216,6 +216,11 @@ static tutti_status_t reduce_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : reduce_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_reduce_ops =
-    TUTTI_ALG_OPS(reduce_init_params, reduce_init_context,
-                  reduce_run, reduce_progress, reduce_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_reduce_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = reduce_init_params,
+    .init_context = reduce_init_context,
+    .run = reduce_run,
+    .progress = reduce_progress,
+    .fini_context = reduce_fini_context,
+};
