@@ -1,5 +1,5 @@
 /*
- * PairwiseAlltoall: pairwise exchange, as a sequence of ring shifts.  Cost: n-1
+ * PairwiseAlltoall: pairwise exchange, one partner per step.  Cost: n-1
  * exchange steps, at most WINDOW in flight, in which each member sends
  * and receives n-1 blocks; per-rank counts add two rounds of small records
  * first.  Limits: CPU memory; in place, a scratch of WINDOW blocks.

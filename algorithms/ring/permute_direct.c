@@ -1,14 +1,15 @@
 /*
- * DirectPermute: each member sends its buffer straight to one rank and receives
- * one buffer from another, in one step: one send and one receive of count
- * elements per member.  Limits: equal counts, a permutation that names
- * every rank once, CPU memory.
+ * DirectPermute: each member sends its buffer straight to one rank and
+ * receives one buffer from another, in one step: one send and one receive
+ * of count elements per member.  Limits: equal counts, a permutation that
+ * names every rank once, CPU memory.
  *
- * This is PairwiseAlltoall's exchange (alltoall_pairwise.c) with one peer each
- * way: a member sends its buffer straight to rank permutation[rank] and
- * receives from the rank whose entry names it.  In place, the outgoing data
- * is first copied to a scratch buffer of count elements (made at
- * init_context, only for a member that does not map to itself).
+ * This is one step of PairwiseAlltoall (alltoall_pairwise.c), except that
+ * the rank sent to and the rank received from may differ: a member sends
+ * its buffer straight to rank permutation[rank] and receives from the rank
+ * whose entry names it.  In place, the outgoing data is first copied to a
+ * scratch buffer of count elements (made at init_context, only for a
+ * member that does not map to itself).
  */
 #include <stdlib.h>
 #include <string.h>

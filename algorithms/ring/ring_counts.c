@@ -1,7 +1,8 @@
 /*
- * The counts' state, block layouts, record exchanges and the too-small
- * decision shared by RingAllgather, PairwiseAlltoall and RingReduceScatter with
- * per-rank counts (see ring_counts.h).
+ * What the ring module's implementations share for per-rank counts (see
+ * ring_counts.h): the counts' state, record exchanges and the too-small
+ * decision of RingAllgather and PairwiseAlltoall, and the block layouts,
+ * which RingReduceScatter uses too.
  *
  * The records are a few bytes, so every member sends its own straight to
  * every peer in one round: one latency, where a ring pass would take n-1.
