@@ -63,9 +63,11 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
     s->sx = calloc(n, sizeof(*s->sx));
     s->rx = calloc(n, sizeof(*s->rx));
-    if (tutti_alg_ring_counts_init(&s->c, inst) != TUTTI_OK ||
-        tutti_alg_ring_blocks_init(&s->blk, inst) != TUTTI_OK ||
-        s->sx == NULL || s->rx == NULL) {
+    /* The record round ends before any data moves, so it uses the data
+     * slots (n each, indexed by peer there and by step here). */
+    if (s->sx == NULL || s->rx == NULL ||
+        tutti_alg_ring_counts_init(&s->c, inst, s->sx, s->rx) != TUTTI_OK ||
+        tutti_alg_ring_blocks_init(&s->blk, inst) != TUTTI_OK) {
         gather_fini_context(s);
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory for "
                            "a group of %zu", n);
@@ -199,6 +201,10 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_allgather_ops =
-    TUTTI_ALG_OPS(NULL, gather_init_context,
-                  gather_run, gather_progress, gather_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_allgather_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = gather_init_context,
+    .run = gather_run,
+    .progress = gather_progress,
+    .fini_context = gather_fini_context,
+};

@@ -327,6 +327,11 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
     return post_all(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_allreduce_ops =
-    TUTTI_ALG_OPS(ring_init_params, ring_init_context,
-                  ring_run, ring_progress, ring_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_allreduce_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = ring_init_params,
+    .init_context = ring_init_context,
+    .run = ring_run,
+    .progress = ring_progress,
+    .fini_context = ring_fini_context,
+};

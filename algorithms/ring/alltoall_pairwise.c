@@ -1,5 +1,5 @@
 /*
- * PairwiseAlltoall: pairwise exchange, as a sequence of ring shifts.  Cost: n-1
+ * PairwiseAlltoall: pairwise exchange, one partner per step.  Cost: n-1
  * exchange steps, at most WINDOW in flight, in which each member sends
  * and receives n-1 blocks; per-rank counts add two rounds of small records
  * first.  Limits: CPU memory; in place, a scratch of WINDOW blocks.
@@ -77,7 +77,8 @@ static tutti_status_t a2a_init_context(const tutti_alg_instance_t *inst,
     (void)details_len;
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
-    if (tutti_alg_ring_counts_init(&s->c, inst) != TUTTI_OK ||
+    /* Its data slots are WINDOW, not n: the record rounds get their own. */
+    if (tutti_alg_ring_counts_init(&s->c, inst, NULL, NULL) != TUTTI_OK ||
         tutti_alg_ring_blocks_init(&s->sblk, inst) != TUTTI_OK ||
         tutti_alg_ring_blocks_init(&s->rblk, inst) != TUTTI_OK)
         goto err_free_state;
@@ -251,6 +252,10 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : a2a_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops =
-    TUTTI_ALG_OPS(NULL, a2a_init_context,
-                  a2a_run, a2a_progress, a2a_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = a2a_init_context,
+    .run = a2a_run,
+    .progress = a2a_progress,
+    .fini_context = a2a_fini_context,
+};

@@ -1,14 +1,15 @@
 /*
- * DirectPermute: each member sends its buffer straight to one rank and receives
- * one buffer from another, in one step: one send and one receive of count
- * elements per member.  Limits: equal counts, a permutation that names
- * every rank once, CPU memory.
+ * DirectPermute: each member sends its buffer straight to one rank and
+ * receives one buffer from another, in one step: one send and one receive
+ * of count elements per member.  Limits: equal counts, a permutation that
+ * names every rank once, CPU memory.
  *
- * This is PairwiseAlltoall's exchange (alltoall_pairwise.c) with one peer each
- * way: a member sends its buffer straight to rank permutation[rank] and
- * receives from the rank whose entry names it.  In place, the outgoing data
- * is first copied to a scratch buffer of count elements (made at
- * init_context, only for a member that does not map to itself).
+ * This is one step of PairwiseAlltoall (alltoall_pairwise.c), except that
+ * the rank sent to and the rank received from may differ: a member sends
+ * its buffer straight to rank permutation[rank] and receives from the rank
+ * whose entry names it.  In place, the outgoing data is first copied to a
+ * scratch buffer of count elements (made at init_context, only for a
+ * member that does not map to itself).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,10 @@ static tutti_status_t permute_run(void *state, tutti_alg_exec_t *x)
     return permute_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_ring_permute_direct_ops =
-    TUTTI_ALG_OPS(NULL, permute_init_context,
-                  permute_run, permute_progress, permute_fini_context);
+const tutti_alg_ops_t tutti_alg_ring_permute_direct_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = permute_init_context,
+    .run = permute_run,
+    .progress = permute_progress,
+    .fini_context = permute_fini_context,
+};

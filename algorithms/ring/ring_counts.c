@@ -1,7 +1,8 @@
 /*
- * The counts' state, block layouts, record exchanges and the too-small
- * decision shared by RingAllgather, PairwiseAlltoall and RingReduceScatter with
- * per-rank counts (see ring_counts.h).
+ * What the ring module's implementations share for per-rank counts (see
+ * ring_counts.h): the counts' state, record exchanges and the too-small
+ * decision of RingAllgather and PairwiseAlltoall, and the block layouts,
+ * which RingReduceScatter uses too.
  *
  * The records are a few bytes, so every member sends its own straight to
  * every peer in one round: one latency, where a ring pass would take n-1.
@@ -45,7 +46,8 @@ void tutti_alg_ring_blocks_set(tutti_alg_ring_blocks_t *b, int n,
 }
 
 tutti_status_t tutti_alg_ring_counts_init(tutti_alg_ring_counts_t *c,
-                                          const tutti_alg_instance_t *inst)
+                                          const tutti_alg_instance_t *inst,
+                                          tutti_xfer_t *sx, tutti_xfer_t *rx)
 {
     size_t n = (size_t)inst->group_size;
 
@@ -55,9 +57,17 @@ tutti_status_t tutti_alg_ring_counts_init(tutti_alg_ring_counts_t *c,
     if (!c->per_rank)
         return TUTTI_OK;
     c->rec = calloc(n, sizeof(*c->rec));
+    if (c->rec == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    if (sx != NULL && rx != NULL) {
+        c->meta.sx = sx;
+        c->meta.rx = rx;
+        return TUTTI_OK;
+    }
+    c->meta.own_slots = 1;
     c->meta.sx = calloc(n, sizeof(*c->meta.sx));
     c->meta.rx = calloc(n, sizeof(*c->meta.rx));
-    if (c->rec == NULL || c->meta.sx == NULL || c->meta.rx == NULL)
+    if (c->meta.sx == NULL || c->meta.rx == NULL)
         return TUTTI_ERR_NO_MEMORY;
     return TUTTI_OK;
 }
@@ -65,8 +75,10 @@ tutti_status_t tutti_alg_ring_counts_init(tutti_alg_ring_counts_t *c,
 void tutti_alg_ring_counts_fini(tutti_alg_ring_counts_t *c)
 {
     free(c->rec);
-    free(c->meta.sx);
-    free(c->meta.rx);
+    if (c->meta.own_slots) {
+        free(c->meta.sx);
+        free(c->meta.rx);
+    }
 }
 
 tutti_status_t tutti_alg_ring_meta_post(tutti_alg_exec_t *x,

@@ -29,6 +29,7 @@ typedef struct {
 typedef struct {
     tutti_xfer_t *sx, *rx;  /* group_size slots each, indexed by peer */
     int next;               /* peers below this one are complete */
+    int own_slots;          /* sx and rx were made for the exchange */
 } tutti_alg_ring_meta_t;
 
 /** What RingAllgather and PairwiseAlltoall keep from init_context on for their
@@ -63,12 +64,18 @@ void tutti_alg_ring_blocks_fini(tutti_alg_ring_blocks_t *b);
 void tutti_alg_ring_blocks_set(tutti_alg_ring_blocks_t *b, int n,
                                const size_t *counts);
 
-/** Fill @p c for @p inst (at init_context), with per-rank counts
- *  allocating its records and slots; TUTTI_ERR_NO_MEMORY as for
- *  tutti_alg_ring_blocks_init().  tutti_alg_ring_counts_fini() frees what
- *  it made. */
+/**
+ * Fill @p c for @p inst (at init_context), with per-rank counts allocating
+ * its records.  The exchange uses @p sx and @p rx, the caller's arrays of
+ * group_size transfer slots each, which must be idle whenever an exchange
+ * is under way (as data slots are before the data moves); a caller
+ * without such arrays passes NULL for both and the slots are made here.
+ * TUTTI_ERR_NO_MEMORY as for tutti_alg_ring_blocks_init().
+ * tutti_alg_ring_counts_fini() frees what it made.
+ */
 tutti_status_t tutti_alg_ring_counts_init(tutti_alg_ring_counts_t *c,
-                                          const tutti_alg_instance_t *inst);
+                                          const tutti_alg_instance_t *inst,
+                                          tutti_xfer_t *sx, tutti_xfer_t *rx);
 void tutti_alg_ring_counts_fini(tutti_alg_ring_counts_t *c);
 
 /**

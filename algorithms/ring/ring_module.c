@@ -1,11 +1,12 @@
 /*
  * The ring module: bandwidth algorithms whose steps pass data to ring
- * neighbours, or (all-to-all, permute) to a partner that changes with the
- * step.  PairwiseAlltoall lives here because its schedule is a sequence of
+ * neighbours, or (all-to-all, permute) straight to other members.
+ * PairwiseAlltoall lives here because its schedule is a sequence of
  * exchanges with one partner per step, the ring pattern's generalisation;
- * DirectPermute is one such exchange, with the partner the permutation
- * gives.  Each implementation keeps its former name as an alias, so rules
- * and calls that name it so still select it.
+ * DirectPermute is one such step, in which each member sends to the rank
+ * the permutation gives it and receives from the rank whose entry names
+ * it.  Each implementation keeps its former name as an alias, so rules and
+ * calls that name it so still select it.
  */
 #include <tutti/module.h>
 

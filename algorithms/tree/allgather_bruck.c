@@ -135,6 +135,10 @@ static tutti_status_t bruck_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? TUTTI_INPROGRESS : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops =
-    TUTTI_ALG_OPS(NULL, bruck_init_context,
-                  bruck_run, bruck_progress, bruck_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = bruck_init_context,
+    .run = bruck_run,
+    .progress = bruck_progress,
+    .fini_context = bruck_fini_context,
+};

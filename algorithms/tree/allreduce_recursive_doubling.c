@@ -21,7 +21,6 @@
 #include <tutti/module.h>
 
 #include "tree.h"
-#include "tree_state.h"
 
 #define IMPL "RecursiveDoublingAllreduce"
 
@@ -79,31 +78,37 @@ static void plan(rd_state_t *s)
         s->act[s->nact++] = (action_t){ACT_SEND, r - 1, TAG_HAND_BACK};
 }
 
+static void rd_fini_context(void *state)
+{
+    rd_state_t *s = state;
+    if (s != NULL)
+        free(s->scratch);
+    free(s);
+}
+
 static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
                                       const tutti_core_ops_t *core,
                                       const void *details, size_t details_len,
                                       void **state_out)
 {
-    rd_state_t *s = tutti_alg_tree_state_new(sizeof(*s), core, IMPL);
+    rd_state_t *s = calloc(1, sizeof(*s));
     (void)details;
     (void)details_len;
     if (s == NULL)
-        return TUTTI_ERR_NO_MEMORY;
+        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
     s->inst = inst;
     s->bytes = inst->count * tutti_dtype_size(inst->dtype);
-    tutti_status_t st = tutti_alg_tree_scratch(s, &s->scratch, s->bytes, core,
-                                               IMPL, "copy of the result");
-    if (st != TUTTI_OK)
-        return st;
+    /* At least one byte: malloc(0) may return NULL, which is no failure. */
+    s->scratch = malloc(s->bytes > 0 ? s->bytes : 1);
+    if (s->scratch == NULL) {
+        size_t bytes = s->bytes;
+        rd_fini_context(s);
+        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": no memory for a "
+                           "%zu-byte copy of the result", bytes);
+    }
     plan(s);
     *state_out = s;
     return TUTTI_OK;
-}
-
-static void rd_fini_context(void *state)
-{
-    rd_state_t *s = state;
-    tutti_alg_tree_state_free(s, s != NULL ? s->scratch : NULL);
 }
 
 /* Posts the transfers of action s->cur. */
@@ -161,5 +166,10 @@ static tutti_status_t rd_run(void *state, tutti_alg_exec_t *x)
     return st == TUTTI_OK ? rd_progress(s, x) : st;
 }
 
-const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops =
-    TUTTI_ALG_OPS(NULL, rd_init_context, rd_run, rd_progress, rd_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = rd_init_context,
+    .run = rd_run,
+    .progress = rd_progress,
+    .fini_context = rd_fini_context,
+};

@@ -267,6 +267,11 @@ static tutti_status_t bcast_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : bcast_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops =
-    TUTTI_ALG_OPS(bcast_init_params, bcast_init_context,
-                  bcast_run, bcast_progress, bcast_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = bcast_init_params,
+    .init_context = bcast_init_context,
+    .run = bcast_run,
+    .progress = bcast_progress,
+    .fini_context = bcast_fini_context,
+};

@@ -27,7 +27,6 @@
 #include <tutti/module.h>
 
 #include "tree.h"
-#include "tree_state.h"
 
 #define GATHER_MAX_CHILDREN 32 /* log2 of any group size */
 
@@ -71,6 +70,14 @@ static long wrap_split(long v, long sub, long root, long n)
     return first + sub > n ? n - first : 0;
 }
 
+static void gather_fini_context(void *state)
+{
+    gather_state_t *s = state;
+    if (s != NULL)
+        free(s->scratch);
+    free(s);
+}
+
 static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
                                           const tutti_core_ops_t *core,
                                           const void *details,
@@ -79,10 +86,10 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
     long n = inst->group_size, root = inst->root;
     (void)details;
     (void)details_len;
-    gather_state_t *s = tutti_alg_tree_state_new(sizeof(*s), core,
-                                                 impl_name);
+    gather_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
-        return TUTTI_ERR_NO_MEMORY;
+        return core->error(TUTTI_ERR_NO_MEMORY, "%s: out of memory",
+                           impl_name);
     s->inst = inst;
     s->block = inst->count * tutti_dtype_size(inst->dtype);
     s->v = (inst->rank - root + n) % n;
@@ -103,20 +110,18 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
     }
     s->nrx += s->nchildren;
     if (s->parent >= 0 && s->nchildren > 0 && s->block > 0) {
-        tutti_status_t st = tutti_alg_tree_scratch(
-            s, &s->scratch, (size_t)s->sub * s->block, core, impl_name,
-            "buffer of its subtree's blocks");
-        if (st != TUTTI_OK)
-            return st;
+        size_t want = (size_t)s->sub * s->block;
+        long sub = s->sub;
+        s->scratch = malloc(want);
+        if (s->scratch == NULL) {
+            gather_fini_context(s);
+            return core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a "
+                               "%zu-byte buffer of %ld ranks' blocks",
+                               impl_name, want, sub);
+        }
     }
     *state_out = s;
     return TUTTI_OK;
-}
-
-static void gather_fini_context(void *state)
-{
-    gather_state_t *s = state;
-    tutti_alg_tree_state_free(s, s != NULL ? s->scratch : NULL);
 }
 
 /* Posts the receives of every child's subtree. */
@@ -210,6 +215,10 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     return gather_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops =
-    TUTTI_ALG_OPS(NULL, gather_init_context,
-                  gather_run, gather_progress, gather_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = gather_init_context,
+    .run = gather_run,
+    .progress = gather_progress,
+    .fini_context = gather_fini_context,
+};

@@ -28,7 +28,6 @@
 #include <tutti/module.h>
 
 #include "tree.h"
-#include "tree_state.h"
 #include "tree_lanes.h"
 #include "tree_plan.h"
 
@@ -62,6 +61,14 @@ static tutti_status_t reduce_init_params(const tutti_alg_instance_t *inst,
     return tutti_alg_tree_plan_write(inst, core, impl_name, details, len_out);
 }
 
+static void reduce_fini_context(void *state)
+{
+    reduce_state_t *s = state;
+    if (s != NULL)
+        free(s->scratch);
+    free(s);
+}
+
 static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
                                           const tutti_core_ops_t *core,
                                           const void *details,
@@ -73,10 +80,10 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
                                                  details, details_len, &plan);
     if (st != TUTTI_OK)
         return st;
-    reduce_state_t *s = tutti_alg_tree_state_new(sizeof(*s), core,
-                                                 impl_name);
+    reduce_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
-        return TUTTI_ERR_NO_MEMORY;
+        return core->error(TUTTI_ERR_NO_MEMORY, "%s: out of memory",
+                           impl_name);
     s->inst = inst;
     long k = (long)plan.fanout, v = (inst->rank - inst->root + n) % n;
     s->parent = v == 0 ? -1 : real_rank(s, (v - 1) / k);
@@ -87,19 +94,17 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
         s->scratch_bytes = (size_t)s->pipe.lanes * s->pipe.chunk_bytes;
         if (s->scratch_bytes > s->pipe.bytes)
             s->scratch_bytes = s->pipe.bytes;
-        st = tutti_alg_tree_scratch(s, &s->scratch, s->scratch_bytes, core,
-                                    impl_name, "buffer of partial results");
-        if (st != TUTTI_OK)
-            return st;
+        s->scratch = malloc(s->scratch_bytes);
+        if (s->scratch == NULL) {
+            size_t want = s->scratch_bytes;
+            reduce_fini_context(s);
+            return core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a "
+                               "%zu-byte buffer of partial results",
+                               impl_name, want);
+        }
     }
     *state_out = s;
     return TUTTI_OK;
-}
-
-static void reduce_fini_context(void *state)
-{
-    reduce_state_t *s = state;
-    tutti_alg_tree_state_free(s, s != NULL ? s->scratch : NULL);
 }
 
 /* Where chunk @p c's partial result is made: the root's output, or the
@@ -211,6 +216,11 @@ static tutti_status_t reduce_run(void *state, tutti_alg_exec_t *x)
     return st != TUTTI_OK ? st : reduce_progress(s, x);
 }
 
-const tutti_alg_ops_t tutti_alg_tree_reduce_ops =
-    TUTTI_ALG_OPS(reduce_init_params, reduce_init_context,
-                  reduce_run, reduce_progress, reduce_fini_context);
+const tutti_alg_ops_t tutti_alg_tree_reduce_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_params = reduce_init_params,
+    .init_context = reduce_init_context,
+    .run = reduce_run,
+    .progress = reduce_progress,
+    .fini_context = reduce_fini_context,
+};

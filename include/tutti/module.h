@@ -193,17 +193,6 @@ typedef struct {
                                      none.  Unique like names. */
 } tutti_alg_impl_t;
 
-/** An ops table from its callbacks, in the order tutti_alg_ops_t has them
- *  (init_params may be NULL). */
-#define TUTTI_ALG_OPS(init_params_fn, init_context_fn, run_fn, progress_fn,    \
-                      fini_context_fn)                                         \
-    {.size = sizeof(tutti_alg_ops_t),                                          \
-     .init_params = (init_params_fn),                                          \
-     .init_context = (init_context_fn),                                        \
-     .run = (run_fn),                                                          \
-     .progress = (progress_fn),                                                \
-     .fini_context = (fini_context_fn)}
-
 typedef struct {
     uint32_t abi_major;
     uint32_t abi_minor;
