@@ -134,7 +134,8 @@ static tutti_status_t ring_init_params(const tutti_alg_instance_t *inst,
     if ((st = core->param_size(inst, "subdivisions", 0, &parts)) != TUTTI_OK)
         return st;
     if (parts > RING_MAX_PARTS)
-        return core->error(TUTTI_ERR_CONFIG, "RingAllreduce: subdivisions %llu: "
+        return core->error(TUTTI_ERR_CONFIG,
+                           "RingAllreduce: subdivisions %llu: "
                            "expected 1..%d, or 0 for automatic",
                            (unsigned long long)parts, RING_MAX_PARTS);
     if (parts == 0)
@@ -190,8 +191,9 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
     tutti_status_t st;
 
     if (details_len != sizeof(plan))
-        return core->error(TUTTI_ERR_MODULE, "RingAllreduce: %zu bytes of plan, "
-                           "expected %zu", details_len, sizeof(plan));
+        return core->error(TUTTI_ERR_MODULE,
+                           "RingAllreduce: %zu bytes of plan, expected %zu",
+                           details_len, sizeof(plan));
     memcpy(&plan, details, sizeof(plan));
     if ((st = check_plan(inst, core, &plan)) != TUTTI_OK)
         return st;

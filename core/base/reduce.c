@@ -258,9 +258,9 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
         [TUTTI_BFLOAT16] = name##_bfloat16_##isa};
 
 /*
- * The kernels of one ISA and their tables, table_<isa> and
- * scale_table_<isa> and div_table_<isa>.  The float16 and bfloat16 converters of that ISA must
- * be defined first.
+ * The kernels of one ISA and their tables, table_<isa>, scale_table_<isa>
+ * and div_table_<isa>.  The float16 and bfloat16 converters of that ISA
+ * must be defined first.
  */
 #define DEF_KERNEL_SET(isa, attr)                                              \
     NATIVE_TYPES(DEF_NATIVE_TYPE, isa, attr)                                   \

@@ -82,7 +82,8 @@ tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
                             "count %zu too large", key, p->count);
     }
-    if (tutti_collective_reduces(c) && (scales(p->pre_scale) || scales(p->post_scale)) &&
+    if (tutti_collective_reduces(c) &&
+        (scales(p->pre_scale) || scales(p->post_scale)) &&
         !tutti_dtype_is_float(p->dtype))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
                             "pre_scale %g, post_scale %g: scaling applies to "

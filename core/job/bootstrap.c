@@ -54,7 +54,8 @@ static tutti_status_t env_int(const char *name, long max, int *value_out)
     long v = strtol(s, &end, 10);
     if (errno != 0 || *end != '\0' || v < 0 || v > max)
         return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
-                            "%s='%s': expected an integer 0..%ld", name, s, max);
+                            "%s='%s': expected an integer 0..%ld", name, s,
+                            max);
     *value_out = (int)v;
     return TUTTI_OK;
 }

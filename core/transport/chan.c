@@ -50,7 +50,8 @@ static frag_hdr_t *slot_at(const tutti__chan_ep_t *ep, tutti__chan_t *ch,
                            uint64_t seq)
 {
     char *base = (char *)(ch + 1);
-    return (frag_hdr_t *)(base + (seq % ep->slots) * slot_stride(ep->slot_size));
+    return (frag_hdr_t *)(base +
+                          (seq % ep->slots) * slot_stride(ep->slot_size));
 }
 
 static char *slot_data(const frag_hdr_t *h)

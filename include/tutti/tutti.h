@@ -53,7 +53,7 @@ typedef struct {
     size_t size;             /**< sizeof(tutti_context_params_t) */
     const char *config_path; /**< NULL: $TUTTI_CONFIG, else installed default;
                                   "" : built-in defaults, no file */
-    const char *module_path; /**< colon-separated dirs searched first, or NULL */
+    const char *module_path; /**< dirs searched first (colon list), or NULL */
     const char *log_level;   /**< overrides config and env, or NULL */
     int task;                /**< this process's task index, or -1: from env */
     int num_tasks;           /**< number of tasks in the job, or -1: from env */
