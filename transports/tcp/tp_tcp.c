@@ -72,11 +72,7 @@ static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
     op->status = TUTTI_INPROGRESS;
     op->next = NULL;
     pthread_mutex_lock(&ep->lock);
-    if (ep->sub_t)
-        ep->sub_t->next = op;
-    else
-        ep->sub_h = op;
-    ep->sub_t = op;
+    tcp_op_append(&ep->sub_h, &ep->sub_t, op);
     pthread_mutex_unlock(&ep->lock);
     tcp_ring(ep);
     return TUTTI_OK;
