@@ -499,17 +499,6 @@ typedef struct {
 static const char *const single_copy_modes[] = {"auto", "off", NULL};
 enum { SINGLE_COPY_AUTO, SINGLE_COPY_OFF };
 
-/* The settings the core filled for this module; defaults where a core of
- * transport ABI 2.0 hands none. */
-static shm_settings_t settings_of(const tutti_tp_group_t *g)
-{
-    shm_settings_t s = {65536, 16, SINGLE_COPY_AUTO};
-    if (g->size >= offsetof(tutti_tp_group_t, settings) + sizeof(void *) &&
-        g->settings != NULL)
-        s = *(const shm_settings_t *)g->settings;
-    return s;
-}
-
 /* 0 if this process can read peer @p r's memory (it reads back the cookie
  * the peer published), else the errno, or -1 if it read other bytes. */
 static int probe_peer(const shm_ep_t *ep, int r)
@@ -526,7 +515,8 @@ static int probe_peer(const shm_ep_t *ep, int r)
 
 /* Lets every peer whose memory this process can read send it large
  * messages by single copy (after the channels are attached). */
-static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g)
+static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g,
+                               const shm_settings_t *set)
 {
     static _Atomic int said; /* the first failure is logged, once */
     const tutti_tp_core_ops_t *core = ep->core;
@@ -539,7 +529,7 @@ static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g)
                   "does not offer it", key, g->rank);
         return;
     }
-    if (settings_of(g).single_copy == SINGLE_COPY_OFF) {
+    if (set->single_copy == SINGLE_COPY_OFF) {
         core->log(3, "shm", "group 0x%llx rank %d: single copy off "
                   "(shm.single_copy)", key, g->rank);
         return;
@@ -569,18 +559,24 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
                                   tutti_tp_ep_t **ep_out)
 {
     const tutti_tp_core_ops_t *core = g->core;
+    /* Filled from the rows below by the core, which loads this module only
+     * if its transport ABI is 2.1 or later: group->settings exists. */
+    const shm_settings_t *set = g->settings;
     double deadline = core->now() + g->timeout;
     tutti_status_t st;
-    shm_ep_t *ep = calloc(1, sizeof(*ep));
 
+    if (set == NULL)
+        return core->error(TUTTI_ERR_MODULE, "shm", "the core handed no "
+                           "settings; this module needs a core of "
+                           "transport ABI 2.1 or later");
+    shm_ep_t *ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return TUTTI_ERR_NO_MEMORY;
     ep->core = core;
     ep->rank = g->rank;
     ep->size = g->group_size;
-    shm_settings_t set = settings_of(g);
-    ep->slots = g->slots ? g->slots : (uint32_t)set.slots;
-    ep->slot_size = g->slot_size ? g->slot_size : (size_t)set.slot_size;
+    ep->slots = g->slots ? g->slots : (uint32_t)set->slots;
+    ep->slot_size = g->slot_size ? g->slot_size : (size_t)set->slot_size;
     ep->chan_bytes = core->chan_bytes(ep->slots, ep->slot_size);
     for (int r = 0; r < g->group_size; r++)
         ep->npeers += serves(g, r);
@@ -610,7 +606,7 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
             core->chan_attach(ep->chan, r, seg_chan(ep, r, g->rank),
                               seg_chan(ep, g->rank, r));
     }
-    enable_single_copy(ep, g);
+    enable_single_copy(ep, g, set);
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;
 }

@@ -90,8 +90,8 @@ typedef struct {
     uint64_t connections;
 } tcp_config_t;
 
-/** Read the module's settings for @p g (defaults where a core of
- *  transport ABI 2.0 hands none) into what the sockets need. */
+/** Read the module's settings for @p g into what the sockets need;
+ *  TUTTI_ERR_MODULE (recorded) where the core handed none. */
 tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
                                  tcp_settings_t *out);
 

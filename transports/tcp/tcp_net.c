@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -148,10 +147,15 @@ tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
                                  tcp_settings_t *out)
 {
     static const int families[] = {AF_UNSPEC, AF_INET, AF_INET6};
-    tcp_config_t c = {"", 0, {0, 0}, 2};
-    if (g->size >= offsetof(tutti_tp_group_t, settings) + sizeof(void *) &&
-        g->settings != NULL)
-        c = *(const tcp_config_t *)g->settings;
+    /* Filled from the rows of tp_tcp.c by the core, which loads this
+     * module only if its transport ABI is 2.1 or later: group->settings
+     * exists. */
+    const tcp_config_t *set = g->settings;
+    if (set == NULL)
+        return g->core->error(TUTTI_ERR_MODULE, "tcp", "the core handed no "
+                              "settings; this module needs a core of "
+                              "transport ABI 2.1 or later");
+    tcp_config_t c = *set;
     memset(out, 0, sizeof(*out));
     snprintf(out->ifname, sizeof(out->ifname), "%s", c.interface);
     out->family = families[c.family];
