@@ -61,7 +61,7 @@ static void fragment_done(tcp_ep_t *ep, conn_t *c);
  * on. */
 static void resume_held(tcp_ep_t *ep, peer_t *p)
 {
-    for (unsigned i = 0; i < ep->set.nconn; i++) {
+    for (unsigned i = 0; i < ep->set.connections; i++) {
         conn_t *c = p->conns[i];
         if (c == NULL || !c->held || c->fd < 0)
             continue;
@@ -327,7 +327,7 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
             peer_t *p = &ep->peers[c->peer];
             int open = 0;
             tcp_conn_close(ep, c);
-            for (unsigned i = 0; i < ep->set.nconn; i++)
+            for (unsigned i = 0; i < ep->set.connections; i++)
                 open += p->conns[i] != NULL && p->conns[i]->fd >= 0;
             if (open > 0)
                 return;
