@@ -188,17 +188,6 @@ typedef struct {
     const char *(*peer_error)(tutti_tp_ep_t *ep, int peer);
 } tutti_tp_ops_t;
 
-/** An ops table from its callbacks, in the order tutti_tp_ops_t has them
- *  (the optional ones may be NULL). */
-#define TUTTI_TP_OPS(tp_name, connect_fn, send_fn, recv_fn, progress_fn,       \
-                     disconnect_fn, peer_alive_fn, reachable_fn,               \
-                     peer_error_fn)                                            \
-    {.size = sizeof(tutti_tp_ops_t), .name = (tp_name),                        \
-     .connect = (connect_fn), .send = (send_fn), .recv = (recv_fn),            \
-     .progress = (progress_fn), .disconnect = (disconnect_fn),                 \
-     .peer_alive = (peer_alive_fn), .reachable = (reachable_fn),               \
-     .peer_error = (peer_error_fn)}
-
 /** A transport module's descriptor: the first six fields as in
  *  tutti_module_desc_t. */
 typedef struct {

@@ -648,9 +648,17 @@ static int shm_progress(tutti_tp_ep_t *tep)
     return ep->core->chan_progress(ep->chan);
 }
 
-static const tutti_tp_ops_t shm_ops =
-    TUTTI_TP_OPS("shm", shm_connect, shm_send, shm_recv, shm_progress,
-                 shm_disconnect, shm_peer_alive, shm_reachable, NULL);
+static const tutti_tp_ops_t shm_ops = {
+    .size = sizeof(tutti_tp_ops_t),
+    .name = "shm",
+    .connect = shm_connect,
+    .send = shm_send,
+    .recv = shm_recv,
+    .progress = shm_progress,
+    .disconnect = shm_disconnect,
+    .peer_alive = shm_peer_alive,
+    .reachable = shm_reachable,
+};
 
 static const tutti_setting_t shm_settings[] = {
     {.name = "slot_size",
