@@ -146,8 +146,11 @@ typedef struct {
     int task;                  /**< this process's task */
     double timeout;            /**< seconds to wait for peers to connect */
     const void *config;        /**< read with core->config_get */
-    uint32_t slots;            /**< slots per channel, or 0: from config */
-    size_t slot_size;          /**< bytes per slot, or 0: from config */
+    uint32_t slots;            /**< slots per channel, or 0: the
+                                    transport's own (shm: from its
+                                    settings, shm.slots) */
+    size_t slot_size;          /**< bytes per slot, or 0: the transport's
+                                    own (shm: shm.slot_size) */
     /* ABI 2.0: */
     const tutti_tp_core_ops_t *core;
     const unsigned char *serve; /**< group_size flags: the peers this

@@ -44,8 +44,13 @@
 
 #include <tutti/transport.h>
 
-#define SEG_MAGIC_V1 0x316d7369747475ULL /* "tuttism1": before the probe */
-#define SEG_MAGIC 0x326d7369747475ULL    /* "tuttism2" */
+/* The first 8 bytes of a complete segment, one value per header layout.
+ * In memory (little-endian) they read "uttism1" and "uttism2" and a NUL:
+ * meant as "tuttism1"/"tuttism2", they lack the leading 't'.  They stay as
+ * they are: a segment an earlier build left under a job id used again is
+ * still recognised, and judged by its owner rather than by its age. */
+#define SEG_MAGIC_V1 0x316d7369747475ULL /* version 1: before the probe */
+#define SEG_MAGIC 0x326d7369747475ULL    /* version 2 */
 #define SEG_HDR_BYTES 4096
 /* A segment of a job that never got its header (its creator died between
  * shm_open and the header's last write) is stale once this old. */
@@ -60,7 +65,7 @@ typedef struct {
     int32_t rank;
     _Atomic int32_t attached;
     int32_t pid;           /* owner process, for liveness checks */
-    /* since "tuttism2": */
+    /* since version 2 (SEG_MAGIC): */
     uint64_t pid_start;    /* owner's start time (/proc/PID/stat field 22,
                               clock ticks), 0 if unknown: a pid recycled
                               by another process does not match */
