@@ -15,7 +15,6 @@
  * process_vm_readv: <errno text>").
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -36,6 +35,7 @@
 
 #include "test_perf.h"
 #include "test_util.h"
+#include "../../transports/shm/shm_seg.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
@@ -286,28 +286,10 @@ static pid_t start_task(const char *job, int task)
 }
 
 /* Segments of /dev/shm whose names start with @p prefix and whose header
- * is written: they start with the shm transport's magic, "tuttism2". */
+ * is written: the shm transport writes its magic last. */
 static int complete_segments(const char *prefix)
 {
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    int n = 0;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[512];
-        uint64_t magic = 0;
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
-        int fd = open(path, O_RDONLY);
-        if (fd >= 0 && pread(fd, &magic, sizeof(magic), 0) ==
-                           (ssize_t)sizeof(magic))
-            n += magic == 0x326d7369747475ULL;
-        if (fd >= 0)
-            close(fd);
-    }
-    if (d != NULL)
-        closedir(d);
-    return n;
+    return test_shm_names_magic(prefix, SEG_MAGIC);
 }
 
 /* An empty segment named @p name (shm_open form), as left by a creator
