@@ -586,6 +586,9 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
             core->chan_attach(ep->chan, r, seg_chan(ep, r, g->rank),
                               seg_chan(ep, g->rank, r));
     }
+    core->log(3, "shm", "group 0x%llx rank %d: channels of %u slots of %zu "
+              "bytes, a segment of %zu bytes", (unsigned long long)g->group_key,
+              g->rank, ep->slots, ep->slot_size, ep->seg_bytes);
     enable_single_copy(ep, g, set);
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;

@@ -212,6 +212,22 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
     free(ep);
 }
 
+/* Says how many sockets joined, as counted (tcp.connections per peer). */
+static void log_joined(tcp_ep_t *ep)
+{
+    unsigned sockets = 0;
+    int peers = 0;
+    pthread_mutex_lock(&ep->lock);
+    for (int r = 0; r < ep->size; r++) {
+        sockets += ep->peers[r].joined;
+        peers += ep->peers[r].serve;
+    }
+    pthread_mutex_unlock(&ep->lock);
+    ep->core->log(3, "tcp", "rank %d of group 0x%llx: joined with %d "
+                  "peer(s) by %u socket(s)", ep->rank,
+                  (unsigned long long)ep->group_key, peers, sockets);
+}
+
 static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
                                   tutti_tp_ep_t **ep_out)
 {
@@ -287,6 +303,7 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     }
     if ((st = tcp_wait_joined(ep, deadline)) != TUTTI_OK)
         goto err;
+    log_joined(ep);
     free(peers);
     free(want);
     *ep_out = (tutti_tp_ep_t *)ep;
