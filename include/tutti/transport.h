@@ -146,8 +146,11 @@ typedef struct {
     int task;                  /**< this process's task */
     double timeout;            /**< seconds to wait for peers to connect */
     const void *config;        /**< read with core->config_get */
-    uint32_t slots;            /**< slots per channel, or 0: from config */
-    size_t slot_size;          /**< bytes per slot, or 0: from config */
+    uint32_t slots;            /**< slots per channel, or 0: the
+                                    transport's own (shm: from its
+                                    settings, shm.slots) */
+    size_t slot_size;          /**< bytes per slot, or 0: the transport's
+                                    own (shm: shm.slot_size) */
     /* ABI 2.0: */
     const tutti_tp_core_ops_t *core;
     const unsigned char *serve; /**< group_size flags: the peers this
@@ -187,17 +190,6 @@ typedef struct {
      *  asks when a transfer fails, whichever thread noticed first. */
     const char *(*peer_error)(tutti_tp_ep_t *ep, int peer);
 } tutti_tp_ops_t;
-
-/** An ops table from its callbacks, in the order tutti_tp_ops_t has them
- *  (the optional ones may be NULL). */
-#define TUTTI_TP_OPS(tp_name, connect_fn, send_fn, recv_fn, progress_fn,       \
-                     disconnect_fn, peer_alive_fn, reachable_fn,               \
-                     peer_error_fn)                                            \
-    {.size = sizeof(tutti_tp_ops_t), .name = (tp_name),                        \
-     .connect = (connect_fn), .send = (send_fn), .recv = (recv_fn),            \
-     .progress = (progress_fn), .disconnect = (disconnect_fn),                 \
-     .peer_alive = (peer_alive_fn), .reachable = (reachable_fn),               \
-     .peer_error = (peer_error_fn)}
 
 /** A transport module's descriptor: the first six fields as in
  *  tutti_module_desc_t. */

@@ -185,18 +185,36 @@ static inline void test_rmtree(const char *dir)
     rmdir(dir);
 }
 
-/* Number of names in /dev/shm that start with @p prefix. */
-static inline int test_shm_names_with(const char *prefix)
+/* Number of names in /dev/shm that start with @p prefix and, unless
+ * @p magic is 0, whose first 8 bytes hold @p magic (read in host order). */
+static inline int test_shm_names_magic(const char *prefix, uint64_t magic)
 {
     DIR *d = opendir("/dev/shm");
     struct dirent *e;
     int n = 0;
     if (d == NULL)
         return 0;
-    while ((e = readdir(d)) != NULL)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    while ((e = readdir(d)) != NULL) {
+        char path[512];
+        uint64_t head = 0;
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
+        FILE *f = magic != 0 ? fopen(path, "rb") : NULL;
+        if (f != NULL && fread(&head, sizeof(head), 1, f) != 1)
+            head = 0;
+        if (f != NULL)
+            fclose(f);
+        n += magic == 0 || head == magic;
+    }
     closedir(d);
     return n;
+}
+
+/* Number of names in /dev/shm that start with @p prefix. */
+static inline int test_shm_names_with(const char *prefix)
+{
+    return test_shm_names_magic(prefix, 0);
 }
 
 /* ---- launchers ---------------------------------------------------------- */

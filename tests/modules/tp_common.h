@@ -39,8 +39,15 @@ static void stub_disconnect(tutti_tp_ep_t *ep)
 /* An ops table of stubs named @p tp_name, with reachable @p reach (NULL:
  * every peer). */
 #define STUB_TP_OPS(var, tp_name, reach)                                       \
-    static const tutti_tp_ops_t var =                                          \
-        TUTTI_TP_OPS((tp_name), stub_connect, stub_op, stub_op, stub_progress, \
-                     stub_disconnect, NULL, (reach), NULL)
+    static const tutti_tp_ops_t var = {                                        \
+        .size = sizeof(tutti_tp_ops_t),                                        \
+        .name = (tp_name),                                                     \
+        .connect = stub_connect,                                               \
+        .send = stub_op,                                                       \
+        .recv = stub_op,                                                       \
+        .progress = stub_progress,                                             \
+        .disconnect = stub_disconnect,                                         \
+        .reachable = (reach),                                                  \
+    }
 
 #endif

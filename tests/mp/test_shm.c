@@ -6,7 +6,9 @@
  * the kernel (two copies, said once with the errno text); no segment left
  * after a normal exit, tutti_abort or kill -9 of a rank, without
  * tutti-run's final sweep having to remove any; stale segments of a job id
- * removed by the next start of that job.
+ * removed by the next start of that job; shm.slots and shm.slot_size
+ * reaching the module (the debug line each endpoint writes at connect:
+ * "channels of S slots of B bytes").
  *
  * Which path moved the data comes from the debug line each channel
  * endpoint writes at teardown ("received N message(s) by single copy and
@@ -15,7 +17,6 @@
  * process_vm_readv: <errno text>").
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -36,6 +37,7 @@
 
 #include "test_perf.h"
 #include "test_util.h"
+#include "../../transports/shm/shm_seg.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
@@ -223,6 +225,73 @@ static void test_single_copy_refused(void **state)
     unlink(log);
 }
 
+/* Geometries the shm module states in log @p path ("channels of S slots of
+ * B bytes"): the data groups' (@p data) and the control plane's (@p ctrl),
+ * each with how many lines said it, and the first line of a group that
+ * disagrees with an earlier one of its kind in @p odd. */
+typedef struct {
+    unsigned slots;
+    unsigned long long slot_size;
+    int lines;
+} geometry_t;
+
+static void read_geometry(const char *path, geometry_t *data, geometry_t *ctrl,
+                          char *odd, size_t odd_len)
+{
+    char line[4096];
+    FILE *f = fopen(path, "r");
+    memset(data, 0, sizeof(*data));
+    memset(ctrl, 0, sizeof(*ctrl));
+    odd[0] = '\0';
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *at = strstr(line, ": channels of ");
+        geometry_t g = {0, 0, 1};
+        if (at == NULL || sscanf(at, ": channels of %u slots of %llu bytes",
+                                 &g.slots, &g.slot_size) != 2)
+            continue;
+        geometry_t *kind = strstr(line, "group 0xc0c0c0c0c0c0c0c0 ") != NULL
+                               ? ctrl
+                               : data;
+        if (kind->lines > 0 && (kind->slots != g.slots ||
+                                kind->slot_size != g.slot_size) &&
+            odd[0] == '\0')
+            snprintf(odd, odd_len, "%s", line);
+        kind->slots = g.slots;
+        kind->slot_size = g.slot_size;
+        kind->lines++;
+    }
+    fclose(f);
+}
+
+/* shm.slots and shm.slot_size reach the module: with TUTTI_SHM_SLOTS=32 and
+ * TUTTI_SHM_SLOT_SIZE=16K every data group's channels have 32 slots of 16
+ * KiB (the defaults are 16 of 64 KiB), while the control plane keeps the
+ * 8 of 4 KiB the core asks for; results exact. */
+static void test_slots_and_slot_size(void **state)
+{
+    char log[96], odd[4096];
+    geometry_t data, ctrl;
+    (void)state;
+    snprintf(log, sizeof(log), "/tmp/tutti-shm-geometry-%ld.log",
+             (long)getpid());
+    unlink(log);
+    perf_exact("TUTTI_SHM_SLOTS=32 TUTTI_SHM_SLOT_SIZE=16K", 3, "allreduce",
+               "int32", "-b 1000 -e 2M -f 37", log, 3);
+    read_geometry(log, &data, &ctrl, odd, sizeof(odd));
+    if (odd[0] != '\0')
+        fail_msg("geometries differ within a kind of group: %s(%s)", odd, log);
+    if (data.lines < 3)
+        fail_msg("%d data group line(s) stating the channels' geometry in %s; "
+                 "expected one per rank", data.lines, log);
+    assert_int_equal(data.slots, 32);
+    assert_int_equal(data.slot_size, 16384);
+    assert_int_equal(ctrl.lines, 3);
+    assert_int_equal(ctrl.slots, 8);
+    assert_int_equal(ctrl.slot_size, 4096);
+    unlink(log);
+}
+
 /* Runs coll_worker @p mode under tutti-run as job @p job; returns its exit
  * status; the output (stderr joined) in @p out. */
 static int worker_job(const char *job, const char *mode, char *out,
@@ -286,28 +355,10 @@ static pid_t start_task(const char *job, int task)
 }
 
 /* Segments of /dev/shm whose names start with @p prefix and whose header
- * is written: they start with the shm transport's magic, "tuttism2". */
+ * is written: the shm transport writes its magic last. */
 static int complete_segments(const char *prefix)
 {
-    DIR *d = opendir("/dev/shm");
-    struct dirent *e;
-    int n = 0;
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[512];
-        uint64_t magic = 0;
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
-            continue;
-        snprintf(path, sizeof(path), "/dev/shm/%s", e->d_name);
-        int fd = open(path, O_RDONLY);
-        if (fd >= 0 && pread(fd, &magic, sizeof(magic), 0) ==
-                           (ssize_t)sizeof(magic))
-            n += magic == 0x326d7369747475ULL;
-        if (fd >= 0)
-            close(fd);
-    }
-    if (d != NULL)
-        closedir(d);
-    return n;
+    return test_shm_names_magic(prefix, SEG_MAGIC);
 }
 
 /* An empty segment named @p name (shm_open form), as left by a creator
@@ -395,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_single_copy_off_2),
         cmocka_unit_test(test_single_copy_off_3),
         cmocka_unit_test(test_single_copy_refused),
+        cmocka_unit_test(test_slots_and_slot_size),
         cmocka_unit_test(test_no_segments_after_abort),
         cmocka_unit_test(test_no_segments_after_kill),
         cmocka_unit_test(test_stale_segments_removed_by_next_start),

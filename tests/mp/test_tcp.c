@@ -1,8 +1,11 @@
 /*
  * The tcp transport through the real launcher, on this host: the
  * correctness matrix on 2, 3 and 4 processes, tutti-perf's checks,
- * strangers knocking on every port a job listens on, and a garbled frame
- * from a joined peer (TUTTI_TCP_TEST_GARBLE, a test-only hook).
+ * strangers knocking on every port a job listens on, a garbled frame
+ * from a joined peer (TUTTI_TCP_TEST_GARBLE, a test-only hook), and the
+ * settings reaching the module (tcp.family, tcp.ports and tcp.connections,
+ * from the debug lines of each endpoint: "listening on ADDRESS", "joined
+ * with P peer(s) by N socket(s)").
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -256,10 +259,11 @@ static void test_truncated_frame_fails_peer(void **state)
         fail_msg("no error naming rank 1's truncated frame:\n%s", out);
 }
 
-/* Runs tutti-perf over tcp with @p settings; every "listening on" line of
- * the debug log must satisfy @p ok; results exact.  Returns the lines. */
-static int listen_lines(const char *settings,
-                        int (*ok)(const char *addr, void *arg), void *arg)
+/* Runs tutti-perf over tcp with @p settings; every line of the debug log
+ * that holds @p mark must satisfy @p ok, handed what follows the mark;
+ * results exact.  Returns the lines. */
+static int debug_lines(const char *settings, const char *mark,
+                       int (*ok)(const char *rest, void *arg), void *arg)
 {
     char cmd[768], out[16384], log[96], line[512];
     snprintf(log, sizeof(log), "/tmp/tutti-tcp-listen-%ld.log",
@@ -274,16 +278,23 @@ static int listen_lines(const char *settings,
     int n = 0;
     assert_non_null(f);
     while (fgets(line, sizeof(line), f) != NULL) {
-        const char *at = strstr(line, ": listening on ");
+        const char *at = strstr(line, mark);
         if (at == NULL)
             continue;
         n++;
-        if (!ok(at + strlen(": listening on "), arg))
+        if (!ok(at + strlen(mark), arg))
             fail_msg("%s: %s", settings, line);
     }
     fclose(f);
     unlink(log);
     return n;
+}
+
+/* debug_lines() of the "listening on" lines, @p ok handed the address. */
+static int listen_lines(const char *settings,
+                        int (*ok)(const char *addr, void *arg), void *arg)
+{
+    return debug_lines(settings, ": listening on ", ok, arg);
 }
 
 static int ipv4_in_range(const char *addr, void *arg)
@@ -345,6 +356,28 @@ static void test_family_and_ports(void **state)
         print_message("no IPv6 on this host: ipv6 part not run\n");
 }
 
+/* "P peer(s) by N socket(s)": N is *arg sockets to each of P >= 1. */
+static int sockets_per_peer(const char *rest, void *arg)
+{
+    unsigned sockets = 0;
+    int peers = 0;
+    return sscanf(rest, "%d peer(s) by %u socket(s)", &peers, &sockets) ==
+               2 &&
+           peers >= 1 && sockets == *(const unsigned *)arg * (unsigned)peers;
+}
+
+/* tcp.connections reaches the module: with TUTTI_TCP_CONNECTIONS=3 every
+ * endpoint, the control plane's and the data group's of each rank, joins 3
+ * sockets to each peer (the default is 2); results exact. */
+static void test_connections(void **state)
+{
+    unsigned three = 3;
+    (void)state;
+    assert_int_equal(debug_lines("TUTTI_TCP_CONNECTIONS=3", ": joined with ",
+                                 sockets_per_peer, &three),
+                     4);
+}
+
 /* The launcher says each task is alone on its host (local size 1): the
  * control plane takes tcp, as it would across hosts, while the data group,
  * whose members the resolver found on one host, takes shm; results exact. */
@@ -396,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_truncated_frame_fails_peer),
         cmocka_unit_test(test_oversized_frame_fails_peer),
         cmocka_unit_test(test_family_and_ports),
+        cmocka_unit_test(test_connections),
         cmocka_unit_test(test_rendezvous_file),
         cmocka_unit_test(test_control_plane_across_hosts),
     };

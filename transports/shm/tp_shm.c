@@ -44,31 +44,11 @@
 
 #include <tutti/transport.h>
 
-#define SEG_MAGIC_V1 0x316d7369747475ULL /* "tuttism1": before the probe */
-#define SEG_MAGIC 0x326d7369747475ULL    /* "tuttism2" */
-#define SEG_HDR_BYTES 4096
+#include "shm_seg.h"
+
 /* A segment of a job that never got its header (its creator died between
  * shm_open and the header's last write) is stale once this old. */
 #define SEG_INCOMPLETE_STALE_S 60
-
-typedef struct {
-    _Atomic uint64_t magic;
-    uint64_t group_key;
-    uint64_t slot_size;
-    uint32_t slots;
-    int32_t size;
-    int32_t rank;
-    _Atomic int32_t attached;
-    int32_t pid;           /* owner process, for liveness checks */
-    /* since "tuttism2": */
-    uint64_t pid_start;    /* owner's start time (/proc/PID/stat field 22,
-                              clock ticks), 0 if unknown: a pid recycled
-                              by another process does not match */
-    uint64_t probe_addr;   /* address of probe_value in the owner */
-    uint64_t probe_value;  /* random, for single-copy detection */
-} seg_hdr_t;
-
-_Static_assert(sizeof(seg_hdr_t) <= SEG_HDR_BYTES, "segment header");
 
 typedef struct {
     const tutti_tp_core_ops_t *core;
@@ -499,17 +479,6 @@ typedef struct {
 static const char *const single_copy_modes[] = {"auto", "off", NULL};
 enum { SINGLE_COPY_AUTO, SINGLE_COPY_OFF };
 
-/* The settings the core filled for this module; defaults where a core of
- * transport ABI 2.0 hands none. */
-static shm_settings_t settings_of(const tutti_tp_group_t *g)
-{
-    shm_settings_t s = {65536, 16, SINGLE_COPY_AUTO};
-    if (g->size >= offsetof(tutti_tp_group_t, settings) + sizeof(void *) &&
-        g->settings != NULL)
-        s = *(const shm_settings_t *)g->settings;
-    return s;
-}
-
 /* 0 if this process can read peer @p r's memory (it reads back the cookie
  * the peer published), else the errno, or -1 if it read other bytes. */
 static int probe_peer(const shm_ep_t *ep, int r)
@@ -526,7 +495,8 @@ static int probe_peer(const shm_ep_t *ep, int r)
 
 /* Lets every peer whose memory this process can read send it large
  * messages by single copy (after the channels are attached). */
-static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g)
+static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g,
+                               const shm_settings_t *set)
 {
     static _Atomic int said; /* the first failure is logged, once */
     const tutti_tp_core_ops_t *core = ep->core;
@@ -539,7 +509,7 @@ static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g)
                   "does not offer it", key, g->rank);
         return;
     }
-    if (settings_of(g).single_copy == SINGLE_COPY_OFF) {
+    if (set->single_copy == SINGLE_COPY_OFF) {
         core->log(3, "shm", "group 0x%llx rank %d: single copy off "
                   "(shm.single_copy)", key, g->rank);
         return;
@@ -569,18 +539,24 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
                                   tutti_tp_ep_t **ep_out)
 {
     const tutti_tp_core_ops_t *core = g->core;
+    /* Filled from the rows below by the core, which loads this module only
+     * if its transport ABI is 2.1 or later: group->settings exists. */
+    const shm_settings_t *set = g->settings;
     double deadline = core->now() + g->timeout;
     tutti_status_t st;
-    shm_ep_t *ep = calloc(1, sizeof(*ep));
 
+    if (set == NULL)
+        return core->error(TUTTI_ERR_MODULE, "shm", "the core handed no "
+                           "settings; this module needs a core of "
+                           "transport ABI 2.1 or later");
+    shm_ep_t *ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return TUTTI_ERR_NO_MEMORY;
     ep->core = core;
     ep->rank = g->rank;
     ep->size = g->group_size;
-    shm_settings_t set = settings_of(g);
-    ep->slots = g->slots ? g->slots : (uint32_t)set.slots;
-    ep->slot_size = g->slot_size ? g->slot_size : (size_t)set.slot_size;
+    ep->slots = g->slots ? g->slots : (uint32_t)set->slots;
+    ep->slot_size = g->slot_size ? g->slot_size : (size_t)set->slot_size;
     ep->chan_bytes = core->chan_bytes(ep->slots, ep->slot_size);
     for (int r = 0; r < g->group_size; r++)
         ep->npeers += serves(g, r);
@@ -610,7 +586,10 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
             core->chan_attach(ep->chan, r, seg_chan(ep, r, g->rank),
                               seg_chan(ep, g->rank, r));
     }
-    enable_single_copy(ep, g);
+    core->log(3, "shm", "group 0x%llx rank %d: channels of %u slots of %zu "
+              "bytes, a segment of %zu bytes", (unsigned long long)g->group_key,
+              g->rank, ep->slots, ep->slot_size, ep->seg_bytes);
+    enable_single_copy(ep, g, set);
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;
 }
@@ -652,9 +631,17 @@ static int shm_progress(tutti_tp_ep_t *tep)
     return ep->core->chan_progress(ep->chan);
 }
 
-static const tutti_tp_ops_t shm_ops =
-    TUTTI_TP_OPS("shm", shm_connect, shm_send, shm_recv, shm_progress,
-                 shm_disconnect, shm_peer_alive, shm_reachable, NULL);
+static const tutti_tp_ops_t shm_ops = {
+    .size = sizeof(tutti_tp_ops_t),
+    .name = "shm",
+    .connect = shm_connect,
+    .send = shm_send,
+    .recv = shm_recv,
+    .progress = shm_progress,
+    .disconnect = shm_disconnect,
+    .peer_alive = shm_peer_alive,
+    .reachable = shm_reachable,
+};
 
 static const tutti_setting_t shm_settings[] = {
     {.name = "slot_size",

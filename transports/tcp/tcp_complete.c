@@ -73,7 +73,7 @@ void tcp_peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
              ep->rank_task[peer], p->addr, p->why);
     if (!p->left)
         ep->core->log(remote_closed ? 1 : 0, "tcp", "%s", text);
-    for (unsigned i = 0; i < ep->set.nconn; i++) {
+    for (unsigned i = 0; i < ep->set.connections; i++) {
         conn_t *c = p->conns[i];
         if (c == NULL)
             continue;

@@ -191,8 +191,9 @@ tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline);
 
 /* ---- tcp_progress.c ----------------------------------------------------- */
 
-/** Appends @p op to the list from @p head to @p tail (ops posted or
- *  waiting for a peer, in order). */
+/** Appends @p op, whose next is NULL, to the list from @p head to
+ *  @p tail (ops submitted by send()/recv(), posted, or waiting for a peer,
+ *  in order). */
 static inline void tcp_op_append(tutti_tp_op_t **head, tutti_tp_op_t **tail,
                                  tutti_tp_op_t *op)
 {

@@ -1,8 +1,9 @@
 /*
  * tcp transport module: what its files share.  tcp_net.c holds the
- * socket helpers, the settings, the job secret and the connection
- * handshake; tcp_rendezvous.c the rendezvous (server and client);
- * tp_tcp.c and its parts (tcp_ep.h) the endpoints and the data path.
+ * socket helpers, the job secret and the connection handshake;
+ * tcp_rendezvous.c the rendezvous (server and client); tp_tcp.c the
+ * settings' rows, and with its parts (tcp_ep.h) the endpoints and the
+ * data path.
  * Outside transports/tcp only tests/mp/test_tcp.c includes this header,
  * for the handshake's layout.
  */
@@ -72,28 +73,23 @@ typedef struct {
     const char *job_id;
 } tcp_cred_t;
 
-/** Listening and address settings of tcp.interface/family/ports. */
-typedef struct {
-    char ifname[32];
-    int family;                     /* AF_UNSPEC, AF_INET, AF_INET6 */
-    uint16_t port_lo, port_hi;      /* 0, 0: any */
-    uint32_t nconn;
-} tcp_settings_t;
-
-/* ---- tcp_net.c ---------------------------------------------------------- */
-
-/* The module's settings as the core fills them from its rows (tp_tcp.c). */
+/** The module's settings, tcp.interface, family, ports and connections,
+ *  as the core fills them from the rows of tp_tcp.c. */
 typedef struct {
     char interface[16];             /* IFNAMSIZ; "": any */
     int family;                     /* index in tcp_families */
     uint64_t ports[2];              /* 0, 0: any free port */
-    uint64_t connections;
-} tcp_config_t;
+    uint64_t connections;           /* sockets per peer, 1 to 16 */
+} tcp_settings_t;
 
-/** Read the module's settings for @p g (defaults where a core of
- *  transport ABI 2.0 hands none) into what the sockets need. */
-tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
-                                 tcp_settings_t *out);
+/* ---- tp_tcp.c ----------------------------------------------------------- */
+
+/** tcp.family's choices, and the address family of each in the same
+ *  order (AF_UNSPEC for "any"): index them with tcp_settings_t.family. */
+extern const char *const tcp_families[];
+extern const int tcp_family_af[];
+
+/* ---- tcp_net.c ---------------------------------------------------------- */
 
 /** The job secret from TUTTI_JOB_SECRET or TUTTI_SECRET_FILE. */
 tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,

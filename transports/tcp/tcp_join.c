@@ -88,9 +88,9 @@ static void check_incoming(tcp_ep_t *ep, conn_t *c)
     if (why == NULL && (h->to_rank != ep->rank || from < 0 ||
                         from >= ep->rank || !ep->peers[from].serve))
         why = "ranks that do not connect here";
-    if (why == NULL && h->nconn != ep->set.nconn)
+    if (why == NULL && h->nconn != ep->set.connections)
         ack = TCP_ACK_NCONN;
-    else if (why == NULL && (h->conn_index >= ep->set.nconn ||
+    else if (why == NULL && (h->conn_index >= ep->set.connections ||
                              ep->peers[from].conns[h->conn_index] != NULL))
         ack = TCP_ACK_DUP;
     if (why != NULL) {
@@ -105,7 +105,7 @@ static void check_incoming(tcp_ep_t *ep, conn_t *c)
         snprintf(text, sizeof(text), "group 0x%llx: rank %d uses "
                  "tcp.connections %u, rank %d uses %u; expected the same "
                  "value on every task", (unsigned long long)ep->group_key,
-                 from, h->nconn, ep->rank, ep->set.nconn);
+                 from, h->nconn, ep->rank, (unsigned)ep->set.connections);
         setup_fail(ep, TUTTI_ERR_MISMATCH, text);
     }
     if (ack != TCP_ACK_OK) {
@@ -216,7 +216,7 @@ tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
     char why[128] = "no address", addr[64] = "";
     int same_host = strcmp(reg->host, my_host) == 0;
 
-    for (unsigned i = 0; i < ep->set.nconn; i++) {
+    for (unsigned i = 0; i < ep->set.connections; i++) {
         int fd = -1;
         /* On one host the loopback address (listed last) is the surest. */
         for (uint32_t k = 0; fd < 0 && k < reg->naddr; k++) {
@@ -227,7 +227,7 @@ tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
         }
         tcp_hs_t hs;
         tcp_hs_fill(&hs, &ep->cred, TCP_KIND_DATA, ep->group_key, ep->rank,
-                    peer, i, ep->set.nconn);
+                    peer, i, (uint32_t)ep->set.connections);
         if (fd >= 0 && tcp_write_full(fd, &hs, sizeof(hs)) != 0) {
             snprintf(why, sizeof(why), "writing the handshake: %s",
                      strerror(errno));
@@ -276,7 +276,8 @@ tutti_status_t tcp_wait_joined(tcp_ep_t *ep, double deadline)
         pthread_mutex_lock(&ep->lock);
         st = ep->setup_err;
         for (int r = 0; r < ep->size && missing < 0; r++) {
-            if (ep->peers[r].serve && ep->peers[r].joined < ep->set.nconn)
+            if (ep->peers[r].serve &&
+                ep->peers[r].joined < ep->set.connections)
                 missing = r;
         }
         pthread_mutex_unlock(&ep->lock);

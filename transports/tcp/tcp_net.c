@@ -1,12 +1,11 @@
 /*
- * tcp transport: sockets and addresses, the settings, the job secret and
- * the connection handshake, as the rendezvous (tcp_rendezvous.c) and the
- * endpoints (tp_tcp.c and its parts) use them.
+ * tcp transport: sockets and addresses, the job secret and the connection
+ * handshake, as the rendezvous (tcp_rendezvous.c) and the endpoints
+ * (tp_tcp.c and its parts) use them.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -142,24 +141,7 @@ void tcp_addr_str(const tcp_addr_t *a, char *buf, size_t len)
     tcp_sockaddr_str((struct sockaddr *)&ss, buf, len);
 }
 
-/* ---- settings and secret ------------------------------------------------ */
-
-tutti_status_t tcp_settings_read(const tutti_tp_group_t *g,
-                                 tcp_settings_t *out)
-{
-    static const int families[] = {AF_UNSPEC, AF_INET, AF_INET6};
-    tcp_config_t c = {"", 0, {0, 0}, 2};
-    if (g->size >= offsetof(tutti_tp_group_t, settings) + sizeof(void *) &&
-        g->settings != NULL)
-        c = *(const tcp_config_t *)g->settings;
-    memset(out, 0, sizeof(*out));
-    snprintf(out->ifname, sizeof(out->ifname), "%s", c.interface);
-    out->family = families[c.family];
-    out->port_lo = (uint16_t)c.ports[0];
-    out->port_hi = (uint16_t)c.ports[1];
-    out->nconn = (uint32_t)c.connections;
-    return TUTTI_OK;
-}
+/* ---- secret and handshake ----------------------------------------------- */
 
 tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
                              const char *job_id, tcp_cred_t *out)
@@ -249,15 +231,15 @@ const char *tcp_hs_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
 
 static int usable(const struct ifaddrs *ifa, const tcp_settings_t *s)
 {
-    int fam;
+    int fam, want = tcp_family_af[s->family];
     if (ifa->ifa_addr == NULL || !(ifa->ifa_flags & IFF_UP))
         return 0;
     fam = ifa->ifa_addr->sa_family;
     if (fam != AF_INET && fam != AF_INET6)
         return 0;
-    if (s->family != AF_UNSPEC && fam != s->family)
+    if (want != AF_UNSPEC && fam != want)
         return 0;
-    if (s->ifname[0] != '\0' && strcmp(ifa->ifa_name, s->ifname) != 0)
+    if (s->interface[0] != '\0' && strcmp(ifa->ifa_name, s->interface) != 0)
         return 0;
     if (fam == AF_INET6 &&
         IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)(void *)ifa->ifa_addr)
@@ -282,7 +264,7 @@ static int gather_addrs(const tcp_settings_t *s, tcp_reg_t *reg,
                 continue;
             if (reg->naddr == TCP_ADDRS_MAX)
                 break;
-            if (reg->naddr == 0 && s->ifname[0] != '\0') {
+            if (reg->naddr == 0 && s->interface[0] != '\0') {
                 size_t l = i->ifa_addr->sa_family == AF_INET
                                ? sizeof(struct sockaddr_in)
                                : sizeof(struct sockaddr_in6);
@@ -311,7 +293,8 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
     struct sockaddr_storage ss;
     socklen_t sl = 0;
     int fd = -1, err = 0, one = 1, zero = 0;
-    unsigned port;
+    int family = tcp_family_af[s->family];
+    unsigned port, port_hi = (unsigned)s->ports[1];
 
     memset(&ss, 0, sizeof(ss));
     if (gather_addrs(s, reg, &ss, &sl) != 0)
@@ -322,14 +305,12 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
                            "interface '%s' (tcp.interface) of family %s "
                            "(tcp.family); expected an interface that is up "
                            "with such an address",
-                           s->ifname[0] ? s->ifname : "(any)",
-                           s->family == AF_INET    ? "ipv4"
-                           : s->family == AF_INET6 ? "ipv6"
-                                                   : "any");
+                           s->interface[0] ? s->interface : "(any)",
+                           tcp_families[s->family]);
     if (sl == 0) { /* any interface: the wildcard of the family */
-        int fam = s->family == AF_INET ? AF_INET : AF_INET6;
+        int fam = family == AF_INET ? AF_INET : AF_INET6;
         int probe = socket(fam, SOCK_STREAM, 0);
-        if (probe < 0 && fam == AF_INET6 && s->family == AF_UNSPEC)
+        if (probe < 0 && fam == AF_INET6 && family == AF_UNSPEC)
             fam = AF_INET; /* no IPv6 in this kernel */
         if (probe >= 0)
             close(probe);
@@ -337,7 +318,7 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
         sl = fam == AF_INET ? sizeof(struct sockaddr_in)
                             : sizeof(struct sockaddr_in6);
     }
-    for (port = s->port_lo; port <= s->port_hi; port++) {
+    for (port = (unsigned)s->ports[0]; port <= port_hi; port++) {
         fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) {
             err = errno;
@@ -346,7 +327,7 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (ss.ss_family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY,
-                       s->family == AF_INET6 ? &one : &zero, sizeof(int));
+                       family == AF_INET6 ? &one : &zero, sizeof(int));
         set_port(&ss, (uint16_t)port);
         if (bind(fd, (struct sockaddr *)&ss, sl) == 0 &&
             listen(fd, SOMAXCONN) == 0)
@@ -354,15 +335,14 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
         err = errno;
         close(fd);
         fd = -1;
-        if (s->port_hi == 0)
+        if (port_hi == 0)
             break;
     }
     if (fd < 0) {
-        if (s->port_hi != 0)
+        if (port_hi != 0)
             return core->error(TUTTI_ERR_IO, "tcp", "no port of %u-%u "
                                "(tcp.ports) could be bound: %s",
-                               (unsigned)s->port_lo, (unsigned)s->port_hi,
-                               strerror(err));
+                               (unsigned)s->ports[0], port_hi, strerror(err));
         return core->error(TUTTI_ERR_IO, "tcp", "cannot listen: %s",
                            strerror(err));
     }

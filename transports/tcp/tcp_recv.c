@@ -14,11 +14,13 @@
 
 #include "tcp_ep.h"
 
-static const size_t dtype_size[] = {
-#define TCP_DTYPE_SIZE_(up, low, size) size,
-    TUTTI_DTYPE_LIST(TCP_DTYPE_SIZE_)
-#undef TCP_DTYPE_SIZE_
-};
+/* Bytes of one element @p op reduces; 1 for a data type the core would
+ * have refused, so that a fragment is never divided by 0. */
+static size_t elem_size(const tutti_tp_op_t *op)
+{
+    size_t es = tutti_dtype_size(op->reduce.dtype);
+    return es != 0 ? es : 1;
+}
 
 static int key_eq(const tutti_wire_key_t *a, const tutti_wire_key_t *b)
 {
@@ -32,11 +34,9 @@ static void deliver(tutti_tp_op_t *op, uint64_t off, const char *data,
     if (len == 0)
         return;
     if (op->reduce.fn != NULL) {
-        size_t es = (unsigned)op->reduce.dtype < TUTTI_DTYPE_COUNT
-                        ? dtype_size[op->reduce.dtype]
-                        : 1;
         op->reduce.fn(op->reduce.dtype, op->reduce.op, (char *)op->rbuf + off,
-                      (const char *)op->reduce.local + off, data, len / es);
+                      (const char *)op->reduce.local + off, data,
+                      len / elem_size(op));
     } else {
         memcpy((char *)op->rbuf + off, data, len);
     }
@@ -61,7 +61,7 @@ static void fragment_done(tcp_ep_t *ep, conn_t *c);
  * on. */
 static void resume_held(tcp_ep_t *ep, peer_t *p)
 {
-    for (unsigned i = 0; i < ep->set.nconn; i++) {
+    for (unsigned i = 0; i < ep->set.connections; i++) {
         conn_t *c = p->conns[i];
         if (c == NULL || !c->held || c->fd < 0)
             continue;
@@ -267,9 +267,7 @@ static ssize_t read_body(conn_t *c)
         return n;
     c->body_got += (uint64_t)n;
     if (op != NULL && op->reduce.fn != NULL) {
-        size_t es = (unsigned)op->reduce.dtype < TUTTI_DTYPE_COUNT
-                        ? dtype_size[op->reduce.dtype]
-                        : 1;
+        size_t es = elem_size(op);
         size_t have = c->stage_have + (size_t)n;
         size_t whole = have - have % es;
         deliver(op, c->rhdr.frag_off + c->rdone, c->stage, whole);
@@ -329,7 +327,7 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
             peer_t *p = &ep->peers[c->peer];
             int open = 0;
             tcp_conn_close(ep, c);
-            for (unsigned i = 0; i < ep->set.nconn; i++)
+            for (unsigned i = 0; i < ep->set.connections; i++)
                 open += p->conns[i] != NULL && p->conns[i]->fd >= 0;
             if (open > 0)
                 return;

@@ -336,9 +336,9 @@ static tutti_status_t rdv_listen_env(const char *env, const tcp_settings_t *s,
         return rdv.core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_RENDEZVOUS="
                                "'%s'; expected host:port, e.g. "
                                "node01:29400 or [fe80::1]:29400", env);
-    any.ifname[0] = '\0';
-    any.port_lo = any.port_hi = (uint16_t)atoi(port);
-    if (any.port_lo == 0)
+    any.interface[0] = '\0';
+    any.ports[0] = any.ports[1] = (uint16_t)atoi(port);
+    if (any.ports[0] == 0)
         return rdv.core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_RENDEZVOUS="
                                "'%s': port 0; expected a port from 1 to "
                                "65535", env);

@@ -21,7 +21,7 @@ static unsigned ring_count(const conn_t *c)
 /* Queues @p op's pieces on the peer's sockets; 0 if they lack room. */
 static int place(tcp_ep_t *ep, peer_t *p, tutti_tp_op_t *op)
 {
-    unsigned n = ep->set.nconn, first, k = 1;
+    unsigned n = (unsigned)ep->set.connections, first, k = 1;
     uint64_t chunk = op->len;
 
     if (n > 1 && op->len >= (uint64_t)STRIPE_MIN * n) {

@@ -34,13 +34,14 @@
  * TUTTI_TCP_TEST_GARBLE=R:oversize makes its 3rd frame claim a message
  * over the 1 TiB limit.
  *
- * Where each part lives: this file is the ops table, connect (with the
- * test hook's parsing) and disconnect; tcp_progress.c the thread;
- * tcp_send.c and tcp_recv.c the data path; tcp_complete.c completing
- * operations and failing a peer; tcp_join.c the sockets of each pair and
- * their handshake; tcp_rendezvous.c the rendezvous; tcp_net.c the socket,
- * address, settings and secret helpers.  tcp_ep.h holds the endpoint's
- * types, tcp_int.h the handshake's and the rendezvous's.
+ * Where each part lives: this file is the ops table, the settings' rows,
+ * connect (with the test hook's parsing) and disconnect; tcp_progress.c
+ * the thread; tcp_send.c and tcp_recv.c the data path; tcp_complete.c
+ * completing operations and failing a peer; tcp_join.c the sockets of
+ * each pair and their handshake; tcp_rendezvous.c the rendezvous;
+ * tcp_net.c the socket, address and secret helpers.  tcp_ep.h holds the
+ * endpoint's types, tcp_int.h the settings', the handshake's and the
+ * rendezvous's.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -72,11 +73,7 @@ static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
     op->status = TUTTI_INPROGRESS;
     op->next = NULL;
     pthread_mutex_lock(&ep->lock);
-    if (ep->sub_t)
-        ep->sub_t->next = op;
-    else
-        ep->sub_h = op;
-    ep->sub_t = op;
+    tcp_op_append(&ep->sub_h, &ep->sub_t, op);
     pthread_mutex_unlock(&ep->lock);
     tcp_ring(ep);
     return TUTTI_OK;
@@ -139,7 +136,7 @@ static void drain_and_close(tcp_ep_t *ep)
     char sink[4096];
     int open = 0;
     for (int r = 0; r < ep->size; r++) {
-        for (unsigned i = 0; i < ep->set.nconn; i++) {
+        for (unsigned i = 0; i < ep->set.connections; i++) {
             conn_t *c = ep->peers[r].conns[i];
             if (c != NULL && c->fd >= 0) {
                 shutdown(c->fd, SHUT_WR);
@@ -150,7 +147,7 @@ static void drain_and_close(tcp_ep_t *ep)
     while (open > 0 && ep->core->now() < until) {
         open = 0;
         for (int r = 0; r < ep->size; r++) {
-            for (unsigned i = 0; i < ep->set.nconn; i++) {
+            for (unsigned i = 0; i < ep->set.connections; i++) {
                 conn_t *c = ep->peers[r].conns[i];
                 if (c == NULL || c->fd < 0)
                     continue;
@@ -215,6 +212,22 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
     free(ep);
 }
 
+/* Says how many sockets joined, as counted (tcp.connections per peer). */
+static void log_joined(tcp_ep_t *ep)
+{
+    unsigned sockets = 0;
+    int peers = 0;
+    pthread_mutex_lock(&ep->lock);
+    for (int r = 0; r < ep->size; r++) {
+        sockets += ep->peers[r].joined;
+        peers += ep->peers[r].serve;
+    }
+    pthread_mutex_unlock(&ep->lock);
+    ep->core->log(3, "tcp", "rank %d of group 0x%llx: joined with %d "
+                  "peer(s) by %u socket(s)", ep->rank,
+                  (unsigned long long)ep->group_key, peers, sockets);
+}
+
 static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
                                   tutti_tp_ep_t **ep_out)
 {
@@ -248,8 +261,16 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
         ep->truncate = strstr(garble, ":truncate") != NULL;
         ep->oversize = strstr(garble, ":oversize") != NULL;
     }
-    if ((st = tcp_settings_read(g, &ep->set)) != TUTTI_OK ||
-        (st = tcp_cred_read(core, g->job_id, &ep->cred)) != TUTTI_OK)
+    /* Filled from the rows below by the core, which loads this module only
+     * if its transport ABI is 2.1 or later: group->settings exists. */
+    if (g->settings == NULL) {
+        st = core->error(TUTTI_ERR_MODULE, "tcp", "the core handed no "
+                         "settings; this module needs a core of transport "
+                         "ABI 2.1 or later");
+        goto err;
+    }
+    ep->set = *(const tcp_settings_t *)g->settings;
+    if ((st = tcp_cred_read(core, g->job_id, &ep->cred)) != TUTTI_OK)
         goto err;
     ep->cred.job_id = ep->job;
     for (int r = 0; r < g->group_size; r++) {
@@ -269,7 +290,7 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     reg.group_key = g->group_key;
     reg.rank = g->rank;
     reg.group_size = g->group_size;
-    reg.nconn = ep->set.nconn;
+    reg.nconn = (uint32_t)ep->set.connections;
     if (gethostname(reg.host, sizeof(reg.host) - 1) != 0)
         snprintf(reg.host, sizeof(reg.host), "unknown");
     if ((st = tcp_rendezvous(g, &ep->set, &ep->cred, &reg, want, deadline,
@@ -282,6 +303,7 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     }
     if ((st = tcp_wait_joined(ep, deadline)) != TUTTI_OK)
         goto err;
+    log_joined(ep);
     free(peers);
     free(want);
     *ep_out = (tutti_tp_ep_t *)ep;
@@ -294,10 +316,18 @@ err:
     return st;
 }
 
-/* reachable NULL: every peer. */
-static const tutti_tp_ops_t tcp_ops =
-    TUTTI_TP_OPS("tcp", tcp_connect, tcp_send, tcp_recv, tcp_progress,
-                 tcp_disconnect, tcp_peer_alive, NULL, tcp_peer_error);
+/* No reachable: every peer. */
+static const tutti_tp_ops_t tcp_ops = {
+    .size = sizeof(tutti_tp_ops_t),
+    .name = "tcp",
+    .connect = tcp_connect,
+    .send = tcp_send,
+    .recv = tcp_recv,
+    .progress = tcp_progress,
+    .disconnect = tcp_disconnect,
+    .peer_alive = tcp_peer_alive,
+    .peer_error = tcp_peer_error,
+};
 
 /* Linux's rules for interface names: below IFNAMSIZ (the row's max), not
  * "." or "..", no '/', ':' or white space.  "" means any interface. */
@@ -311,7 +341,11 @@ static int ifname_ok(const char *s)
     return 1;
 }
 
-static const char *const tcp_families[] = {"any", "ipv4", "ipv6", NULL};
+const char *const tcp_families[] = {"any", "ipv4", "ipv6", NULL};
+const int tcp_family_af[] = {AF_UNSPEC, AF_INET, AF_INET6};
+_Static_assert(sizeof(tcp_family_af) / sizeof(tcp_family_af[0]) ==
+                   sizeof(tcp_families) / sizeof(tcp_families[0]) - 1,
+               "an address family for each choice of tcp.family");
 
 static const tutti_setting_t tcp_settings[] = {
     {.name = "interface",
@@ -319,8 +353,8 @@ static const tutti_setting_t tcp_settings[] = {
      .default_value = "",
      .doc = "interface to listen on and advertise, \"\" for any",
      .type = TUTTI_SETTING_STRING,
-     .offset = offsetof(tcp_config_t, interface),
-     .max = sizeof(((tcp_config_t *)0)->interface),
+     .offset = offsetof(tcp_settings_t, interface),
+     .max = sizeof(((tcp_settings_t *)0)->interface),
      .check = ifname_ok,
      .expected = "a network interface name of 1 to 15 characters without "
                  "'/', ':' or spaces, e.g. eth0, or \"\" for any"},
@@ -328,13 +362,13 @@ static const tutti_setting_t tcp_settings[] = {
      .default_value = "any",
      .doc = "address family to listen on",
      .type = TUTTI_SETTING_CHOICE,
-     .offset = offsetof(tcp_config_t, family),
+     .offset = offsetof(tcp_settings_t, family),
      .choices = tcp_families},
     {.name = "ports",
      .default_value = "0",
      .doc = "listening ports; each endpoint takes the first free one",
      .type = TUTTI_SETTING_RANGE,
-     .offset = offsetof(tcp_config_t, ports),
+     .offset = offsetof(tcp_settings_t, ports),
      .min = 1,
      .max = 65535,
      .flags = TUTTI_SETTING_ZERO_ANY,
@@ -344,10 +378,10 @@ static const tutti_setting_t tcp_settings[] = {
      .default_value = "2",
      .doc = "sockets per peer pair; large messages are striped over them",
      .type = TUTTI_SETTING_UINT,
-     .offset = offsetof(tcp_config_t, connections),
+     .offset = offsetof(tcp_settings_t, connections),
      .min = 1,
      .max = 16},
 };
 
 TUTTI_TP_MODULE_DEFINE_SETTINGS("tcp", "0.2.0", tcp_ops, tcp_settings,
-                                tcp_config_t);
+                                tcp_settings_t);
