@@ -82,7 +82,7 @@ typedef struct conn {
 
 /** A member this endpoint talks to, and its sockets. */
 typedef struct {
-    conn_t *conns[16];
+    conn_t *conns[TCP_CONNS_MAX];
     unsigned joined, rr;
     int serve, failed, reported;
     int left;                       /* closed at a frame boundary: receives

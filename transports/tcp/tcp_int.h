@@ -27,6 +27,8 @@
 #define TCP_ADDRS_MAX 8             /* listen addresses one endpoint offers */
 #define TCP_HS_TIMEOUT 3.0          /* seconds a new connection may stay
                                        silent before its handshake */
+#define TCP_CONNS_MAX 16            /* sockets per peer pair, at most (the
+                                       connections setting's bound) */
 
 /** First bytes on every connection, in both directions' host order (the
  *  members of one job share an architecture; a peer of the other byte
@@ -79,7 +81,8 @@ typedef struct {
     char interface[16];             /* IFNAMSIZ; "": any */
     int family;                     /* index in tcp_families */
     uint64_t ports[2];              /* 0, 0: any free port */
-    uint64_t connections;           /* sockets per peer, 1 to 16 */
+    uint64_t connections;           /* sockets per peer, 1 to
+                                       TCP_CONNS_MAX */
 } tcp_settings_t;
 
 /* ---- tp_tcp.c ----------------------------------------------------------- */

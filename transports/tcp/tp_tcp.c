@@ -187,7 +187,7 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
         drain_and_close(ep);
         for (int r = 0; r < ep->size; r++) {
             peer_t *p = &ep->peers[r];
-            for (unsigned i = 0; i < 16; i++) {
+            for (unsigned i = 0; i < TCP_CONNS_MAX; i++) {
                 if (p->conns[i] != NULL) {
                     tcp_conn_close(ep, p->conns[i]);
                     free(p->conns[i]->stage);
@@ -380,7 +380,7 @@ static const tutti_setting_t tcp_settings[] = {
      .type = TUTTI_SETTING_UINT,
      .offset = offsetof(tcp_settings_t, connections),
      .min = 1,
-     .max = 16},
+     .max = TCP_CONNS_MAX},
 };
 
 TUTTI_TP_MODULE_DEFINE_SETTINGS("tcp", "0.2.0", tcp_ops, tcp_settings,
