@@ -54,12 +54,9 @@ static inline int test_file_has(const char *path, const char *text)
     return found;
 }
 
-/* Fails the test unless the file at @p path holds @p text (test_file_has);
- * @p any_line is not used any more. */
-static inline void test_expect_in_file(const char *path, const char *text,
-                                       int any_line)
+/* Fails the test unless the file at @p path holds @p text (test_file_has). */
+static inline void test_expect_in_file(const char *path, const char *text)
 {
-    (void)any_line;
     if (!test_file_has(path, text))
         fail_msg("missing '%s' in %s", text, path);
 }
