@@ -148,12 +148,8 @@ int tutti_check_case(tutti_checker_t *c, const tutti_check_case_t *k)
     c->res.checks++;
     if (!reserve(c, need * es))
         return fail(c, k, "no memory for %zu elements", need);
-    tutti_instance_params_init(&p);
-    p.instance_key = ++c->key;
-    p.collective = k->coll;
-    p.dtype = k->dtype;
+    test_params(&p, ++c->key, k->coll, k->dtype, k->count);
     p.op = k->op;
-    p.count = k->count;
     p.root = k->root;
     p.pre_scale = k->pre_scale;
     p.post_scale = k->post_scale;
@@ -423,12 +419,8 @@ static void per_rank_one(tutti_checker_t *c, tutti_collective_t coll,
         fail(c, &k, "no memory");
         goto out;
     }
-    tutti_instance_params_init(&p);
-    p.instance_key = ++c->key;
-    p.collective = coll;
-    p.dtype = pat.dtype;
+    test_params(&p, ++c->key, coll, pat.dtype, TUTTI_COUNT_PER_RANK);
     p.op = pat.op;
-    p.count = TUTTI_COUNT_PER_RANK;
     p.pre_scale = pre;
     p.algorithm = algorithm;
     p.counts = coll == TUTTI_COLL_ALLTOALL ? mat + (size_t)rank * (size_t)n

@@ -11,7 +11,8 @@
  *
  *   launch_worker: task T of N (local L of M) from SOURCE, job JOB: OK
  *
- * or "...: FAILED: <what>" and exits 1.
+ * or "...: FAILED: <what>" and exits 1 (on stderr, with the status, where
+ * the context cannot be created).
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #include <tutti/tutti.h>
 
 #include "job/bootstrap.h"
+#include "test_group.h"
 
 static const size_t counts[] = {0, 1, 7, 4099, (1u << 20) + 3};
 static const size_t bcast_counts[] = {1, 65537};
@@ -148,9 +150,9 @@ int main(void)
 {
     tutti__bootstrap_t b;
     tutti_context_t *ctx;
-    tutti_group_params_t gp;
     tutti_group_t *g;
     tutti_status_t st;
+    char who[64];
     int ok = 1;
 
     /* What the context will learn, to say where it came from. */
@@ -158,18 +160,13 @@ int main(void)
         printf("launch_worker: bootstrap: FAILED: %s\n", tutti_last_error());
         return 1;
     }
-    if ((st = tutti_context_create(NULL, &ctx)) != TUTTI_OK) {
-        printf("launch_worker: task %d: context: FAILED: %s\n", b.task,
-               tutti_last_error());
+    snprintf(who, sizeof(who), "launch_worker: task %d: context: FAILED",
+             b.task);
+    if ((ctx = test_context_from_env(who, tutti_strerror)) == NULL)
         return 1;
-    }
     int rank = tutti_context_task(ctx), size = tutti_context_num_tasks(ctx);
 
-    tutti_group_params_init(&gp);
-    gp.group_key = 1;
-    gp.group_size = size;
-    gp.timeout = 60;
-    if ((st = tutti_group_join(ctx, &gp, &g)) != TUTTI_OK) {
+    if ((st = test_join(ctx, 1, size, 0, 60, &g)) != TUTTI_OK) {
         printf("launch_worker: task %d: join: FAILED: %s\n", rank,
                tutti_last_error());
         tutti_context_destroy(ctx);

@@ -213,7 +213,6 @@ static void test_wait_any(void **state)
 /* The limits tutti.h states are enforced, with messages naming them. */
 static void test_documented_limits(void **state)
 {
-    tutti_group_params_t gp;
     tutti_group_t *g;
     tutti_instance_params_t p;
     tutti_request_t *reqs[TUTTI_MAX_WAIT_ANY + 1], *r;
@@ -221,12 +220,8 @@ static void test_documented_limits(void **state)
     size_t index = 99;
     float x = 1, y = 0;
 
-    tutti_group_params_init(&gp);
-    gp.group_key = 950;
-    assert_int_equal(tutti_group_join(*state, &gp, &g), TUTTI_OK);
-    tutti_instance_params_init(&p);
-    p.instance_key = 1;
-    p.count = 1;
+    assert_int_equal(test_join(*state, 950, 1, 0, 0, &g), TUTTI_OK);
+    test_params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 1);
     p.wait_for = keys;
     p.num_wait_for = TUTTI_MAX_WAIT_FOR + 1;
     assert_int_equal(tutti_execute(g, &p, &x, &y, &r), TUTTI_ERR_INVALID_ARG);
