@@ -257,15 +257,27 @@ static inline uint64_t test_splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* The defaults, then a context of one task (task 0 of 1) with
+ * @p config_path, @p modules and @p log_level (each NULL: the default). */
+static inline void test_one_task_params(tutti_context_params_t *p,
+                                        const char *config_path,
+                                        const char *modules,
+                                        const char *log_level)
+{
+    tutti_context_params_init(p);
+    p->config_path = config_path;
+    p->module_path = modules;
+    p->log_level = log_level;
+    p->task = 0;
+    p->num_tasks = 1;
+}
+
 /* CMocka group fixture: a context of one task with logging off. */
 static inline int test_single_task_setup(void **state)
 {
     tutti_context_params_t p;
     tutti_context_t *ctx;
-    tutti_context_params_init(&p);
-    p.task = 0;
-    p.num_tasks = 1;
-    p.log_level = "off";
+    test_one_task_params(&p, NULL, NULL, "off");
     if (tutti_context_create(&p, &ctx) != TUTTI_OK)
         return -1;
     *state = ctx;

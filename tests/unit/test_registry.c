@@ -23,23 +23,11 @@
 #define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"
 #define BAD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/bad"
 
-/* A context of one task with @p config_path, @p modules and @p log_level. */
-static void one_task(tutti_context_params_t *p, const char *config_path,
-                     const char *modules, const char *log_level)
-{
-    tutti_context_params_init(p);
-    p->config_path = config_path;
-    p->module_path = modules;
-    p->log_level = log_level;
-    p->task = 0;
-    p->num_tasks = 1;
-}
-
 static tutti_context_t *open_ctx(const char *config_path, const char *modules)
 {
     tutti_context_params_t p;
     tutti_context_t *ctx = NULL;
-    one_task(&p, config_path, modules, "off");
+    test_one_task_params(&p, config_path, modules, "off");
     tutti_status_t st = tutti_context_create(&p, &ctx);
     if (st != TUTTI_OK)
         fail_msg("context: %s: %s", tutti_strerror(st), tutti_last_error());
@@ -264,7 +252,7 @@ static const char *run_with(const char *config, const char *log_path,
     float in[2] = {3, 4}, out[2] = {0, 0};
 
     /* The API's log level beats TUTTI_LOG_LEVEL. */
-    one_task(&p, config, GOOD_DIR, "debug");
+    test_one_task_params(&p, config, GOOD_DIR, "debug");
     fflush(stderr);
     int saved = dup(2);
     FILE *log = freopen(log_path, "w", stderr);
@@ -324,7 +312,7 @@ static void test_section_of_unloaded_module_warns(void **state)
     (void)state;
     test_tmp_make(&t, "unloaded", "log", NULL);
 
-    one_task(&p, shipped, GOOD_DIR, "warn");
+    test_one_task_params(&p, shipped, GOOD_DIR, "warn");
     assert_int_equal(setenv("TUTTI_MODULES_LOAD", "ring,tree", 1), 0);
     fflush(stderr);
     int saved = dup(2);
@@ -415,7 +403,7 @@ static void test_per_rank_falls_through(void **state)
                   "  - { collective: allgather, size: \"0-1K\", "
                   "algorithm: RingAllgather }\n"
                   "  - { collective: allgather, algorithm: RingAllgather }\n");
-    one_task(&p, t.path, NULL, "off");
+    test_one_task_params(&p, t.path, NULL, "off");
     assert_int_equal(tutti_context_create(&p, &ctx), TUTTI_OK);
     assert_int_equal(tutti_info_explain(ctx, &q, explain, sizeof(explain),
                                         &chosen), TUTTI_OK);
