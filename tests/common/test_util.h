@@ -187,6 +187,28 @@ static inline void test_rmtree(const char *dir)
     rmdir(dir);
 }
 
+/* CMocka fixture: a directory of the test's own, /tmp/tutti-test-XXXXXX,
+ * as a test_tmp_t in *state (path empty: the test names its files with
+ * test_tmpfile); removed after the test, whether it passed or failed. */
+static inline int test_tmp_setup(void **state)
+{
+    test_tmp_t *t = calloc(1, sizeof(*t));
+    if (t == NULL || test_tmpdir(t->dir, sizeof(t->dir), "test") != 0) {
+        free(t);
+        return -1;
+    }
+    *state = t;
+    return 0;
+}
+
+static inline int test_tmp_teardown(void **state)
+{
+    test_tmp_t *t = *state;
+    test_rmtree(t->dir);
+    free(t);
+    return 0;
+}
+
 /* Number of names in /dev/shm that start with @p prefix and, unless
  * @p magic is 0, whose first 8 bytes hold @p magic (read in host order). */
 static inline int test_shm_names_magic(const char *prefix, uint64_t magic)

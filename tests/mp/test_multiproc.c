@@ -492,9 +492,10 @@ static void expect_probe_refused(const char *conf, const char *env,
  * place, as the core's own settings are. */
 static void test_transport_module_settings(void **state)
 {
-    char conf[128], cmd[1024], out[16384], want[256];
-    (void)state;
-    snprintf(conf, sizeof(conf), "/tmp/tutti-probe-%ld.yaml", (long)getpid());
+    char cmd[1024], out[16384], want[256];
+    test_tmp_t *tmp = *state; /* removed by test_tmp_teardown */
+    const char *conf = tmp->path;
+    test_tmpfile(tmp->path, sizeof(tmp->path), tmp->dir, "probe.yaml", NULL);
     test_write_file(conf, "transports: [probe, shm]\n"
                           "probe: { depth: 5, mode: careful, window: 128K }\n");
     snprintf(cmd, sizeof(cmd), "TUTTI_CONFIG=%s TUTTI_MODULE_PATH=%s "
@@ -531,7 +532,6 @@ static void test_transport_module_settings(void **state)
                          "expected one of fast, careful");
     expect_probe_refused(conf, "TUTTI_PROBE_WINDOW=3K",
                          "expected a power of two from 4K to 1M");
-    unlink(conf);
 }
 
 int main(void)
@@ -559,7 +559,8 @@ int main(void)
         cmocka_unit_test(test_ring_subdivisions),
         cmocka_unit_test(test_module_builds_must_agree),
         cmocka_unit_test(test_second_execution_skips_resolution),
-        cmocka_unit_test(test_transport_module_settings),
+        cmocka_unit_test_setup_teardown(test_transport_module_settings,
+                                        test_tmp_setup, test_tmp_teardown),
         cmocka_unit_test(test_normal_run_is_quiet),
         cmocka_unit_test(test_config_findings_once_per_job),
         cmocka_unit_test(test_abort_reaches_every_task),
