@@ -70,6 +70,18 @@ static inline int test_count_of(const char *out, const char *text)
     return n;
 }
 
+/* True if @p out holds @p lines (one line, or several joined by '\n') as
+ * whole lines: at its start or after a newline, and followed by a newline
+ * or its end. */
+static inline int test_has_lines(const char *out, const char *lines)
+{
+    size_t n = strlen(lines);
+    for (const char *p = strstr(out, lines); p; p = strstr(p + 1, lines))
+        if ((p == out || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 /* Runs @p cmd (with stderr joined to stdout if @p join_stderr), keeps what
  * fits of its output in @p out (reading to the end, so it never dies of a
  * closed pipe); returns its exit status, 128 + signal, or -1 if it could

@@ -196,6 +196,8 @@ static void test_refusals(void **state)
          "tutti-info: --num-tasks '0': invalid value"},
         {"--explain allgather --per-rank --resolve",
          "tutti-info: --per-rank goes with --explain alone"},
+        {"--settings --explain allreduce",
+         "tutti-info: --settings and --explain go apart"},
     };
     char cmd[512], out[8192];
     (void)state;

@@ -534,6 +534,53 @@ static void test_transport_module_settings(void **state)
                          "expected a power of two from 4K to 1M");
 }
 
+/* The three lines tutti-info --settings gives a setting, whole: @p key and
+ * its doc; its default and variable; what it accepts. */
+static void expect_setting(const char *out, const char *key, const char *doc,
+                           const char *defaults, const char *accepts)
+{
+    char want[512];
+    snprintf(want, sizeof(want), "%-20s %s\n%-23s%s\n%-23s%s", key, doc, "",
+             defaults, "", accepts);
+    if (!test_has_lines(out, want))
+        fail_msg("no lines\n%s\nin:\n%s", want, out);
+}
+
+/* tutti-info --settings lists every setting, the core's and the loaded
+ * modules' (the probe's six among them): its doc, its default (quoted,
+ * '' for an empty string, none for an empty list) with its variable (a
+ * row's own where it names one), and what it accepts. */
+static void test_settings_listing(void **state)
+{
+    char cmd[512], out[16384];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_MODULE_PATH=%s %s --settings",
+             PROBE_DIR, INFO);
+    test_run_ok(cmd, 0, out, sizeof(out));
+    expect_setting(out, "timeout", "seconds a call may make no progress "
+                   "before it fails", "default '300', environment "
+                   "TUTTI_TIMEOUT", "a number of seconds above 0, e.g. 300 "
+                   "or 0.5");
+    expect_setting(out, "modules.path", "directories searched for modules "
+                   "before the built-in one", "default none, environment "
+                   "TUTTI_MODULE_PATH", "a directory or a list of "
+                   "directories");
+    expect_setting(out, "probe.greeting", "a word", "default 'hello', "
+                   "environment TUTTI_PROBE_GREETING", "text of at most 31 "
+                   "characters");
+    expect_setting(out, "probe.window", "how wide", "default '64K', "
+                   "environment TUTTI_PROBE_WINDOW", "a power of two from "
+                   "4K to 1M (suffixes K, M, G, T)");
+    expect_setting(out, "probe.ports", "where", "default '0', environment "
+                   "PROBE_PORTS", "0 (any) or a range LO-HI of whole numbers "
+                   "from 1 to 65535");
+    assert_int_equal(test_count_of(out, "probe."), 6);
+    /* A string row whose default is empty (tcp's, loaded from the build). */
+    if (!test_has_lines(out, "                       default '', "
+                             "environment TUTTI_TCP_IFNAME"))
+        fail_msg("no empty default for tcp.interface in:\n%s", out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -561,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_second_execution_skips_resolution),
         cmocka_unit_test_setup_teardown(test_transport_module_settings,
                                         test_tmp_setup, test_tmp_teardown),
+        cmocka_unit_test(test_settings_listing),
         cmocka_unit_test(test_normal_run_is_quiet),
         cmocka_unit_test(test_config_findings_once_per_job),
         cmocka_unit_test(test_abort_reaches_every_task),

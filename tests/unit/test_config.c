@@ -404,6 +404,10 @@ static void test_defaults(void **state)
     expect_printed(f, (const char *const[]){"timeout = 300 (default)\n",
         "transports = [shm] (default)\n", "log_level = warn (default)\n",
         NULL});
+    /* The core's keys by name too: transport.h promises modules of ABI
+     * 2.0 "timeout" through config_get. */
+    expect_values(f, (const char *const[]){"timeout", "300", "log_level",
+        "warn", NULL});
     /* The modules' defaults, from their rows. */
     assert_int_equal(take_modules(f), TUTTI_OK);
     expect_values(f, (const char *const[]){"shm.slot_size", "64K",
@@ -446,6 +450,7 @@ static void test_full_file(void **state)
     assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_FILE);
     assert_true(f->cfg.timeout == 2.5);
     assert_int_equal(f->cfg.src[TUTTI__SET_TIMEOUT], TUTTI_SRC_FILE);
+    assert_string_equal(value_of(f, "timeout"), "2.5");
     assert_int_equal(f->cfg.module_path.count, 2);
     assert_string_equal(f->cfg.module_path.items[1], "/opt/b");
     assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_PATH], TUTTI_SRC_FILE);
