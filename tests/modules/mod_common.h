@@ -51,8 +51,11 @@ static const tutti_alg_ops_t copy_ops = {
     copy_fini,
 };
 
-#define TEST_IMPL(name)                                                        \
+#define TEST_IMPL(name) TEST_IMPL_ALIASES(name, NULL)
+
+/* The same, answering to the former names @p aliases too (ABI 1.2). */
+#define TEST_IMPL_ALIASES(name, aliases)                                       \
     {(name), "test: copies its input", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),   \
-     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, NULL}
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, (aliases)}
 
 #endif

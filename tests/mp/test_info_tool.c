@@ -4,7 +4,8 @@
  * spread over 2 tasks, the per-rank-counts call and the refusals.  Each
  * rank's line must name its task and device, the implementation, and the
  * exact number of elements checked, none wrong; nothing may be left in
- * /dev/shm.
+ * /dev/shm.  And the listing without --explain: implementations' former
+ * names, and the rules written with them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -251,9 +252,40 @@ static void test_explain_per_rank(void **state)
     assert_null(strstr(out, "18446744073709551615"));
 }
 
+/* The listing gives an implementation's former names (module ABI 1.2
+ * aliases), and a rule that names one shows the implementation it selects
+ * and the name it was written with. */
+static void test_listing_names_former_names(void **state)
+{
+    char cmd[512], out[32768], rule[256];
+    test_tmp_t t;
+    (void)state;
+    test_tmp_make(&t, "former", "t.yaml",
+                  "selection:\n"
+                  "  - { collective: allreduce, algorithm: RingReduce }\n");
+    snprintf(cmd, sizeof(cmd), INFO " --config %s", t.path);
+    int rc = test_run(cmd, 0, out, sizeof(out));
+    test_rmtree(t.dir);
+    if (rc != 0) {
+        test_show(cmd, out);
+        fail_msg("exited %d", rc);
+    }
+    snprintf(rule, sizeof(rule), "  1. %s:2:5: collective=allreduce -> "
+             "RingAllreduce (written RingReduce)", t.path);
+    const char *const want[] = {
+        "  RingAllreduce              module ring   collectives allreduce "
+        "devices cpu formerly RingReduce", rule};
+    for (size_t i = 0; i < 2; i++) {
+        if (!test_has_lines(out, want[i])) {
+            test_show(cmd, out);
+            fail_msg("the output lacks the line '%s'", want[i]);
+        }
+    }
+}
+
 int main(void)
 {
-    struct CMUnitTest tests[NCASES + 3];
+    struct CMUnitTest tests[NCASES + 4];
     size_t k = 0;
     for (; k < NCASES; k++)
         tests[k] = (struct CMUnitTest){cases[k].name, run_case, NULL, NULL,
@@ -261,5 +293,7 @@ int main(void)
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_refusals);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_help);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_explain_per_rank);
+    tests[k++] =
+        (struct CMUnitTest)cmocka_unit_test(test_listing_names_former_names);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

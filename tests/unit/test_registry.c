@@ -48,6 +48,17 @@ static tutti_module_info_t module_by_stem(tutti_context_t *ctx,
     return m;
 }
 
+/* The implementation named @p name; fails the test if none is. */
+static tutti_impl_info_t impl_by_name(tutti_context_t *ctx, const char *name)
+{
+    tutti_impl_info_t im;
+    for (size_t i = 0; tutti_info_impl(ctx, i, &im) == TUTTI_OK; i++)
+        if (strcmp(im.name, name) == 0)
+            return im;
+    fail_msg("no implementation %s registered", name);
+    return im;
+}
+
 static int setup(void **state)
 {
     *state = open_ctx("", GOOD_DIR ":" BAD_DIR);
@@ -164,6 +175,42 @@ static void test_duplicate_name_refused(void **state)
 {
     assert_refused(*state, "mod_zdup", "implementation 'TestCopy' already "
                                        "registered by module 'testgood'");
+}
+
+/* Former names (aliases, module ABI 1.2) are checked as names are: an
+ * empty one, an over-long one, one listed twice in a module and one that
+ * another module's implementation has are each refused. */
+static void test_bad_aliases_refused(void **state)
+{
+    assert_refused(*state, "mod_badalias", "implementation 'TestCopy' "
+                   "already registered by module 'testgood' (");
+    assert_refused(*state, "mod_emptyalias", "malformed table: "
+                   "implementation 'TestEmptyAlias' has an empty or "
+                   "over-long alias");
+    assert_refused(*state, "mod_longalias", "malformed table: "
+                   "implementation 'TestLongAlias' has an empty or "
+                   "over-long alias");
+    assert_refused(*state, "mod_twicealias", "implementation "
+                   "'TestTwiceFirst' listed twice");
+    /* None of their names reached the registry. */
+    for (size_t i = 0;; i++) {
+        tutti_impl_info_t im;
+        if (tutti_info_impl(*state, i, &im) != TUTTI_OK)
+            break;
+        if (strstr(im.name, "Alias") != NULL ||
+            strstr(im.name, "Twice") != NULL)
+            fail_msg("%s of a refused module is registered", im.name);
+    }
+}
+
+/* An implementation lists its former names: RingAllreduce was RingReduce. */
+static void test_impl_lists_former_names(void **state)
+{
+    tutti_impl_info_t im = impl_by_name(*state, "RingAllreduce");
+    assert_non_null(im.aliases);
+    assert_string_equal(im.aliases[0], "RingReduce");
+    assert_null(im.aliases[1]);
+    assert_null(impl_by_name(*state, "TestCopy").aliases);
 }
 
 static void test_builtin_modules_load(void **state)
@@ -503,6 +550,8 @@ int main(void)
         cmocka_unit_test(test_older_module_minor_loads),
         cmocka_unit_test(test_former_names_select),
         cmocka_unit_test(test_duplicate_name_refused),
+        cmocka_unit_test(test_bad_aliases_refused),
+        cmocka_unit_test(test_impl_lists_former_names),
         cmocka_unit_test(test_builtin_modules_load),
         cmocka_unit_test(test_good_module_runs),
         cmocka_unit_test(test_missing_module_fails_clearly),
