@@ -150,6 +150,32 @@ static void test_older_module_minor_loads(void **state)
     assert_true(second);
 }
 
+/* An algorithm module built against ABI 1.0 (rows end before
+ * per_rank_collectives) still loads, each row read at that minor's
+ * stride and no further: the second row whole, and neither runs per-rank
+ * counts although bits that would pass follow the table. */
+static void test_module_minor_0_loads(void **state)
+{
+    tutti_module_info_t m = module_by_stem(*state, "mod_v10");
+    assert_null(m.reason);
+    assert_int_equal(m.abi_major, 1);
+    assert_int_equal(m.abi_minor, 0);
+    tutti_impl_info_t first = impl_by_name(*state, "TestV10First");
+    tutti_impl_info_t second = impl_by_name(*state, "TestV10Second");
+    assert_string_equal(first.module, "testv10");
+    assert_int_equal(first.collectives, TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE));
+    assert_int_equal(first.per_rank_collectives, 0);
+    assert_null(first.aliases);
+    assert_string_equal(second.module, "testv10");
+    assert_string_equal(second.description,
+                        "test: the second row, found at 1.0's stride");
+    assert_int_equal(second.collectives,
+                     TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER));
+    assert_int_equal(second.device_types, TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU));
+    assert_int_equal(second.per_rank_collectives, 0);
+    assert_null(second.aliases);
+}
+
 /* A transport built against ABI 2.0 (no settings fields) still loads. */
 static void test_older_transport_minor_loads(void **state)
 {
@@ -548,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_malformed_settings_refused),
         cmocka_unit_test(test_older_transport_minor_loads),
         cmocka_unit_test(test_older_module_minor_loads),
+        cmocka_unit_test(test_module_minor_0_loads),
         cmocka_unit_test(test_former_names_select),
         cmocka_unit_test(test_duplicate_name_refused),
         cmocka_unit_test(test_bad_aliases_refused),
