@@ -120,10 +120,24 @@ static void test_wrong_transport_abi_refused(void **state)
     assert_string_equal(m.transport, "shm");
 }
 
+/* A transport module's settings rows are checked as it loads: a default
+ * outside the row's bounds, a row outside or misaligned in the settings
+ * struct and a name given twice each refuse the module, the reason naming
+ * the row. */
 static void test_malformed_settings_refused(void **state)
 {
     assert_refused(*state, "mod_badset", "malformed settings: 'depth' has "
                    "the default '0'; expected a whole number from 1 to 8");
+    assert_refused(*state, "mod_badoffset", "malformed settings: setting "
+                   "'depth' lies at offset 8 (8 bytes), outside or "
+                   "misaligned in its 8-byte settings struct");
+    assert_refused(*state, "mod_badalign", "malformed settings: setting "
+                   "'depth' lies at offset 4 (8 bytes), outside or "
+                   "misaligned in its 16-byte settings struct");
+    assert_refused(*state, "mod_dupset", "malformed settings: 'depth' "
+                   "twice");
+    /* Refused: no transport of theirs is listed. */
+    assert_null(module_by_stem(*state, "mod_dupset").transport);
 }
 
 /* An algorithm module built against ABI 1.1 (shorter rows, and
