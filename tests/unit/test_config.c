@@ -582,12 +582,16 @@ static void test_tcp_keys(void **state)
         "tcp.connections = 16 (env)\n", "shm.slot_size = 64K (default)\n",
         NULL});
 
-    /* An empty interface in the file means any. */
+    /* An empty interface in the file means any, over a file that named
+     * one: the file's value, not the default left in place. */
     clear_env();
     reset_config(f);
-    path = load_yaml(f, "tcp2.yaml", "tcp: { interface: }\n");
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    load_yaml(f, "tcp2.yaml", "tcp: { interface: }\n");
     assert_int_equal(take_modules(f), TUTTI_OK);
     assert_string_equal(value_of(f, "tcp.interface"), "");
+    expect_printed(f, (const char *const[]){
+        "tcp.interface = \"\" (file)\n", NULL});
 }
 
 static void test_tcp_bad_values(void **state)
