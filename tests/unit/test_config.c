@@ -183,13 +183,17 @@ static void expect_values(fixture_t *f, const char *const *kv)
 }
 
 /* The config as tutti-info prints it holds every line of @p lines (up to
- * NULL). */
+ * NULL); a failure shows what was printed and the line missing. */
 static void expect_printed(fixture_t *f, const char *const *lines)
 {
     char *text = print_config(&f->cfg);
 
-    for (; *lines != NULL; lines++)
-        assert_non_null(strstr(text, *lines));
+    for (; *lines != NULL; lines++) {
+        if (strstr(text, *lines) == NULL) {
+            test_show("printed:", text);
+            fail_msg("no '%s' printed", *lines);
+        }
+    }
     free(text);
 }
 
@@ -506,7 +510,8 @@ static void test_full_file(void **state)
     expect_values(f, (const char *const[]){"shm.slot_size", "1M",
         "shm.slots", "64", NULL});
     expect_printed(f, (const char *const[]){"shm.slots = 64 (file)\n",
-        "shm.single_copy = auto (default)\n", NULL});
+        "shm.slot_size = 1M (file)\n", "shm.single_copy = auto (default)\n",
+        NULL});
 }
 
 static void test_single_values_and_empty(void **state)
@@ -563,7 +568,7 @@ static void test_tcp_keys(void **state)
     assert_null(tutti__config_get_text(&f->cfg, "tcp.port", (char[8]){0}, 8));
     expect_printed(f, (const char *const[]){"tcp.ports = 29500-29599 (file)\n",
         "tcp.interface = \"eth1\" (file)\n", "tcp.connections = 4 (file)\n",
-        NULL});
+        "shm.single_copy = off (file)\n", NULL});
 
     /* The environment over the file. */
     reset_config(f);
@@ -580,7 +585,7 @@ static void test_tcp_keys(void **state)
         "tcp.connections", "16", "shm.slots", "32", NULL});
     expect_printed(f, (const char *const[]){"tcp.family = ipv4 (env)\n",
         "tcp.connections = 16 (env)\n", "shm.slot_size = 64K (default)\n",
-        NULL});
+        "shm.single_copy = auto (env)\n", "tcp.ports = 0 (env)\n", NULL});
 
     /* An empty interface in the file means any, over a file that named
      * one: the file's value, not the default left in place. */
