@@ -523,9 +523,10 @@ static void test_transport_module_settings(void **state)
              "whole number from 1 to 8", conf);
     expect_probe_refused(conf, "", want);
     test_write_file(conf, "probe: { colour: red }\n");
-    expect_probe_refused(conf, "", "unknown key 'colour' in probe; expected "
-                         "one of greeting, depth, mode, window, ports, "
-                         "patience");
+    snprintf(want, sizeof(want), "%s:1:10: unknown key 'colour' in probe; "
+             "expected one of greeting, depth, mode, window, ports, "
+             "patience", conf);
+    expect_probe_refused(conf, "", want);
     test_write_file(conf, "log_level: warn\n");
     expect_probe_refused(conf, "TUTTI_PROBE_MODE=slow",
                          "TUTTI_PROBE_MODE='slow': not a valid probe.mode; "
