@@ -386,6 +386,13 @@ static const char *name_taken(const tutti__registry_t *reg,
                      "empty or over-long alias", impl->name);
             return n ? n : "";
         }
+        for (int m = -1; m < k; m++) {
+            if (strcmp(m < 0 ? impl->name : impl->aliases[m], n) == 0) {
+                snprintf(why, len, "malformed table: implementation '%s' "
+                         "answers to '%s' twice", impl->name, n);
+                return n;
+            }
+        }
         for (uint32_t j = 0; j < i; j++) {
             if (answers_to(&rows[j], n)) {
                 snprintf(why, len, "implementation '%s' listed twice", n);

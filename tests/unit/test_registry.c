@@ -218,8 +218,9 @@ static void test_duplicate_name_refused(void **state)
 }
 
 /* Former names (aliases, module ABI 1.2) are checked as names are: an
- * empty one, an over-long one, one listed twice in a module and one that
- * another module's implementation has are each refused. */
+ * empty one, an over-long one, one listed twice in a module, one that
+ * repeats its own implementation's name and one that another module's
+ * implementation has are each refused. */
 static void test_bad_aliases_refused(void **state)
 {
     assert_refused(*state, "mod_badalias", "implementation 'TestCopy' "
@@ -232,13 +233,17 @@ static void test_bad_aliases_refused(void **state)
                    "over-long alias");
     assert_refused(*state, "mod_twicealias", "implementation "
                    "'TestTwiceFirst' listed twice");
+    assert_refused(*state, "mod_selfalias", "malformed table: "
+                   "implementation 'TestSelfAlias' answers to "
+                   "'TestSelfAlias' twice");
     /* None of their names reached the registry. */
     for (size_t i = 0;; i++) {
         tutti_impl_info_t im;
         if (tutti_info_impl(*state, i, &im) != TUTTI_OK)
             break;
         if (strstr(im.name, "Alias") != NULL ||
-            strstr(im.name, "Twice") != NULL)
+            strstr(im.name, "Twice") != NULL ||
+            strstr(im.name, "Self") != NULL)
             fail_msg("%s of a refused module is registered", im.name);
     }
 }
