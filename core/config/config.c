@@ -209,15 +209,6 @@ void tutti__config_init(tutti__config_t *cfg)
                                  tutti__core_settings[i].default_value, cfg);
 }
 
-/* A module's values own nothing (its rows hold no lists), so its rows,
- * which go with the module, are not read here. */
-static void module_settings_free(tutti__module_settings_t *m)
-{
-    free(m->section);
-    free(m->values);
-    free(m->src);
-}
-
 static void pending_free(tutti__pending_t *p)
 {
     free(p->section);
@@ -237,7 +228,7 @@ void tutti__config_free(tutti__config_t *cfg)
         pending_free(&cfg->pending[i]);
     free(cfg->pending);
     for (size_t i = 0; i < cfg->num_modules; i++)
-        module_settings_free(&cfg->modules[i]);
+        tutti__cfg_module_free(&cfg->modules[i]);
     free(cfg->modules);
     memset(cfg, 0, sizeof(*cfg));
 }

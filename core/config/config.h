@@ -138,8 +138,8 @@ tutti_status_t tutti__config_apply_env(tutti__config_t *cfg);
  *  bytes with each row's default, then the values the file gave in its
  *  section (consumed from the pending ones), then the environment's.  A bad
  *  value fails naming file:line:column or the variable, and what was
- *  expected; an unknown key in the section fails likewise.  The rows must
- *  have passed tutti__setting_row_ok(). */
+ *  expected; an unknown key in the section fails likewise, and the config
+ *  is then as it was.  The rows must have passed tutti__setting_row_ok(). */
 tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
                                         const char *section,
                                         const tutti_setting_t *rows,
@@ -272,5 +272,8 @@ tutti_status_t tutti__cfg_pending_add(tutti__config_t *cfg,
                                       const tutti__pending_t *p);
 /** Forgets the pending values of @p section. */
 void tutti__cfg_pending_drop(tutti__config_t *cfg, const char *section);
+
+/** Frees what a module's settings hold (modules.c). */
+void tutti__cfg_module_free(tutti__module_settings_t *m);
 
 #endif

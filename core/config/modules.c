@@ -68,8 +68,42 @@ static tutti_status_t take_pending(tutti__config_t *cfg,
         }
         m->src[row - m->rows] = TUTTI_SRC_FILE;
     }
-    tutti__cfg_pending_drop(cfg, m->section);
     return TUTTI_OK;
+}
+
+/* A module's values own nothing (its rows hold no lists), so its rows,
+ * which go with the module, are not read here. */
+void tutti__cfg_module_free(tutti__module_settings_t *m)
+{
+    free(m->section);
+    free(m->values);
+    free(m->src);
+}
+
+/* Module @p m's values: defaults, the file's, the environment's. */
+static tutti_status_t fill_module(tutti__config_t *cfg,
+                                  tutti__module_settings_t *m)
+{
+    char expected[256];
+    for (size_t i = 0; i < m->num_rows; i++) {
+        const tutti_setting_t *row = &m->rows[i];
+        tutti_status_t st = tutti__setting_set(row, row->default_value,
+                                               m->values);
+        if (st == TUTTI_ERR_NO_MEMORY)
+            return tutti__cfg_oom();
+        if (st != TUTTI_OK)
+            return tutti__error(TUTTI_ERR_MODULE, "config", "module %s: "
+                                "setting '%s' has the default '%s'; expected "
+                                "%s", m->section, row->name,
+                                row->default_value,
+                                tutti__setting_expected(row, expected,
+                                                        sizeof(expected)));
+    }
+    tutti_status_t st = take_pending(cfg, m);
+    if (st == TUTTI_OK)
+        st = tutti__cfg_env_rows(m->section, m->rows, m->num_rows, m->values,
+                                 m->src);
+    return st;
 }
 
 tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
@@ -77,36 +111,28 @@ tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
                                         const tutti_setting_t *rows,
                                         size_t num_rows, size_t size)
 {
-    char expected[256];
-    tutti__module_settings_t *m =
-        tutti__grow(&cfg->modules, cfg->num_modules, sizeof(*m));
-    if (m == NULL)
-        return tutti__cfg_oom();
-    *m = (tutti__module_settings_t){strdup(section), rows, num_rows,
-                                    calloc(1, size ? size : 1),
-                                    calloc(num_rows ? num_rows : 1,
-                                           sizeof(tutti__source_t))};
-    cfg->num_modules++;
-    if (m->section == NULL || m->values == NULL || m->src == NULL)
-        return tutti__cfg_oom();
-    for (size_t i = 0; i < num_rows; i++) {
-        tutti_status_t st = tutti__setting_set(&rows[i],
-                                               rows[i].default_value,
-                                               m->values);
-        if (st == TUTTI_ERR_NO_MEMORY)
-            return tutti__cfg_oom();
-        if (st != TUTTI_OK)
-            return tutti__error(TUTTI_ERR_MODULE, "config", "module %s: "
-                                "setting '%s' has the default '%s'; expected "
-                                "%s", section, rows[i].name,
-                                rows[i].default_value,
-                                tutti__setting_expected(&rows[i], expected,
-                                                        sizeof(expected)));
-    }
-    tutti_status_t st = take_pending(cfg, m);
+    tutti__module_settings_t m = {
+        strdup(section), rows, num_rows, calloc(1, size ? size : 1),
+        calloc(num_rows ? num_rows : 1, sizeof(tutti__source_t))};
+    tutti__module_settings_t *slot = NULL;
+    tutti_status_t st = TUTTI_OK;
+
+    if (m.section == NULL || m.values == NULL || m.src == NULL)
+        st = tutti__cfg_oom();
     if (st == TUTTI_OK)
-        st = tutti__cfg_env_rows(section, rows, num_rows, m->values, m->src);
-    return st;
+        st = fill_module(cfg, &m);
+    if (st == TUTTI_OK &&
+        (slot = tutti__grow(&cfg->modules, cfg->num_modules,
+                            sizeof(*slot))) == NULL)
+        st = tutti__cfg_oom();
+    if (st != TUTTI_OK) {
+        tutti__cfg_module_free(&m);
+        return st;
+    }
+    *slot = m;
+    cfg->num_modules++;
+    tutti__cfg_pending_drop(cfg, section);
+    return TUTTI_OK;
 }
 
 void tutti__config_module_absent(tutti__config_t *cfg, const char *section,

@@ -83,6 +83,32 @@ static void test_tcp_keys(void **state)
         "tcp.interface = \"\" (file)\n", NULL});
 }
 
+/* A module whose section or variables are refused leaves the config as it
+ * was: none of its values, its section of the file still waiting. */
+static void test_module_error_leaves_config_unchanged(void **state)
+{
+    fixture_t *f = *state;
+    char buf[64];
+    size_t waiting = 0;
+
+    load_yaml(f, "late.yaml", "tcp: { connections: 3, ports: 70000 }\n");
+    assert_int_equal(take_modules(f), TUTTI_ERR_CONFIG);
+    assert_null(tutti__config_get_text(&f->cfg, "tcp.connections", buf,
+                                       sizeof(buf)));
+    for (size_t i = 0; i < f->cfg.num_pending; i++)
+        waiting += strcmp(f->cfg.pending[i].section, "tcp") == 0;
+    assert_int_equal(waiting, 3); /* the section's place and two values */
+
+    reset_config(f);
+    setenv("TUTTI_TCP_IFNAME", "lo", 1);
+    setenv("TUTTI_TCP_PORTS", "x", 1);
+    assert_int_equal(take_modules(f), TUTTI_ERR_CONFIG);
+    assert_null(tutti__config_get_text(&f->cfg, "tcp.interface", buf,
+                                       sizeof(buf)));
+    /* shm, declared before, keeps its values. */
+    assert_string_equal(value_of(f, "shm.slots"), "16");
+}
+
 static void test_tcp_bad_values(void **state)
 {
     fixture_t *f = *state;
@@ -196,6 +222,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         FIXTURE_TEST(test_tcp_keys),
         FIXTURE_TEST(test_tcp_bad_values),
+        FIXTURE_TEST(test_module_error_leaves_config_unchanged),
         FIXTURE_TEST(test_env_overrides_file),
         FIXTURE_TEST(test_env_algo_rules_first),
         FIXTURE_TEST(test_env_errors_leave_config_unchanged),
