@@ -202,9 +202,6 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_ring_allgather_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = gather_init_context,
-    .run = gather_run,
-    .progress = gather_progress,
-    .fini_context = gather_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = gather_init_context,
+    .run = gather_run, .progress = gather_progress,
+    .fini_context = gather_fini_context};

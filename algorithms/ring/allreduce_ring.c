@@ -330,10 +330,6 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_ring_allreduce_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_params = ring_init_params,
-    .init_context = ring_init_context,
-    .run = ring_run,
-    .progress = ring_progress,
-    .fini_context = ring_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_params = ring_init_params,
+    .init_context = ring_init_context, .run = ring_run,
+    .progress = ring_progress, .fini_context = ring_fini_context};

@@ -253,9 +253,5 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = a2a_init_context,
-    .run = a2a_run,
-    .progress = a2a_progress,
-    .fini_context = a2a_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = a2a_init_context,
+    .run = a2a_run, .progress = a2a_progress, .fini_context = a2a_fini_context};

@@ -110,17 +110,12 @@ static tutti_status_t permute_run(void *state, tutti_alg_exec_t *x)
         src = s->scratch;
     }
     st = x->core->recv(x, s->from, 0, x->recvbuf, s->bytes, NULL, &s->rx);
-    if (st != TUTTI_OK)
-        return st;
-    if ((st = x->core->send(x, s->to, 0, src, s->bytes, &s->sx)) != TUTTI_OK)
-        return st;
-    return permute_progress(s, x);
+    if (st == TUTTI_OK)
+        st = x->core->send(x, s->to, 0, src, s->bytes, &s->sx);
+    return st != TUTTI_OK ? st : permute_progress(s, x);
 }
 
 const tutti_alg_ops_t tutti_alg_ring_permute_direct_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = permute_init_context,
-    .run = permute_run,
-    .progress = permute_progress,
-    .fini_context = permute_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = permute_init_context,
+    .run = permute_run, .progress = permute_progress,
+    .fini_context = permute_fini_context};

@@ -219,10 +219,6 @@ static tutti_status_t rs_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_ring_reduce_scatter_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_params = rs_init_params,
-    .init_context = rs_init_context,
-    .run = rs_run,
-    .progress = rs_progress,
-    .fini_context = rs_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_params = rs_init_params,
+    .init_context = rs_init_context, .run = rs_run, .progress = rs_progress,
+    .fini_context = rs_fini_context};

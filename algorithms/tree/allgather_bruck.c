@@ -136,9 +136,6 @@ static tutti_status_t bruck_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = bruck_init_context,
-    .run = bruck_run,
-    .progress = bruck_progress,
-    .fini_context = bruck_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = bruck_init_context,
+    .run = bruck_run, .progress = bruck_progress,
+    .fini_context = bruck_fini_context};

@@ -38,13 +38,15 @@ typedef struct {
 #define MAX_ACTIONS 40 /* log2 of any group size, plus the two hand-overs */
 
 typedef struct {
+    char *scratch; /* the copy of the result an exchange sends */
     const tutti_alg_instance_t *inst;
     size_t bytes;
-    void *scratch;
     action_t act[MAX_ACTIONS];
     int nact, cur;
     tutti_xfer_t sx, rx;
 } rd_state_t;
+_Static_assert(offsetof(rd_state_t, scratch) == 0,
+               "tutti_alg_tree_scratch_fini frees the first member");
 
 /* The real rank of the member with index @p v among the p that double. */
 static int real_rank(int v, int extra)
@@ -78,14 +80,6 @@ static void plan(rd_state_t *s)
         s->act[s->nact++] = (action_t){ACT_SEND, r - 1, TAG_HAND_BACK};
 }
 
-static void rd_fini_context(void *state)
-{
-    rd_state_t *s = state;
-    if (s != NULL)
-        free(s->scratch);
-    free(s);
-}
-
 static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
                                       const tutti_core_ops_t *core,
                                       const void *details, size_t details_len,
@@ -102,7 +96,7 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
     s->scratch = malloc(s->bytes > 0 ? s->bytes : 1);
     if (s->scratch == NULL) {
         size_t bytes = s->bytes;
-        rd_fini_context(s);
+        tutti_alg_tree_scratch_fini(s);
         return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": no memory for a "
                            "%zu-byte copy of the result", bytes);
     }
@@ -167,9 +161,6 @@ static tutti_status_t rd_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = rd_init_context,
-    .run = rd_run,
-    .progress = rd_progress,
-    .fini_context = rd_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = rd_init_context,
+    .run = rd_run, .progress = rd_progress,
+    .fini_context = tutti_alg_tree_scratch_fini};

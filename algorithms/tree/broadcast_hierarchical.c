@@ -268,10 +268,6 @@ static tutti_status_t bcast_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_params = bcast_init_params,
-    .init_context = bcast_init_context,
-    .run = bcast_run,
-    .progress = bcast_progress,
-    .fini_context = bcast_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_params = bcast_init_params,
+    .init_context = bcast_init_context, .run = bcast_run,
+    .progress = bcast_progress, .fini_context = bcast_fini_context};

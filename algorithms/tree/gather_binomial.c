@@ -35,6 +35,7 @@ static const char impl_name[] = "TreeGather";
 enum { PHASE_RECV, PHASE_SEND };
 
 typedef struct {
+    char *scratch;         /* non-roots with children: sub blocks */
     const tutti_alg_instance_t *inst;
     long v;                /* relative rank */
     int parent;            /* real rank, -1 at the root */
@@ -45,13 +46,14 @@ typedef struct {
     size_t block;          /* bytes of one rank's block */
     long split;            /* blocks of the first of two messages to the
                               root, or 0: one message */
-    char *scratch;         /* non-roots with children: sub blocks */
     int nrx;               /* receives: one per child, and at the root one
                               more for the subtree that wraps, if any */
     int phase;
     tutti_xfer_t rx[GATHER_MAX_CHILDREN + 1];
     tutti_xfer_t sx[2];
 } gather_state_t;
+_Static_assert(offsetof(gather_state_t, scratch) == 0,
+               "tutti_alg_tree_scratch_fini frees the first member");
 
 /* Blocks in the subtree of relative rank @p v of @p n. */
 static long subtree(long v, long n)
@@ -68,14 +70,6 @@ static long wrap_split(long v, long sub, long root, long n)
 {
     long first = (v + root) % n;
     return first + sub > n ? n - first : 0;
-}
-
-static void gather_fini_context(void *state)
-{
-    gather_state_t *s = state;
-    if (s != NULL)
-        free(s->scratch);
-    free(s);
 }
 
 static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
@@ -114,7 +108,7 @@ static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
         long sub = s->sub;
         s->scratch = malloc(want);
         if (s->scratch == NULL) {
-            gather_fini_context(s);
+            tutti_alg_tree_scratch_fini(s);
             return core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a "
                                "%zu-byte buffer of %ld ranks' blocks",
                                impl_name, want, sub);
@@ -216,9 +210,6 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = gather_init_context,
-    .run = gather_run,
-    .progress = gather_progress,
-    .fini_context = gather_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = gather_init_context,
+    .run = gather_run, .progress = gather_progress,
+    .fini_context = tutti_alg_tree_scratch_fini};

@@ -40,14 +40,16 @@ typedef struct {
 } lane_io_t;
 
 typedef struct {
+    char *scratch;         /* partial results: non-roots with children */
     const tutti_alg_instance_t *inst;
     int parent, nchildren;
     int children[TUTTI_ALG_TREE_MAX_FANOUT];
-    char *scratch;         /* partial results: non-roots with children */
     size_t scratch_bytes;
     tutti_alg_tree_lanes_t pipe;
     lane_io_t io[TUTTI_ALG_TREE_LANES];
 } reduce_state_t;
+_Static_assert(offsetof(reduce_state_t, scratch) == 0,
+               "tutti_alg_tree_scratch_fini frees the first member");
 
 static int real_rank(const reduce_state_t *s, long v)
 {
@@ -59,14 +61,6 @@ static tutti_status_t reduce_init_params(const tutti_alg_instance_t *inst,
                                          void *details, size_t *len_out)
 {
     return tutti_alg_tree_plan_write(inst, core, impl_name, details, len_out);
-}
-
-static void reduce_fini_context(void *state)
-{
-    reduce_state_t *s = state;
-    if (s != NULL)
-        free(s->scratch);
-    free(s);
 }
 
 static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
@@ -97,7 +91,7 @@ static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
         s->scratch = malloc(s->scratch_bytes);
         if (s->scratch == NULL) {
             size_t want = s->scratch_bytes;
-            reduce_fini_context(s);
+            tutti_alg_tree_scratch_fini(s);
             return core->error(TUTTI_ERR_NO_MEMORY, "%s: no memory for a "
                                "%zu-byte buffer of partial results",
                                impl_name, want);
@@ -217,10 +211,6 @@ static tutti_status_t reduce_run(void *state, tutti_alg_exec_t *x)
 }
 
 const tutti_alg_ops_t tutti_alg_tree_reduce_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_params = reduce_init_params,
-    .init_context = reduce_init_context,
-    .run = reduce_run,
-    .progress = reduce_progress,
-    .fini_context = reduce_fini_context,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_params = reduce_init_params,
+    .init_context = reduce_init_context, .run = reduce_run,
+    .progress = reduce_progress, .fini_context = tutti_alg_tree_scratch_fini};

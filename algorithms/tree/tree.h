@@ -7,6 +7,8 @@
 #ifndef TUTTI_ALG_TREE_H
 #define TUTTI_ALG_TREE_H
 
+#include <stdlib.h>
+
 #include <tutti/module.h>
 
 extern const tutti_alg_ops_t tutti_alg_tree_broadcast_hierarchical_ops;
@@ -14,5 +16,15 @@ extern const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_reduce_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops;
+
+/* TreeReduce, TreeGather and RecursiveDoublingAllreduce keep a scratch
+ * buffer as the first member of their state (each file asserts it): this
+ * fini_context frees both, either of them absent. */
+static inline void tutti_alg_tree_scratch_fini(void *state)
+{
+    if (state != NULL)
+        free(*(char **)state);
+    free(state);
+}
 
 #endif

@@ -231,7 +231,6 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
 }
 
 const tutti_tp_ops_t tutti__tp_local_ops = {
-    sizeof(tutti_tp_ops_t), "local", local_connect, tutti__chan_tp_send,
-    tutti__chan_tp_recv, tutti__chan_tp_progress, local_disconnect,
-    NULL, NULL, NULL,
-};
+    .size = sizeof(tutti_tp_ops_t), .name = "local", .connect = local_connect,
+    .send = tutti__chan_tp_send, .recv = tutti__chan_tp_recv,
+    .progress = tutti__chan_tp_progress, .disconnect = local_disconnect};

@@ -239,6 +239,7 @@ static tutti_status_t mux_connect_unused(const tutti_tp_group_t *g,
 }
 
 const tutti_tp_ops_t tutti__tp_mux_ops = {
-    sizeof(tutti_tp_ops_t), "mux", mux_connect_unused, mux_send, mux_recv,
-    mux_progress, mux_disconnect, mux_peer_alive, NULL, mux_peer_error,
-};
+    .size = sizeof(tutti_tp_ops_t), .name = "mux",
+    .connect = mux_connect_unused, .send = mux_send, .recv = mux_recv,
+    .progress = mux_progress, .disconnect = mux_disconnect,
+    .peer_alive = mux_peer_alive, .peer_error = mux_peer_error};

@@ -47,9 +47,8 @@ static void copy_fini(void *state)
 }
 
 static const tutti_alg_ops_t copy_ops = {
-    sizeof(tutti_alg_ops_t), NULL, copy_init, copy_run, copy_progress,
-    copy_fini,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = copy_init,
+    .run = copy_run, .progress = copy_progress, .fini_context = copy_fini};
 
 #define TEST_IMPL(name) TEST_IMPL_ALIASES(name, NULL)
 

@@ -62,9 +62,9 @@ static tutti_status_t plan_run(void *state, tutti_alg_exec_t *x)
 }
 
 static const tutti_alg_ops_t plan_ops = {
-    sizeof(tutti_alg_ops_t), plan_params, plan_init, plan_run, copy_progress,
-    free,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_params = plan_params,
+    .init_context = plan_init, .run = plan_run, .progress = copy_progress,
+    .fini_context = free};
 
 static const tutti_alg_impl_t impls[] = {
     TEST_IMPL("TestCopy"),

@@ -13,9 +13,8 @@ static tutti_status_t zero_run(void *state, tutti_alg_exec_t *x)
 }
 
 static const tutti_alg_ops_t zero_ops = {
-    sizeof(tutti_alg_ops_t), NULL, copy_init, zero_run, copy_progress,
-    copy_fini,
-};
+    .size = sizeof(tutti_alg_ops_t), .init_context = copy_init,
+    .run = zero_run, .progress = copy_progress, .fini_context = copy_fini};
 
 static const tutti_alg_impl_t impls[] = {
     {"TestZeroAllreduce", "test: writes zeros, sends nothing (wrong)",

@@ -632,16 +632,10 @@ static int shm_progress(tutti_tp_ep_t *tep)
 }
 
 static const tutti_tp_ops_t shm_ops = {
-    .size = sizeof(tutti_tp_ops_t),
-    .name = "shm",
-    .connect = shm_connect,
-    .send = shm_send,
-    .recv = shm_recv,
-    .progress = shm_progress,
-    .disconnect = shm_disconnect,
-    .peer_alive = shm_peer_alive,
-    .reachable = shm_reachable,
-};
+    .size = sizeof(tutti_tp_ops_t), .name = "shm", .connect = shm_connect,
+    .send = shm_send, .recv = shm_recv, .progress = shm_progress,
+    .disconnect = shm_disconnect, .peer_alive = shm_peer_alive,
+    .reachable = shm_reachable};
 
 static const tutti_setting_t shm_settings[] = {
     {.name = "slot_size",

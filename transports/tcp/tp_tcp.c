@@ -318,16 +318,10 @@ err:
 
 /* No reachable: every peer. */
 static const tutti_tp_ops_t tcp_ops = {
-    .size = sizeof(tutti_tp_ops_t),
-    .name = "tcp",
-    .connect = tcp_connect,
-    .send = tcp_send,
-    .recv = tcp_recv,
-    .progress = tcp_progress,
-    .disconnect = tcp_disconnect,
-    .peer_alive = tcp_peer_alive,
-    .peer_error = tcp_peer_error,
-};
+    .size = sizeof(tutti_tp_ops_t), .name = "tcp", .connect = tcp_connect,
+    .send = tcp_send, .recv = tcp_recv, .progress = tcp_progress,
+    .disconnect = tcp_disconnect, .peer_alive = tcp_peer_alive,
+    .peer_error = tcp_peer_error};
 
 /* Linux's rules for interface names: below IFNAMSIZ (the row's max), not
  * "." or "..", no '/', ':' or white space.  "" means any interface. */
