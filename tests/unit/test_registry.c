@@ -96,11 +96,61 @@ static void assert_refused(tutti_context_t *ctx, const char *stem,
                  reason_part);
 }
 
-static void test_wrong_abi_refused(void **state)
+/* Each module of the suite that is refused for one reason, and the
+ * reason (a part of it). */
+static const struct {
+    const char *stem, *reason;
+} refusals[] = {
+    {"mod_badabi", "module ABI 2.0, core ABI 1." TUTTI_STR_(
+                       TUTTI_MODULE_ABI_MINOR) ": major versions differ"},
+    {"mod_nodesc", "no descriptor: symbol 'tutti_module_descriptor' not "
+                   "found"},
+    {"mod_malformed", "malformed table: 3 implementations"},
+    {"mod_zdup", "implementation 'TestCopy' already registered by module "
+                 "'testgood'"},
+    /* A transport's settings rows: a default outside the row's bounds, a
+     * row outside or misaligned in the settings struct, a name given
+     * twice; the reason names the row. */
+    {"mod_badset", "malformed settings: 'depth' has the default '0'; "
+                   "expected a whole number from 1 to 8"},
+    {"mod_badoffset", "malformed settings: setting 'depth' lies at offset "
+                      "16 (8 bytes), outside or misaligned in its 16-byte "
+                      "settings struct"},
+    {"mod_badalign", "malformed settings: setting 'depth' lies at offset 4 "
+                     "(8 bytes), outside or misaligned in its 16-byte "
+                     "settings struct"},
+    {"mod_dupset", "malformed settings: 'depth' twice"},
+    /* Former names (aliases, module ABI 1.2) are checked as names are: an
+     * empty one, an over-long one, one listed twice in a module, one that
+     * repeats its own implementation's name, one that another module's
+     * implementation has. */
+    {"mod_emptyalias", "malformed table: implementation 'TestEmptyAlias' "
+                       "has an empty or over-long alias"},
+    {"mod_longalias", "malformed table: implementation 'TestLongAlias' has "
+                      "an empty or over-long alias"},
+    {"mod_twicealias", "implementation 'TestTwiceFirst' listed twice"},
+    {"mod_selfalias", "malformed table: implementation 'TestSelfAlias' "
+                      "answers to 'TestSelfAlias' twice"},
+    {"mod_badalias", "implementation 'TestCopy' already registered by "
+                     "module 'testgood' ("},
+};
+
+static void test_bad_modules_refused(void **state)
 {
-    assert_refused(*state, "mod_badabi",
-                   "module ABI 2.0, core ABI 1." TUTTI_STR_(TUTTI_MODULE_ABI_MINOR)
-                   ": major versions differ");
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
+        assert_refused(*state, refusals[i].stem, refusals[i].reason);
+    /* Refused: no transport of theirs is listed, no implementation of
+     * theirs registered. */
+    assert_null(module_by_stem(*state, "mod_dupset").transport);
+    for (size_t i = 0;; i++) {
+        tutti_impl_info_t im;
+        if (tutti_info_impl(*state, i, &im) != TUTTI_OK)
+            break;
+        if (strstr(im.name, "Alias") != NULL ||
+            strstr(im.name, "Twice") != NULL ||
+            strstr(im.name, "Self") != NULL)
+            fail_msg("%s of a refused module is registered", im.name);
+    }
 }
 
 static void test_wrong_transport_abi_refused(void **state)
@@ -118,26 +168,6 @@ static void test_wrong_transport_abi_refused(void **state)
     assert_null(m.reason);
     assert_string_equal(m.kind, "transport");
     assert_string_equal(m.transport, "shm");
-}
-
-/* A transport module's settings rows are checked as it loads: a default
- * outside the row's bounds, a row outside or misaligned in the settings
- * struct and a name given twice each refuse the module, the reason naming
- * the row. */
-static void test_malformed_settings_refused(void **state)
-{
-    assert_refused(*state, "mod_badset", "malformed settings: 'depth' has "
-                   "the default '0'; expected a whole number from 1 to 8");
-    assert_refused(*state, "mod_badoffset", "malformed settings: setting "
-                   "'depth' lies at offset 8 (8 bytes), outside or "
-                   "misaligned in its 8-byte settings struct");
-    assert_refused(*state, "mod_badalign", "malformed settings: setting "
-                   "'depth' lies at offset 4 (8 bytes), outside or "
-                   "misaligned in its 16-byte settings struct");
-    assert_refused(*state, "mod_dupset", "malformed settings: 'depth' "
-                   "twice");
-    /* Refused: no transport of theirs is listed. */
-    assert_null(module_by_stem(*state, "mod_dupset").transport);
 }
 
 /* An algorithm module built against ABI 1.1 (shorter rows, and
@@ -198,54 +228,6 @@ static void test_older_transport_minor_loads(void **state)
     assert_string_equal(m.transport, "v20");
     assert_int_equal(m.abi_major, 2);
     assert_int_equal(m.abi_minor, 0);
-}
-
-static void test_no_descriptor_refused(void **state)
-{
-    assert_refused(*state, "mod_nodesc",
-                   "no descriptor: symbol 'tutti_module_descriptor' not found");
-}
-
-static void test_malformed_table_refused(void **state)
-{
-    assert_refused(*state, "mod_malformed", "malformed table: 3 implementations");
-}
-
-static void test_duplicate_name_refused(void **state)
-{
-    assert_refused(*state, "mod_zdup", "implementation 'TestCopy' already "
-                                       "registered by module 'testgood'");
-}
-
-/* Former names (aliases, module ABI 1.2) are checked as names are: an
- * empty one, an over-long one, one listed twice in a module, one that
- * repeats its own implementation's name and one that another module's
- * implementation has are each refused. */
-static void test_bad_aliases_refused(void **state)
-{
-    assert_refused(*state, "mod_badalias", "implementation 'TestCopy' "
-                   "already registered by module 'testgood' (");
-    assert_refused(*state, "mod_emptyalias", "malformed table: "
-                   "implementation 'TestEmptyAlias' has an empty or "
-                   "over-long alias");
-    assert_refused(*state, "mod_longalias", "malformed table: "
-                   "implementation 'TestLongAlias' has an empty or "
-                   "over-long alias");
-    assert_refused(*state, "mod_twicealias", "implementation "
-                   "'TestTwiceFirst' listed twice");
-    assert_refused(*state, "mod_selfalias", "malformed table: "
-                   "implementation 'TestSelfAlias' answers to "
-                   "'TestSelfAlias' twice");
-    /* None of their names reached the registry. */
-    for (size_t i = 0;; i++) {
-        tutti_impl_info_t im;
-        if (tutti_info_impl(*state, i, &im) != TUTTI_OK)
-            break;
-        if (strstr(im.name, "Alias") != NULL ||
-            strstr(im.name, "Twice") != NULL ||
-            strstr(im.name, "Self") != NULL)
-            fail_msg("%s of a refused module is registered", im.name);
-    }
 }
 
 /* An implementation lists its former names: RingAllreduce was RingReduce. */
@@ -586,17 +568,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_module_loads),
-        cmocka_unit_test(test_wrong_abi_refused),
+        cmocka_unit_test(test_bad_modules_refused),
         cmocka_unit_test(test_wrong_transport_abi_refused),
-        cmocka_unit_test(test_no_descriptor_refused),
-        cmocka_unit_test(test_malformed_table_refused),
-        cmocka_unit_test(test_malformed_settings_refused),
         cmocka_unit_test(test_older_transport_minor_loads),
         cmocka_unit_test(test_older_module_minor_loads),
         cmocka_unit_test(test_module_minor_0_loads),
         cmocka_unit_test(test_former_names_select),
-        cmocka_unit_test(test_duplicate_name_refused),
-        cmocka_unit_test(test_bad_aliases_refused),
         cmocka_unit_test(test_impl_lists_former_names),
         cmocka_unit_test(test_builtin_modules_load),
         cmocka_unit_test(test_good_module_runs),
