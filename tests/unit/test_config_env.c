@@ -83,6 +83,16 @@ static void test_tcp_keys(void **state)
         "tcp.interface = \"\" (file)\n", NULL});
 }
 
+static void test_tcp_bad_values(void **state)
+{
+    fixture_t *f = *state;
+
+    expect_bad_files(f, BAD_MODULE);
+    for (size_t i = 0; i < num_bad_envs; i++)
+        if (bad_envs[i].module)
+            expect_env_error(f, &bad_envs[i]);
+}
+
 /* A module whose section or variables are refused leaves the config as it
  * was: none of its values, its section of the file still waiting. */
 static void test_module_error_leaves_config_unchanged(void **state)
@@ -107,16 +117,6 @@ static void test_module_error_leaves_config_unchanged(void **state)
                                        sizeof(buf)));
     /* shm, declared before, keeps its values. */
     assert_string_equal(value_of(f, "shm.slots"), "16");
-}
-
-static void test_tcp_bad_values(void **state)
-{
-    fixture_t *f = *state;
-
-    expect_bad_files(f, BAD_MODULE);
-    for (size_t i = 0; i < num_bad_envs; i++)
-        if (bad_envs[i].module)
-            expect_env_error(f, &bad_envs[i]);
 }
 
 /* ---- environment -------------------------------------------------------- */
