@@ -3,6 +3,7 @@
  * its instance found or proposed, its request queued and launched when it
  * can be; tests, waits, information and the free list of requests.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,16 @@ tutti_status_t tutti_execute(tutti_group_t *g,
         return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
                             "earlier and must be left: %s",
                             (unsigned long long)g->key, g->rank, g->failure);
+    /* A caller built against 0.1's header ends before stream: its struct
+     * is read into a whole one, the fields it lacks left at zero. */
+    tutti_instance_params_t whole;
+    if (params != NULL && params->size < sizeof(*params) &&
+        params->size >= offsetof(tutti_instance_params_t, stream)) {
+        memset(&whole, 0, sizeof(whole));
+        memcpy(&whole, params, params->size);
+        whole.size = sizeof(whole);
+        params = &whole;
+    }
     if (params == NULL || params->size < sizeof(*params))
         return tutti__instance_check(g, params);
     /* What is fixed for the instance is checked in full on its first
@@ -65,13 +76,13 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                                                     : params->step;
     r->link.instance_key = params->instance_key;
     r->link.algorithm = inst->algorithm;
-    r->exec = (tutti_alg_exec_t){sizeof(r->exec), &tutti__core_ops, &inst->alg,
-                                 sendbuf, recvbuf, step, &r->link,
-                                 params->counts,
-                                 params->send_count, params->recv_capacity,
-                                 r->recv_counts,
-                                 tutti__coll_recv_total(params, g->rank,
-                                                        g->size)};
+    r->exec = (tutti_alg_exec_t){
+        .size = sizeof(r->exec), .core = &tutti__core_ops, .inst = &inst->alg,
+        .sendbuf = sendbuf, .recvbuf = recvbuf, .step = step,
+        .core_private = &r->link, .counts = params->counts,
+        .send_count = params->send_count,
+        .recv_capacity = params->recv_capacity, .recv_counts = r->recv_counts,
+        .recv_total = tutti__coll_recv_total(params, g->rank, g->size)};
     /* reduce_scatter's per-rank counts are the call's, known to all. */
     if (inst->per_rank && params->collective == TUTTI_COLL_REDUCE_SCATTER)
         memcpy(r->recv_counts, params->counts,

@@ -3,8 +3,10 @@
  * its rank and its peers' places; then it connects its transport, and
  * leaves by freeing what its instances and requests held.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -92,7 +94,7 @@ static tutti_status_t connect_group(tutti_group_t *g)
 
 static tutti_status_t check_group_params(const tutti_group_params_t *p)
 {
-    if (p == NULL || p->size < sizeof(*p))
+    if (p == NULL || p->size < offsetof(tutti_group_params_t, device_order))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group params "
                             "missing or older than this library (size %zu)",
                             p ? p->size : 0);
@@ -121,6 +123,15 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
     tutti__error_clear();
     if ((st = check_group_params(params)) != TUTTI_OK)
         return st;
+    /* A caller built against 0.1's header ends before device_order: its
+     * struct is read into a whole one, the fields it lacks left at zero. */
+    tutti_group_params_t whole;
+    if (params->size < sizeof(whole)) {
+        memset(&whole, 0, sizeof(whole));
+        memcpy(&whole, params, params->size);
+        whole.size = sizeof(whole);
+        params = &whole;
+    }
     g = calloc(1, sizeof(*g));
     if (g == NULL)
         return TUTTI_ERR_NO_MEMORY;

@@ -57,9 +57,12 @@ tutti_status_t tutti__instance_setup(tutti_group_t *g, tutti__instance_t *inst,
     /* avg reaches the implementation as sum: the core divides after. */
     tutti_op_t op = p->op == TUTTI_OP_AVG ? TUTTI_OP_SUM : p->op;
     inst->alg = (tutti_alg_instance_t){
-        sizeof(inst->alg), p->collective, p->dtype, op, p->count, p->root,
-        g->rank, g->size, g->num_tasks, g->device_type, p->instance_key,
-        NULL, g->localities, inst->permutation};
+        .size = sizeof(inst->alg), .collective = p->collective,
+        .dtype = p->dtype, .op = op, .count = p->count, .root = p->root,
+        .rank = g->rank, .group_size = g->size, .num_tasks = g->num_tasks,
+        .device_type = g->device_type, .instance_key = p->instance_key,
+        .localities = g->localities, .permutation = inst->permutation,
+        .device_index = g->device_index};
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
     return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
                              d->details_len, &inst->state);

@@ -521,17 +521,18 @@ static tutti_status_t plan(tutti__job_t *job, const coord_inst_t *ci,
     tutti_select_query_t q;
     query_of(p, &q);
     tutti_alg_instance_t inst = {
-        sizeof(inst), (tutti_collective_t)p->collective,
-        (tutti_dtype_t)p->dtype, (tutti_op_t)p->op, p->count, p->root, 0,
-        p->size, p->num_tasks, (tutti_device_type_t)p->device_type,
-        ci->instance_key,
+        .size = sizeof(inst), .collective = (tutti_collective_t)p->collective,
+        .dtype = (tutti_dtype_t)p->dtype, .op = (tutti_op_t)p->op,
+        .count = p->count, .root = p->root, .rank = 0, .group_size = p->size,
+        .num_tasks = p->num_tasks,
+        .device_type = (tutti_device_type_t)p->device_type,
+        .instance_key = ci->instance_key,
         /* A call that names its implementation still gets the params of
          * the first rule for it that matches the call. */
-        p->algorithm[0]
+        .rule_params = p->algorithm[0]
             ? tutti__select_named(job->cfg, &q, p->algorithm)
             : tutti__select(job->cfg, &q, tutti__registry_accept,
-                                   job->reg, NULL, 0),
-        NULL, NULL};
+                                   job->reg, NULL, 0)};
     if (inst.op == TUTTI_OP_AVG)
         inst.op = TUTTI_OP_SUM;
     tutti__error_clear();

@@ -339,7 +339,8 @@ static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
                  impl->per_rank_collectives, impl->device_types);
         return 0;
     }
-    if (ops == NULL || ops->size < sizeof(tutti_alg_ops_t) ||
+    /* supports (ABI 1.3) is optional: a table may end before it. */
+    if (ops == NULL || ops->size < offsetof(tutti_alg_ops_t, supports) ||
         ops->init_context == NULL || ops->run == NULL ||
         ops->progress == NULL || ops->fini_context == NULL) {
         snprintf(why, len, "malformed table: implementation '%s' lacks an "
@@ -358,7 +359,23 @@ static size_t row_size(uint32_t minor)
         return offsetof(tutti_alg_impl_t, per_rank_collectives);
     if (minor == 1)
         return offsetof(tutti_alg_impl_t, aliases);
+    if (minor == 2)
+        return offsetof(tutti_alg_impl_t, flags);
     return sizeof(tutti_alg_impl_t);
+}
+
+/* Bytes of the descriptor a module of ABI minor @p minor has: 1.3 added
+ * group_ops at its end. */
+static size_t desc_size(uint32_t minor)
+{
+    return minor < 3 ? offsetof(tutti_module_desc_t, group_ops)
+                     : sizeof(tutti_module_desc_t);
+}
+
+static const tutti_alg_group_ops_t *
+desc_group_ops(const tutti_module_desc_t *d)
+{
+    return d->abi_minor >= 3 && d->size >= sizeof(*d) ? d->group_ops : NULL;
 }
 
 /* The module's implementation rows as this core reads them (the module's
@@ -419,11 +436,19 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
     if (!abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
                 TUTTI_MODULE_ABI_MINOR, why, len))
         return 0;
-    if (d->size < sizeof(tutti_module_desc_t) ||
+    if (d->size < desc_size(d->abi_minor) ||
         d->kind != TUTTI_MODULE_KIND_ALG) {
         snprintf(why, len, "malformed descriptor: size %u (core reads %zu), "
-                 "kind %u (expected %d)", d->size, sizeof(tutti_module_desc_t),
+                 "kind %u (expected %d)", d->size, desc_size(d->abi_minor),
                  d->kind, TUTTI_MODULE_KIND_ALG);
+        return 0;
+    }
+    const tutti_alg_group_ops_t *g = desc_group_ops(d);
+    if (g != NULL && (g->size < sizeof(*g) ||
+                      (g->init_group == NULL) != (g->fini_group == NULL))) {
+        snprintf(why, len, "malformed group table: size %zu (core reads "
+                 "%zu); init_group and fini_group come together", g->size,
+                 sizeof(*g));
         return 0;
     }
     if (!name_ok(d->name) || d->version == NULL) {
@@ -551,6 +576,7 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         return TUTTI_OK;
     }
     m->desc = d;
+    m->group_ops = desc_group_ops(d);
     return add_impls(reg, reg->num_modules - 1);
 
 refuse:

@@ -29,6 +29,8 @@ typedef struct {
                                rows of an older minor copied, with the fields
                                it lacks zero */
     uint64_t file_hash;  /* of the shared object's bytes (FNV-1a) */
+    const tutti_alg_group_ops_t *group_ops; /* per-group state (ABI 1.3),
+                                               or NULL */
 } tutti__module_t;
 
 typedef struct {

@@ -36,9 +36,25 @@
  * then stops calling progress for it and the instance stays usable only if
  * the transport says so.  Callbacks record error details with core->error().
  *
+ * Devices (ABI 1.3).  An implementation whose flags hold
+ * TUTTI_IMPL_DEVICE_MEMORY runs on the group's device memory as it is:
+ * exec->sendbuf and exec->recvbuf are CUDA device pointers and its work is
+ * queued on exec->stream (a cudaStream_t), after the work the caller queued
+ * there before the call; it completes (run or progress returns TUTTI_OK)
+ * once its result is in place.  Any other implementation sees host memory
+ * only: for a CUDA group the core stages the data through pinned host
+ * buffers around it (exec->stream is then NULL).  TUTTI_IMPL_ORDERED asks
+ * the core to launch the implementation's executions in the order the
+ * caller issued them, the same on every member (NCCL's rule for one
+ * communicator).  A module may keep state per group (a communicator):
+ * tutti_alg_group_ops_t, set up before the first instance of the group that
+ * runs one of its implementations, aborted when the group fails, finished
+ * when the member leaves.
+ *
  * ABI versions (plugin.h says the rule): 1.1 added per-rank counts, 1.2
- * aliases, each at the end of its struct; the loader reads a module's rows
- * at its own minor's size.  A change that cannot be made that way is
+ * aliases, 1.3 devices (flags, streams, group state, supports), each at the
+ * end of its struct; the loader reads a module's rows at its own minor's
+ * size.  A change that cannot be made that way is
  * major 2: this header is then copied unchanged to include/tutti/abi/
  * alg_v1.h and core/plugin/ gets one adapter that wraps a v1 descriptor
  * into a v2 one, so v1 modules keep loading; a module of tests/modules
@@ -59,7 +75,7 @@ extern "C" {
 #endif
 
 #define TUTTI_MODULE_ABI_MAJOR 1
-#define TUTTI_MODULE_ABI_MINOR 2
+#define TUTTI_MODULE_ABI_MINOR 3
 #define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
 
 /** One transfer in flight.  Opaque storage owned by the algorithm (in its
@@ -92,7 +108,31 @@ typedef struct {
     const int *permutation;      /**< permute: rank r sends to
                                       permutation[r] (group_size entries);
                                       NULL for other collectives */
+    /* ABI 1.3: */
+    int device_index;            /**< this member's device (CUDA ordinal) */
+    const char *const *pci_bus_ids; /**< per rank: the PCI bus id of its
+                                      GPU ("0000:3b:00.0"), "" for a cpu
+                                      member (NULL in init_params) */
+    void *group_state;           /**< what the module's init_group made for
+                                      this group, or NULL (init_context and
+                                      on; NULL in init_params) */
 } tutti_alg_instance_t;
+
+/** What a module's group state sees of a group. */
+typedef struct {
+    size_t size;                 /**< sizeof(tutti_alg_group_t) */
+    uint64_t group_key;
+    int rank;                    /**< this member's rank (0 at the
+                                      coordinator, in init_group_params) */
+    int group_size;
+    int num_tasks;
+    tutti_device_type_t device_type;
+    int device_index;            /**< this member's device */
+    const tutti_locality_t *localities; /**< per rank (NULL in
+                                             init_group_params) */
+    const char *const *pci_bus_ids;     /**< per rank, as in
+                                             tutti_alg_instance_t */
+} tutti_alg_group_t;
 
 typedef struct tutti_alg_exec tutti_alg_exec_t;
 
@@ -155,6 +195,12 @@ struct tutti_alg_exec {
                                            core's storage): what arrived from
                                            each rank */
     size_t recv_total;                /**< out: their sum */
+    /* ABI 1.3: */
+    void *stream;                     /**< TUTTI_IMPL_DEVICE_MEMORY on a
+                                           CUDA group: the caller's
+                                           cudaStream_t to queue work on
+                                           (NULL: the legacy stream); NULL
+                                           for host memory */
 };
 
 typedef struct {
@@ -176,7 +222,53 @@ typedef struct {
     tutti_status_t (*run)(void *state, tutti_alg_exec_t *exec);
     tutti_status_t (*progress)(void *state, tutti_alg_exec_t *exec);
     void (*fini_context)(void *state);
+    /* ABI 1.3: */
+    /** Optional.  Whether the implementation can run @p inst (seen as by
+     *  rank 0, localities and PCI bus ids given where the group is known,
+     *  else NULL): 1, or 0 with the reason in @p why (one line, no final
+     *  period), and selection goes on to the next rule (tutti-info
+     *  --explain prints the reason).  Called by the coordinator and by
+     *  tutti_info_explain(); must not block or allocate per call. */
+    int (*supports)(const tutti_alg_instance_t *inst, char *why, size_t len);
 } tutti_alg_ops_t;
+
+/** tutti_alg_impl_t.flags (ABI 1.3). */
+#define TUTTI_IMPL_DEVICE_MEMORY 0x1u /**< runs on CUDA device memory and
+                                           the caller's stream; without it
+                                           the core stages CUDA data */
+#define TUTTI_IMPL_ORDERED 0x2u       /**< launches in the caller's order,
+                                           never reordered by priority */
+
+/** Per-group state of a module (ABI 1.3), all entries optional. */
+typedef struct {
+    size_t size; /**< sizeof(tutti_alg_group_ops_t) */
+    /** At the coordinator (task 0), once per group and module, before the
+     *  first instance of the group that runs one of the module's
+     *  implementations is decided: at most TUTTI_GROUP_DETAILS_MAX bytes
+     *  that every member's init_group receives (NCCL: the unique id).
+     *  An error refuses that instance on every member. */
+    tutti_status_t (*init_group_params)(const tutti_alg_group_t *group,
+                                        const tutti_core_ops_t *core,
+                                        void *details, size_t *len_out);
+    /** On each member, once per group and module, before the first
+     *  init_context of one of the module's implementations in the group;
+     *  @p state_out reaches every instance as inst->group_state.  Must not
+     *  wait for the other members (start a collective set-up, finish it
+     *  in run or progress).  An error refuses that instance. */
+    tutti_status_t (*init_group)(const tutti_alg_group_t *group,
+                                 const tutti_core_ops_t *core,
+                                 const void *details, size_t details_len,
+                                 void **state_out);
+    /** The group failed (tutti_abort, a timeout, a task gone, a failed
+     *  execution): stop what is in flight on the device so that nothing
+     *  waits for it any longer (ncclCommAbort).  Called once, from the
+     *  member's thread, before fini_group; must not block. */
+    void (*abort_group)(void *state, const char *reason);
+    /** The member leaves the group, after every instance's fini_context. */
+    void (*fini_group)(void *state);
+} tutti_alg_group_ops_t;
+
+#define TUTTI_GROUP_DETAILS_MAX 512 /* bytes init_group_params may write */
 
 typedef struct {
     const char *name;         /**< unique across modules, <= TUTTI_NAME_MAX */
@@ -191,6 +283,9 @@ typedef struct {
     const char *const *aliases; /**< other names that select it (names it
                                      had before), NULL-terminated; NULL for
                                      none.  Unique like names. */
+    /* ABI 1.3: */
+    uint32_t flags;             /**< TUTTI_IMPL_DEVICE_MEMORY,
+                                     TUTTI_IMPL_ORDERED */
 } tutti_alg_impl_t;
 
 typedef struct {
@@ -202,16 +297,23 @@ typedef struct {
     const char *version;
     uint32_t num_impls;
     const tutti_alg_impl_t *impls;
+    /* ABI 1.3: */
+    const tutti_alg_group_ops_t *group_ops; /**< per-group state, or NULL */
 } tutti_module_desc_t;
 
 /** Define the module's descriptor from a static array of implementations. */
 #define TUTTI_MODULE_DEFINE(mod_name, mod_version, impl_array)                 \
+    TUTTI_MODULE_DEFINE_WITH_GROUP(mod_name, mod_version, impl_array, NULL)
+
+/** The same, with per-group state (a const tutti_alg_group_ops_t *). */
+#define TUTTI_MODULE_DEFINE_WITH_GROUP(mod_name, mod_version, impl_array,      \
+                                       group_ops_ptr)                          \
     TUTTI_MODULE_EXPORT_ const tutti_module_desc_t TUTTI_MODULE_SYMBOL = {     \
         TUTTI_DESC_HEAD_(TUTTI_MODULE_ABI_MAJOR, TUTTI_MODULE_ABI_MINOR,       \
                          tutti_module_desc_t, TUTTI_MODULE_KIND_ALG,           \
                          (mod_name), (mod_version)),                           \
         (uint32_t)(sizeof(impl_array) / sizeof((impl_array)[0])),              \
-        (impl_array)}
+        (impl_array), (group_ops_ptr)}
 
 #ifdef __cplusplus
 }

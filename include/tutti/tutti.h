@@ -105,6 +105,14 @@ tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
 
 /* ---- groups ------------------------------------------------------------- */
 
+/** tutti_group_params_t.device_order. */
+typedef enum {
+    TUTTI_ORDER_TASK = 0,   /**< by task, then device index (the default) */
+    TUTTI_ORDER_TOPOLOGY    /**< by host, then the GPU's PCI bus id (CUDA
+                                 groups; cpu members by task, then index),
+                                 so a ring follows the machines' links */
+} tutti_device_order_t;
+
 typedef struct {
     size_t size;            /**< sizeof(tutti_group_params_t) */
     uint64_t group_key;     /**< chosen by the host, equal on all members */
@@ -113,17 +121,24 @@ typedef struct {
     int device_index;       /**< this member's device index within its task */
     double timeout;         /**< seconds to wait for members and peers;
                                  <= 0: the config's timeout */
-    const int *ring_order;  /**< NULL: ranks by task, then device index.
+    const int *ring_order;  /**< NULL: ranks in device_order.
                                  Else group_size entries, the same on every
                                  member: rank r goes to the member at
-                                 position ring_order[r] of that default
-                                 order (a permutation of 0..size-1) */
+                                 position ring_order[r] of the default
+                                 order, by task then device index (a
+                                 permutation of 0..size-1) */
+    /* Since 0.2 (a caller whose size ends before it gets the default): */
+    tutti_device_order_t device_order; /**< without ring_order: how ranks
+                                 are ordered, the same on every member */
 } tutti_group_params_t;
 
 void tutti_group_params_init(tutti_group_params_t *params);
 
 /**
- * Join a group as device task:<this task>/<type>:<device_index>.  Blocks
+ * Join a group as device task:<this task>/<type>:<device_index>.  A CUDA
+ * member's device_index is its CUDA ordinal (as cudaSetDevice takes it);
+ * the build must have CUDA and the device must exist, else the join fails
+ * with TUTTI_ERR_UNSUPPORTED naming why.  Blocks
  * until every member has joined (or the timeout), in this task or any
  * other; no member needs to know the others.  Task 0's resolver forms the
  * group: it checks that every member gives the same size, device type,
@@ -147,6 +162,10 @@ tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
 /** Name of host number @p host of the group (as in tutti_locality_t), or
  *  NULL; borrowed for the group's life. */
 const char *tutti_group_host(const tutti_group_t *group, int host);
+/** PCI bus id of the GPU of rank @p rank ("0000:3b:00.0", as CUDA writes
+ *  it), "" for a cpu member, NULL for a rank outside the group; borrowed
+ *  for the group's life. */
+const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank);
 
 /* ---- executions ----------------------------------------------------------- */
 
@@ -215,6 +234,11 @@ typedef struct {
     size_t recv_capacity;          /**< allgather, alltoall: elements recvbuf
                                         holds (0 with recvbuf NULL: only learn
                                         the sizes, see tutti_request_info) */
+    /* Since 0.2 (a caller whose size ends before it gets NULL): */
+    void *stream;                  /**< CUDA groups: the cudaStream_t the
+                                        execution is ordered on (NULL: the
+                                        legacy default stream), see
+                                        tutti_execute(); ignored for cpu */
 } tutti_instance_params_t;
 
 void tutti_instance_params_init(tutti_instance_params_t *params);
@@ -262,6 +286,18 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  *                   concatenated in rank order.  In place, the buffer is
  *                   read and then written (the core copies the input
  *                   aside first, into a buffer the instance keeps).
+ * CUDA groups: sendbuf and recvbuf are device memory of the member's GPU
+ * (checked once, at the instance's first execution: host memory there, or
+ * device memory in a cpu group, is refused with TUTTI_ERR_INVALID_ARG).
+ * The execution is ordered on params->stream as a kernel queued there
+ * would be: it reads its input after the work queued on that stream before
+ * the call, and work queued on the stream after the call sees its result.
+ * The request completes once the result is in place.  An implementation
+ * that runs on device memory (NCCL's) queues its work on the stream; any
+ * other runs on pinned host buffers the instance keeps, the copies ordered
+ * by events and the caller's stream held until the result is back, so no
+ * thread blocks.  A call made while the stream is captured into a CUDA
+ * graph is refused on that staged path (TUTTI_ERR_UNSUPPORTED).
  * When the output's size is known only after the exchange (allgather and
  * alltoall with per-rank counts), recv_capacity gives recvbuf's size.  If
  * any member's buffer is too small, no data moves: every member's request

@@ -6,6 +6,7 @@
 #ifndef TUTTI_TEST_MOD_COMMON_H
 #define TUTTI_TEST_MOD_COMMON_H
 
+#include <stddef.h>
 #include <string.h>
 
 #include <tutti/module.h>
@@ -50,11 +51,26 @@ static const tutti_alg_ops_t copy_ops = {
     .size = sizeof(tutti_alg_ops_t), .init_context = copy_init,
     .run = copy_run, .progress = copy_progress, .fini_context = copy_fini};
 
+/* The same table as a module of ABI 1.2 or older built it: it ends before
+ * supports (1.3). */
+static const tutti_alg_ops_t copy_ops_v12 = {
+    .size = offsetof(tutti_alg_ops_t, supports), .init_context = copy_init,
+    .run = copy_run, .progress = copy_progress, .fini_context = copy_fini};
+
+/* A descriptor as module.h 1.2 and older laid it out: it ends before
+ * group_ops (1.3). */
+typedef struct {
+    uint32_t abi_major, abi_minor, size, kind;
+    const char *name, *version;
+    uint32_t num_impls;
+    const void *impls;
+} desc_v12_t;
+
 #define TEST_IMPL(name) TEST_IMPL_ALIASES(name, NULL)
 
 /* The same, answering to the former names @p aliases too (ABI 1.2). */
 #define TEST_IMPL_ALIASES(name, aliases)                                       \
     {(name), "test: copies its input", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),   \
-     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, (aliases)}
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, (aliases), 0}
 
 #endif

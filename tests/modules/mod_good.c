@@ -70,7 +70,7 @@ static const tutti_alg_impl_t impls[] = {
     TEST_IMPL("TestCopy"),
     {"TestPlan", "test: reports the details init_params made",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &plan_ops, 0, NULL},
+     &plan_ops, 0, NULL, 0},
 };
 
 TUTTI_MODULE_DEFINE("testgood", "1.2.3", impls);

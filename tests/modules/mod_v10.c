@@ -19,13 +19,13 @@ static const struct {
 } table = {
     {{"TestV10First", "test: the first row of a 1.0 table",
       TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-      &copy_ops},
+      &copy_ops_v12},
      {"TestV10Second", "test: the second row, found at 1.0's stride",
       TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-      &copy_ops}},
+      &copy_ops_v12}},
     TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER),
 };
 
-TUTTI_MODULE_EXPORT_ const tutti_module_desc_t TUTTI_MODULE_SYMBOL = {
-    1, 0, (uint32_t)sizeof(tutti_module_desc_t), TUTTI_MODULE_KIND_ALG,
-    "testv10", "1.0.0", 2, (const tutti_alg_impl_t *)(const void *)table.rows};
+TUTTI_MODULE_EXPORT_ const desc_v12_t TUTTI_MODULE_SYMBOL = {
+    1, 0, (uint32_t)sizeof(desc_v12_t), TUTTI_MODULE_KIND_ALG, "testv10", "1.0.0",
+    2, table.rows};

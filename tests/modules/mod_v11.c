@@ -23,12 +23,12 @@ typedef struct {
 static const row_v11_t rows[] = {
     {"TestOldFirst", "test: the first row of a 1.1 table",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &copy_ops, 0},
+     &copy_ops_v12, 0},
     {"TestOldSecond", "test: the second row, found at 1.1's stride",
      TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &copy_ops, 0},
+     &copy_ops_v12, 0},
 };
 
-TUTTI_MODULE_EXPORT_ const tutti_module_desc_t TUTTI_MODULE_SYMBOL = {
-    1, 1, (uint32_t)sizeof(tutti_module_desc_t), TUTTI_MODULE_KIND_ALG,
-    "testv11", "1.1.0", 2, (const tutti_alg_impl_t *)(const void *)rows};
+TUTTI_MODULE_EXPORT_ const desc_v12_t TUTTI_MODULE_SYMBOL = {
+    1, 1, (uint32_t)sizeof(desc_v12_t), TUTTI_MODULE_KIND_ALG, "testv11", "1.1.0",
+    2, rows};
