@@ -289,9 +289,9 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
                                   const tutti_select_query_t *query, char *buf,
                                   size_t buflen, const char **impl_out)
 {
+    const tutti__accept_t accept = {&ctx->reg, NULL};
     const tutti__rule_t *rule = tutti__select(
-        &ctx->cfg, query, tutti__registry_accept, &ctx->reg, buf,
-        buflen);
+        &ctx->cfg, query, tutti__registry_accept, &accept, buf, buflen);
     *impl_out = NULL;
     if (rule == NULL)
         return TUTTI_ERR_NOT_FOUND;

@@ -253,27 +253,27 @@ static int output_takes_input(const tutti_instance_params_t *p, int rank)
     }
 }
 
-tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
-                                   int rank, int group_size,
-                                   tutti__stage_t *stage, tutti_alg_exec_t *x)
+tutti_status_t tutti__coll_prepare_plan(const tutti_instance_params_t *p,
+                                        int rank, int group_size,
+                                        const tutti_alg_exec_t *x,
+                                        tutti__prep_t *plan_out,
+                                        size_t *elems_out)
 {
-    size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
+    size_t in = 0, out = 0;
     int in_place = x->sendbuf == x->recvbuf;
     tutti_status_t st;
-    void *dst;
 
+    *plan_out = TUTTI__PREP_NONE;
+    *elems_out = 0;
     if (tutti__coll_per_rank(p) && p->collective == TUTTI_COLL_ALLTOALL &&
         in_place && x->sendbuf != NULL) {
         /* The blocks leave and arrive in other layouts: the input moves
          * aside first, so the implementation sees an out-of-place call. */
         if ((st = io_elems(p, x->counts, rank, group_size, &in, &out)) !=
-                TUTTI_OK ||
-            (st = stage_reserve(p, stage, in * esize, "alltoall input")) !=
-                TUTTI_OK)
+            TUTTI_OK)
             return st;
-        if (in > 0)
-            memcpy(stage->buf, x->sendbuf, in * esize);
-        x->sendbuf = stage->buf;
+        *plan_out = TUTTI__PREP_COPY_TO_STAGE;
+        *elems_out = in;
         return TUTTI_OK;
     }
     if (!tutti_collective_reduces(p->collective) || !scales(p->pre_scale))
@@ -283,13 +283,44 @@ tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
         return st;
     if (in == 0)
         return TUTTI_OK;
-    if (in_place && p->collective == TUTTI_COLL_REDUCE_SCATTER) {
-        dst = x->recvbuf; /* the input may be overwritten */
-    } else if (output_takes_input(p, rank)) {
-        dst = x->recvbuf; /* scale into the output, then reduce in place */
-    } else {
+    *elems_out = in;
+    if (in_place && p->collective == TUTTI_COLL_REDUCE_SCATTER)
+        *plan_out = TUTTI__PREP_SCALE_TO_RECV; /* input may be overwritten */
+    else if (output_takes_input(p, rank))
+        *plan_out = TUTTI__PREP_SCALE_TO_RECV; /* then reduce in place */
+    else
         /* reduce_scatter out of place, a reduce's other ranks (whose one
          * buffer is only an input, in place or not): scale aside. */
+        *plan_out = TUTTI__PREP_SCALE_TO_STAGE;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
+                                   int rank, int group_size,
+                                   tutti__stage_t *stage, tutti_alg_exec_t *x)
+{
+    size_t in = 0, esize = tutti_dtype_size(p->dtype);
+    tutti__prep_t plan;
+    tutti_status_t st;
+    void *dst;
+
+    if ((st = tutti__coll_prepare_plan(p, rank, group_size, x, &plan,
+                                       &in)) != TUTTI_OK)
+        return st;
+    if (plan == TUTTI__PREP_NONE)
+        return TUTTI_OK;
+    if (plan == TUTTI__PREP_COPY_TO_STAGE) {
+        if ((st = stage_reserve(p, stage, in * esize, "alltoall input")) !=
+            TUTTI_OK)
+            return st;
+        if (in > 0)
+            memcpy(stage->buf, x->sendbuf, in * esize);
+        x->sendbuf = stage->buf;
+        return TUTTI_OK;
+    }
+    if (plan == TUTTI__PREP_SCALE_TO_RECV) {
+        dst = x->recvbuf;
+    } else {
         if ((st = stage_reserve(p, stage, in * esize, "pre-scaled input")) !=
             TUTTI_OK)
             return st;
@@ -304,17 +335,16 @@ tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
     return TUTTI_OK;
 }
 
-tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,
-                                     int rank, int group_size,
-                                     const tutti_alg_exec_t *x)
+void tutti__coll_postscale_span(const tutti_instance_params_t *p, int rank,
+                                const tutti_alg_exec_t *x, size_t *off_out,
+                                size_t *count_out)
 {
-    size_t esize = tutti_dtype_size(p->dtype), out = p->count, off = 0;
-    int rc = 0;
-
+    size_t out = p->count, off = 0;
+    *off_out = *count_out = 0;
     if (!tutti_collective_reduces(p->collective) || x->recvbuf == NULL)
-        return TUTTI_OK;
+        return;
     if (p->collective == TUTTI_COLL_REDUCE && rank != p->root)
-        return TUTTI_OK;
+        return;
     if (p->collective == TUTTI_COLL_REDUCE_SCATTER) {
         if (tutti__coll_per_rank(p)) {
             out = x->counts[rank];
@@ -325,6 +355,20 @@ tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,
         if (x->sendbuf != x->recvbuf)
             off = 0; /* out of place: the result starts recvbuf */
     }
+    *off_out = off;
+    *count_out = out;
+}
+
+tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,
+                                     int rank, int group_size,
+                                     const tutti_alg_exec_t *x)
+{
+    size_t esize = tutti_dtype_size(p->dtype), out = 0, off = 0;
+    int rc = 0;
+
+    tutti__coll_postscale_span(p, rank, x, &off, &out);
+    if (out == 0)
+        return TUTTI_OK;
     char *buf = (char *)x->recvbuf + off * esize;
     /* avg divides (exact whenever the quotient is representable), then
      * post_scale multiplies: two roundings, not one by n's inverse. */
@@ -337,5 +381,43 @@ tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,
                             "no avg or scaling kernel for %s",
                             (unsigned long long)p->instance_key,
                             tutti_dtype_name(p->dtype));
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__coll_layout(const tutti_instance_params_t *p,
+                                  const size_t *counts, int rank,
+                                  int group_size, int in_place,
+                                  size_t *in_off, size_t *in, size_t *out_off,
+                                  size_t *out)
+{
+    tutti_status_t st = io_elems(p, counts, rank, group_size, in, out);
+    if (st != TUTTI_OK)
+        return st;
+    *in_off = *out_off = 0;
+    if (!in_place)
+        return TUTTI_OK;
+    int per_rank = tutti__coll_per_rank(p);
+    switch (p->collective) {
+    case TUTTI_COLL_REDUCE_SCATTER:
+        /* The inputs fill the buffer; the result lands at block r. */
+        *out_off = per_rank ? sum_counts(counts, rank)
+                            : p->count * (size_t)rank;
+        break;
+    case TUTTI_COLL_ALLGATHER:
+        if (per_rank)
+            return tutti__error(TUTTI_ERR_UNSUPPORTED, "exec", "instance "
+                                "0x%llx: allgather with per-rank counts in "
+                                "place on CUDA memory through a host "
+                                "implementation: its input's place is known "
+                                "only after the exchange; call it out of "
+                                "place", (unsigned long long)p->instance_key);
+        /* the input sits at block r, as a gather's */
+        __attribute__((fallthrough));
+    case TUTTI_COLL_GATHER:
+        *in_off = p->count * (size_t)rank;
+        break;
+    default:
+        break;
+    }
     return TUTTI_OK;
 }

@@ -54,6 +54,36 @@ tutti_status_t tutti__coll_prepare(const tutti_instance_params_t *p,
                                    int rank, int group_size,
                                    tutti__stage_t *stage,
                                    tutti_alg_exec_t *x);
+/** What tutti__coll_prepare does for a call. */
+typedef enum {
+    TUTTI__PREP_NONE = 0,
+    TUTTI__PREP_SCALE_TO_RECV,  /* pre_scale the input into recvbuf */
+    TUTTI__PREP_SCALE_TO_STAGE, /* pre_scale it into a stage buffer */
+    TUTTI__PREP_COPY_TO_STAGE   /* move an in-place per-rank alltoall's
+                                   input aside */
+} tutti__prep_t;
+/** The plan of tutti__coll_prepare for @p x, and the input's elements:
+ *  the host path carries it out there, a device path with CUDA kernels. */
+tutti_status_t tutti__coll_prepare_plan(const tutti_instance_params_t *p,
+                                        int rank, int group_size,
+                                        const tutti_alg_exec_t *x,
+                                        tutti__prep_t *plan_out,
+                                        size_t *elems_out);
+/** The part of @p x's recvbuf tutti__coll_postscale scales: offset and
+ *  count in elements (count 0: none). */
+void tutti__coll_postscale_span(const tutti_instance_params_t *p, int rank,
+                                const tutti_alg_exec_t *x, size_t *off_out,
+                                size_t *count_out);
+/** Where a staged execution's data lies in the caller's buffers, in
+ *  elements: the input at @p in_off of sendbuf (of recvbuf for an
+ *  in-place call, where each collective's in-place rule puts it), the
+ *  output at @p out_off of recvbuf; @p out is the most it may hold.  The
+ *  host implementation then runs out of place on staged copies. */
+tutti_status_t tutti__coll_layout(const tutti_instance_params_t *p,
+                                  const size_t *counts, int rank,
+                                  int group_size, int in_place,
+                                  size_t *in_off, size_t *in, size_t *out_off,
+                                  size_t *out);
 /** After success: avg's division (exact where the quotient is
  *  representable), then post_scale, on this member's output. */
 tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,

@@ -29,6 +29,8 @@
 #include <tutti/transport.h>
 #include <tutti/tutti.h>
 
+#include "device/device.h"
+#include "device/stage.h"
 #include "exec/coll.h"
 #include "exec/flight.h"
 #include "job/job.h"
@@ -39,6 +41,13 @@
 #define TUTTI_INSTANCE_BUCKETS 64
 
 typedef struct tutti__instance tutti__instance_t;
+
+/* A module's state for one group (tutti_alg_group_ops_t). */
+typedef struct {
+    int made;                       /* init_group ran and succeeded */
+    int aborted;                    /* abort_group ran */
+    void *state;
+} tutti__group_state_t;
 
 struct tutti_request {
     tutti_group_t *group;
@@ -57,6 +66,13 @@ struct tutti_request {
     char error[512];                /* detail of a failed execution */
     uint64_t flight_seq;            /* its flight recorder entry */
     tutti__stage_t *stage;          /* taken from the group's pool, or NULL */
+    /* CUDA groups (cuda_exec.c): */
+    void *stream;                   /* the caller's cudaStream_t */
+    const void *dev_send;           /* the caller's buffers (staged path) */
+    void *dev_recv;
+    int phase;                      /* where the execution stands */
+    struct tutti_request *order_next; /* the group's issue-order list */
+    int in_order;                   /* on that list */
     size_t *recv_counts;            /* group_size, after pending_from */
     uint16_t pending_from[];        /* receives outstanding, per rank */
 };
@@ -84,6 +100,22 @@ struct tutti__instance {
     int per_rank;                    /* counts given per execution */
     int prepared;                    /* the core may stage or scale input */
     int postscaled;                  /* the core scales the output */
+    /* How it runs (cuda_exec.c): */
+    int mode;                        /* TUTTI__MODE_* */
+    int ordered;                     /* launches in issue order */
+    tutti__dstage_t *dstage;         /* staged: buffers, events, gate */
+    void *dev_stage;                 /* device: pre-scaled input */
+    size_t dev_stage_len;
+    void *dev_done;                  /* device: event after post-scaling */
+};
+
+/* tutti__instance_t.mode. */
+enum {
+    TUTTI__MODE_HOST = 0,   /* cpu group: host memory throughout */
+    TUTTI__MODE_DEVICE,     /* CUDA group, an implementation on device
+                               memory and the caller's stream */
+    TUTTI__MODE_STAGED      /* CUDA group, a host implementation on pinned
+                               copies */
 };
 
 struct tutti_group {
@@ -100,6 +132,11 @@ struct tutti_group {
     tutti_locality_t *localities;     /* per rank (device resolver) */
     int num_hosts;
     char (*hosts)[TUTTI_HOST_NAME_MAX];
+    char (*pci)[TUTTI__PCI_BUS_ID_LEN]; /* per rank: its GPU's bus id */
+    const char **pci_ids;             /* pointers into pci, for modules */
+    const tutti__cuda_ops_t *cuda;    /* CUDA groups: the operations */
+    tutti__group_state_t *mod_state;  /* per registry module: its group
+                                         state (ABI 1.3), made on demand */
     double timeout;
     unsigned spin_limit;              /* idle polls before yielding */
     tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
@@ -107,6 +144,11 @@ struct tutti_group {
     tutti_request_t *active_head;     /* launched, by priority */
     uint64_t launches;
     tutti_request_t *free_list;
+    tutti_request_t *order_head, *order_tail; /* executions issued while
+                                         their instance was unresolved or
+                                         ordered, not yet launched: an
+                                         ordered one launches only when no
+                                         such execution is before it */
     tutti__stage_t *stages;           /* free stage buffers (coll.h) */
     int health_seen;                  /* job->health_epoch last checked */
     tutti__flight_t flight;
@@ -147,8 +189,36 @@ void tutti__request_list_remove(tutti_request_t **head, tutti_request_t *r);
 /** Ends @p r with @p st: post-scale, callback, and the next execution of
  *  its instance moves up. */
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st);
+/** Puts @p r, just issued, on its group's issue-order list. */
+void tutti__request_order_add(tutti_group_t *g, tutti_request_t *r);
 /** Launches what is ready, highest priority first; returns launches. */
 int tutti__request_launch_ready(tutti_group_t *g);
+
+/** Takes a stage buffer from the group's pool and prepares @p r's input
+ *  on the host (tutti__coll_prepare). */
+tutti_status_t tutti__request_prepare(tutti_request_t *r);
+
+/* cuda_exec.c: executions on CUDA groups */
+/** At the instance's first execution: CUDA groups take device memory of
+ *  the member's GPU, cpu groups host memory (checked where CUDA is
+ *  loaded). */
+tutti_status_t tutti__cuda_check_buffers(const tutti_group_t *g,
+                                         const tutti_instance_params_t *p,
+                                         const void *sendbuf,
+                                         const void *recvbuf);
+/** After init_context: how the instance runs, and what that needs. */
+tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
+                                      tutti__instance_t *inst);
+void tutti__cuda_inst_free(tutti__instance_t *inst);
+/** Launches @p r of a CUDA group: TUTTI_OK when done, TUTTI_INPROGRESS,
+ *  or the error. */
+tutti_status_t tutti__cuda_start(tutti_request_t *r);
+/** Advances it; same returns. */
+tutti_status_t tutti__cuda_progress(tutti_request_t *r);
+/** @p r ended (any status): the caller's stream goes on. */
+void tutti__cuda_end(tutti_request_t *r);
+/** The group failed: every module's group state stops its device work. */
+void tutti__group_abort_modules(tutti_group_t *g, const char *why);
 
 /* progress.c */
 /** One pass of the progress engine; returns how much moved. */

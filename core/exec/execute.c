@@ -48,6 +48,8 @@ tutti_status_t tutti_execute(tutti_group_t *g,
         if ((st = tutti__instance_check(g, params)) != TUTTI_OK ||
             (st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
                                          recvbuf, &bytes)) != TUTTI_OK ||
+            (st = tutti__cuda_check_buffers(g, params, sendbuf, recvbuf)) !=
+                TUTTI_OK ||
             (st = tutti__instance_new(g, params, &inst)) != TUTTI_OK)
             return st;
     } else if (inst->failed != TUTTI_OK) {
@@ -87,6 +89,9 @@ tutti_status_t tutti_execute(tutti_group_t *g,
     if (inst->per_rank && params->collective == TUTTI_COLL_REDUCE_SCATTER)
         memcpy(r->recv_counts, params->counts,
                (size_t)g->size * sizeof(size_t));
+    r->stream = params->stream;
+    if (!inst->resolved || inst->ordered)
+        tutti__request_order_add(g, r);
     r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
                                         inst->algorithm, bytes);
     if (inst->running == NULL && inst->ready == NULL) {

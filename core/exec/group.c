@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "device/device.h"
 #include "exec/exec.h"
 #include "transport/local.h"
 #include "transport/mux.h"
@@ -41,6 +42,11 @@ const char *tutti_group_host(const tutti_group_t *group, int host)
     return host >= 0 && host < group->num_hosts ? group->hosts[host] : NULL;
 }
 
+const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank)
+{
+    return rank >= 0 && rank < group->size ? group->pci_ids[rank] : NULL;
+}
+
 /* This member's place in the group the coordinator formed; the group
  * takes the table's locality and host arrays. */
 static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
@@ -50,6 +56,12 @@ static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
     g->num_hosts = t->num_hosts;
     t->members = NULL;
     t->hosts = NULL;
+    for (int i = 0; i < t->size; i++) {
+        tutti__pci_text(t->pci ? t->pci[i] : 0, g->pci[i]);
+        g->pci_ids[i] = g->pci[i];
+    }
+    free(t->pci);
+    t->pci = NULL;
     g->rank = -1;
     for (int i = 0; i < t->size; i++) {
         g->rank_task[i] = g->localities[i].task;
@@ -109,6 +121,46 @@ static tutti_status_t check_group_params(const tutti_group_params_t *p)
                             "device type %d: expected a tutti_device_type_t",
                             (unsigned long long)p->group_key,
                             (int)p->device_type);
+    if (p->size >= sizeof(*p) && p->device_order != TUTTI_ORDER_TASK &&
+        p->device_order != TUTTI_ORDER_TOPOLOGY)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "device_order %d: expected TUTTI_ORDER_TASK or "
+                            "TUTTI_ORDER_TOPOLOGY",
+                            (unsigned long long)p->group_key,
+                            (int)p->device_order);
+    return TUTTI_OK;
+}
+
+/* The device resolver's part on a CUDA member: the CUDA operations, the
+ * device made current on the joining thread, and its PCI bus id. */
+static tutti_status_t cuda_member(tutti_group_t *g, uint32_t *pci_out)
+{
+    const tutti__cuda_ops_t *ops;
+    char bus[TUTTI__PCI_BUS_ID_LEN];
+    int count = 0, err;
+    unsigned long long key = (unsigned long long)g->key;
+
+    if (tutti__cuda_get(&ops) != TUTTI_OK) {
+        char why[400];
+        snprintf(why, sizeof(why), "%s", tutti_last_error());
+        return tutti__error(TUTTI_ERR_UNSUPPORTED, "group", "group 0x%llx: "
+                            "cuda:%d: %s", key, g->device_index, why);
+    }
+    if ((err = ops->device_count(&count)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "group 0x%llx: "
+                                 "cuda:%d: no CUDA device usable", key,
+                                 g->device_index);
+    if (g->device_index >= count)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "cuda:%d: this process sees %d CUDA device%s "
+                            "(0..%d)", key, g->device_index, count,
+                            count == 1 ? "" : "s", count - 1);
+    if ((err = ops->set_device(g->device_index)) != 0 ||
+        (err = ops->pci_bus_id(g->device_index, bus, sizeof(bus))) != 0)
+        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "group 0x%llx: "
+                                 "cuda:%d", key, g->device_index);
+    g->cuda = ops;
+    *pci_out = tutti__pci_code(bus);
     return TUTTI_OK;
 }
 
@@ -149,25 +201,33 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
              job->task, tutti_device_type_name(g->device_type),
              g->device_index);
     g->rank_task = malloc((size_t)g->size * sizeof(int));
-    if (g->rank_task == NULL) {
+    g->pci = calloc((size_t)g->size, sizeof(*g->pci));
+    g->pci_ids = calloc((size_t)g->size, sizeof(*g->pci_ids));
+    g->mod_state = calloc(job->reg->num_modules + 1, sizeof(*g->mod_state));
+    if (g->rank_task == NULL || g->pci == NULL || g->pci_ids == NULL ||
+        g->mod_state == NULL) {
         st = TUTTI_ERR_NO_MEMORY;
         goto err_free;
     }
+    /* A CUDA member that cannot use its device still joins, and fails
+     * once the coordinator saw every member agree on the type: a mixed
+     * group then fails everywhere alike, naming the difference. */
+    uint32_t pci = 0;
+    tutti_status_t cuda_st = TUTTI_OK;
+    char cuda_why[512] = "";
+    if (g->device_type == TUTTI_DEVICE_CUDA &&
+        (cuda_st = cuda_member(g, &pci)) != TUTTI_OK)
+        snprintf(cuda_why, sizeof(cuda_why), "%s", tutti_last_error());
     st = tutti__member_join(job, g->key, g->size, g->device_type,
-                            g->device_index, params->ring_order, g->timeout,
-                            &table);
+                            g->device_index, params->ring_order,
+                            params->device_order, pci, g->timeout, &table);
     if (st != TUTTI_OK)
         goto err_free;
     st = place_member(g, &table);
     if (st != TUTTI_OK)
         goto err_free;
-    /* Checked after the coordinator saw every member agree on the type,
-     * so a mixed group fails everywhere alike. */
-    if (g->device_type != TUTTI_DEVICE_CPU) {
-        st = tutti__error(TUTTI_ERR_UNSUPPORTED, "group", "group 0x%llx: "
-                          "device type '%s': this build runs cpu devices "
-                          "only", (unsigned long long)g->key,
-                          tutti_device_type_name(g->device_type));
+    if (cuda_st != TUTTI_OK) {
+        st = tutti__error(cuda_st, "group", "%s", cuda_why);
         goto err_free;
     }
     tutti__log_set_thread_member(g->rank, g->device_name);
@@ -200,6 +260,9 @@ err_free:
     free(g->localities);
     free(g->hosts);
     free(g->rank_task);
+    free(g->pci);
+    free(g->pci_ids);
+    free(g->mod_state);
     free(g);
     return st;
 }
@@ -217,6 +280,13 @@ void tutti_group_leave(tutti_group_t *g)
             tutti__instance_free(g->instances[b]);
             g->instances[b] = next;
         }
+    }
+    /* Module group states end after every instance that used them. */
+    const tutti__registry_t *reg = g->job->reg;
+    for (size_t m = 0; m < reg->num_modules; m++) {
+        const tutti_alg_group_ops_t *gops = reg->modules[m].group_ops;
+        if (g->mod_state[m].made && gops != NULL && gops->fini_group)
+            gops->fini_group(g->mod_state[m].state);
     }
     while (g->free_list) {
         tutti_request_t *next = g->free_list->next;
@@ -238,5 +308,8 @@ void tutti_group_leave(tutti_group_t *g)
     free(g->localities);
     free(g->hosts);
     free(g->rank_task);
+    free(g->pci);
+    free(g->pci_ids);
+    free(g->mod_state);
     free(g);
 }

@@ -38,6 +38,40 @@ tutti_status_t tutti__instance_check(const tutti_group_t *g,
     return tutti__coll_check_instance(p, g->size);
 }
 
+/* The module of the chosen implementation keeps state per group: made
+ * before its first instance here, from the bytes its init_group_params
+ * wrote at the coordinator (every decision for the module carries them). */
+static tutti_status_t group_state(tutti_group_t *g, tutti__instance_t *inst,
+                                  const tutti__decision_t *d)
+{
+    const tutti__module_t *mod = &g->job->reg->modules[inst->impl->module];
+    tutti__group_state_t *gs = &g->mod_state[inst->impl->module];
+    const tutti_alg_group_ops_t *gops = mod->group_ops;
+    if (gops == NULL || gops->init_group == NULL || gs->made) {
+        inst->alg.group_state = gs->state;
+        return TUTTI_OK;
+    }
+    tutti_alg_group_t grp = {
+        .size = sizeof(grp), .group_key = g->key, .rank = g->rank,
+        .group_size = g->size, .num_tasks = g->num_tasks,
+        .device_type = g->device_type, .device_index = g->device_index,
+        .localities = g->localities,
+        .pci_bus_ids = (const char *const *)g->pci_ids};
+    tutti__error_clear();
+    tutti_status_t st = gops->init_group(&grp, &tutti__core_ops,
+                                         d->group_details,
+                                         d->group_details_len, &gs->state);
+    if (st != TUTTI_OK)
+        return tutti__error(st, "exec", "group 0x%llx rank %d: module %s "
+                            "could not set up its group state: %s",
+                            (unsigned long long)g->key, g->rank, mod->name,
+                            tutti_last_error()[0] ? tutti_last_error()
+                                                  : tutti_strerror(st));
+    gs->made = 1;
+    inst->alg.group_state = gs->state;
+    return TUTTI_OK;
+}
+
 tutti_status_t tutti__instance_setup(tutti_group_t *g, tutti__instance_t *inst,
                                      const tutti__decision_t *d)
 {
@@ -63,9 +97,16 @@ tutti_status_t tutti__instance_setup(tutti_group_t *g, tutti__instance_t *inst,
         .device_type = g->device_type, .instance_key = p->instance_key,
         .localities = g->localities, .permutation = inst->permutation,
         .device_index = g->device_index};
+    inst->alg.pci_bus_ids = (const char *const *)g->pci_ids;
+    tutti_status_t st = group_state(g, inst, d);
+    if (st != TUTTI_OK)
+        return st;
     const tutti_alg_ops_t *ops = inst->impl->impl->ops;
-    return ops->init_context(&inst->alg, &tutti__core_ops, d->details,
-                             d->details_len, &inst->state);
+    st = ops->init_context(&inst->alg, &tutti__core_ops, d->details,
+                           d->details_len, &inst->state);
+    if (st == TUTTI_OK)
+        st = tutti__cuda_inst_setup(g, inst);
+    return st;
 }
 
 tutti_status_t tutti__instance_new(tutti_group_t *g,
@@ -181,6 +222,7 @@ void tutti__instance_free(tutti__instance_t *inst)
     const tutti_alg_ops_t *ops = inst->impl ? inst->impl->impl->ops : NULL;
     if (ops && inst->state)
         ops->fini_context(inst->state);
+    tutti__cuda_inst_free(inst);
     free(inst->permutation);
     free(inst);
 }

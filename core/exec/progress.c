@@ -109,6 +109,7 @@ static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
     if (g->failed == TUTTI_OK) {
         g->failed = st;
         snprintf(g->failure, sizeof(g->failure), "%s", text);
+        tutti__group_abort_modules(g, text);
     }
     while (g->active_head != NULL || g->ready_head != NULL) {
         tutti_request_t *r = g->active_head ? g->active_head : g->ready_head;
@@ -173,7 +174,9 @@ int tutti__group_progress(tutti_group_t *g)
     while (r != NULL) {
         tutti_request_t *next = r->next;
         const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
-        tutti_status_t st = ops->progress(r->inst->state, &r->exec);
+        tutti_status_t st = r->inst->mode == TUTTI__MODE_HOST
+                                ? ops->progress(r->inst->state, &r->exec)
+                                : tutti__cuda_progress(r);
         if (st != TUTTI_INPROGRESS) {
             tutti__request_list_remove(&g->active_head, r);
             tutti__request_complete(r, st);

@@ -32,6 +32,10 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->link = (tutti__exec_link_t){.peers = &g->peers,
                                    .pending_from = r->pending_from};
     r->stage = NULL;
+    r->stream = NULL;
+    r->phase = 0;
+    r->in_order = 0;
+    r->order_next = NULL;
     r->group = g;
     r->status = TUTTI_INPROGRESS;
     r->launch_order = 0;
@@ -107,12 +111,72 @@ static void stage_give_back(tutti_group_t *g, tutti_request_t *r)
     r->stage = NULL;
 }
 
+void tutti__request_order_add(tutti_group_t *g, tutti_request_t *r)
+{
+    r->order_next = NULL;
+    r->in_order = 1;
+    if (g->order_tail)
+        g->order_tail->order_next = r;
+    else
+        g->order_head = r;
+    g->order_tail = r;
+}
+
+static void order_remove(tutti_group_t *g, tutti_request_t *r)
+{
+    tutti_request_t *prev = NULL;
+    if (!r->in_order)
+        return;
+    for (tutti_request_t *x = g->order_head; x; prev = x, x = x->order_next) {
+        if (x != r)
+            continue;
+        if (prev)
+            prev->order_next = r->order_next;
+        else
+            g->order_head = r->order_next;
+        if (g->order_tail == r)
+            g->order_tail = prev;
+        break;
+    }
+    r->in_order = 0;
+    r->order_next = NULL;
+}
+
+/* Whether @p r, of an ordered implementation, comes first among the
+ * executions issued before it that are ordered or not yet resolved (and
+ * so may turn out ordered): then every member launches them in the order
+ * its caller issued them, which NCCL's communicators need. */
+static int order_first(tutti_group_t *g, const tutti_request_t *r)
+{
+    for (tutti_request_t *x = g->order_head; x; x = x->order_next) {
+        if (x->inst->resolved && !x->inst->ordered)
+            continue;
+        return x == r;
+    }
+    return 1;
+}
+
+tutti_status_t tutti__request_prepare(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    tutti_status_t st = stage_take(g, r);
+    if (st == TUTTI_OK)
+        st = tutti__coll_prepare(&r->inst->params, g->rank, g->size,
+                                 r->stage, &r->exec);
+    return st;
+}
+
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
     tutti_group_t *g = r->group;
-    if (st == TUTTI_OK && inst->postscaled)
+    /* CUDA executions scale (and release the caller's stream) in
+     * cuda_exec.c. */
+    if (st == TUTTI_OK && inst->postscaled && inst->mode == TUTTI__MODE_HOST)
         st = tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
+    if (inst->mode == TUTTI__MODE_STAGED)
+        tutti__cuda_end(r);
+    order_remove(g, r);
     stage_give_back(g, r);
     if (st != TUTTI_OK) {
         snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
@@ -147,10 +211,12 @@ static void request_start(tutti_request_t *r)
     if (r->exec.step + 1 > inst->launched_through)
         inst->launched_through = r->exec.step + 1;
     tutti_status_t st = TUTTI_OK;
-    if (inst->prepared && (st = stage_take(g, r)) == TUTTI_OK)
-        st = tutti__coll_prepare(&inst->params, g->rank, g->size, r->stage,
-                                 &r->exec);
-    if (st == TUTTI_OK)
+    order_remove(g, r);
+    if (inst->mode != TUTTI__MODE_HOST)
+        st = tutti__cuda_start(r);
+    else if (inst->prepared && (st = tutti__request_prepare(r)) != TUTTI_OK)
+        ;
+    else
         st = ops->run(inst->state, &r->exec);
     if (st == TUTTI_INPROGRESS)
         tutti__request_list_insert(&g->active_head, r);
@@ -164,6 +230,8 @@ static int launchable(tutti_group_t *g, const tutti_request_t *r)
 {
     const tutti__instance_t *inst = r->inst;
     if (!inst->resolved || inst->running != NULL)
+        return 0;
+    if (inst->ordered && !order_first(g, r))
         return 0;
     for (size_t i = 0; i < r->num_wait_for; i++) {
         const tutti__instance_t *dep = tutti__instance_find(g, r->wait_for[i]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "device/device.h"
 #include "job/coordinator.h"
 #include "job/wire.h"
 #include "plugin/services.h"
@@ -22,6 +23,7 @@ typedef struct coord_group {
     int first_task;
     int arrived;
     tutti_locality_t *members;        /* arrival order, size entries */
+    uint32_t *pci;                    /* their GPUs' PCI bus ids, or 0 */
     char hosts[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
     int num_hosts;
     int failed;
@@ -37,10 +39,83 @@ typedef struct coord_inst {
     struct coord_inst *next;
 } coord_inst_t;
 
+/* What a formed group's decisions need: where its members are (for
+ * supports()) and the per-group details each module's init_group_params
+ * wrote, made once per group and module.  Replaced when a group of the
+ * same key forms again. */
+typedef struct coord_formed {
+    uint64_t key;
+    int size;
+    tutti_locality_t *members;        /* rank order */
+    char (*pci)[TUTTI__PCI_BUS_ID_LEN];
+    const char **pci_ids;             /* pointers into pci */
+    size_t num_modules;
+    struct coord_group_details {
+        int made;                     /* 1: ok, -1: init_group_params failed */
+        tutti_status_t status;
+        char error[256];
+        uint32_t len;
+        unsigned char bytes[TUTTI_GROUP_DETAILS_MAX];
+    } *details;                       /* per registry module, on demand */
+    struct coord_formed *next;
+} coord_formed_t;
+
 struct tutti__coord {
     coord_group_t *groups;
     coord_inst_t *insts;
+    coord_formed_t *formed;
 };
+
+static void formed_free(coord_formed_t *f)
+{
+    free(f->members);
+    free(f->pci);
+    free(f->pci_ids);
+    free(f->details);
+    free(f);
+}
+
+static coord_formed_t *formed_find(tutti__coord_t *r, uint64_t key)
+{
+    for (coord_formed_t *f = r->formed; f; f = f->next)
+        if (f->key == key)
+            return f;
+    return NULL;
+}
+
+/* Keeps what decisions for the group @p cg just formed need (its members
+ * in rank order), in place of an earlier group's of the same key: a group
+ * formed again gets its modules' group details afresh. */
+static void formed_record(tutti__coord_t *r, const coord_group_t *cg)
+{
+    for (coord_formed_t **pp = &r->formed; *pp; pp = &(*pp)->next) {
+        if ((*pp)->key == cg->key) {
+            coord_formed_t *old = *pp;
+            *pp = old->next;
+            formed_free(old);
+            break;
+        }
+    }
+    size_t n = (size_t)cg->first.size;
+    coord_formed_t *f = calloc(1, sizeof(*f));
+    if (f == NULL || (f->members = malloc(n * sizeof(*f->members))) == NULL ||
+        (f->pci = calloc(n, sizeof(*f->pci))) == NULL ||
+        (f->pci_ids = calloc(n, sizeof(*f->pci_ids))) == NULL) {
+        /* Decisions then go without localities: supports() sees none. */
+        if (f)
+            formed_free(f);
+        return;
+    }
+    f->key = cg->key;
+    f->size = cg->first.size;
+    memcpy(f->members, cg->members, n * sizeof(*f->members));
+    for (size_t i = 0; i < n; i++) {
+        tutti__pci_text(cg->pci[i], f->pci[i]);
+        f->pci_ids[i] = f->pci[i];
+    }
+    f->next = r->formed;
+    r->formed = f;
+}
 
 static void send_text(tutti__job_t *job, int task, uint32_t type,
                       uint64_t gkey, uint64_t ikey, int device_index,
@@ -130,6 +205,10 @@ static int join_conflict(const coord_group_t *cg,
                  "task %d has %s", cg->first_task,
                  tutti__job_dev_name(cg->first.device_type), task,
                  tutti__job_dev_name(j->device_type));
+    else if (j->device_order != cg->first.device_order)
+        snprintf(what, sizeof(what), "device_order differs: task %d has %d, "
+                 "task %d has %d", cg->first_task, cg->first.device_order,
+                 task, j->device_order);
     else if (j->has_order != cg->first.has_order ||
              (j->has_order && memcmp(j->order, cg->first.order,
                                      (size_t)j->size * sizeof(int32_t)) != 0)) {
@@ -159,13 +238,61 @@ found:
     return 1;
 }
 
+/* A member while the group is ordered: where it is, its GPU, and its
+ * host's place among the group's host names in alphabetical order. */
+typedef struct {
+    tutti_locality_t loc;
+    uint32_t pci;
+    int host_key;
+} coord_member_t;
+
 static int member_cmp(const void *a, const void *b)
 {
-    const tutti_locality_t *x = a, *y = b;
+    const tutti_locality_t *x = &((const coord_member_t *)a)->loc;
+    const tutti_locality_t *y = &((const coord_member_t *)b)->loc;
     if (x->task != y->task)
         return x->task < y->task ? -1 : 1;
     return (x->device_index > y->device_index) -
            (x->device_index < y->device_index);
+}
+
+/* Topology order: by host, then the GPU's PCI bus id, so that a ring's
+ * neighbours sit on one host and on adjacent links. */
+static int topology_cmp(const void *a, const void *b)
+{
+    const coord_member_t *x = a, *y = b;
+    if (x->host_key != y->host_key)
+        return x->host_key < y->host_key ? -1 : 1;
+    if (x->pci != y->pci)
+        return x->pci < y->pci ? -1 : 1;
+    return member_cmp(a, b);
+}
+
+/* Orders the arrived members: ring_order over task order, else the
+ * group's device order. */
+static void order_members(coord_group_t *cg)
+{
+    coord_member_t m[TUTTI__MAX_MEMBERS], sorted[TUTTI__MAX_MEMBERS];
+    int n = cg->first.size;
+    for (int i = 0; i < n; i++) {
+        int key = 0;
+        for (int h = 0; h < cg->num_hosts; h++)
+            key += strncmp(cg->hosts[h], cg->hosts[cg->members[i].host],
+                           TUTTI_HOST_NAME_MAX) < 0;
+        m[i] = (coord_member_t){cg->members[i], cg->pci[i], key};
+    }
+    int topology = !cg->first.has_order &&
+                   cg->first.device_order == TUTTI_ORDER_TOPOLOGY;
+    qsort(m, (size_t)n, sizeof(m[0]), topology ? topology_cmp : member_cmp);
+    if (cg->first.has_order) {
+        memcpy(sorted, m, (size_t)n * sizeof(m[0]));
+        for (int i = 0; i < n; i++)
+            m[i] = sorted[cg->first.order[i]];
+    }
+    for (int i = 0; i < n; i++) {
+        cg->members[i] = m[i].loc;
+        cg->pci[i] = m[i].pci;
+    }
 }
 
 /* Numbers hosts in rank order (first seen, first numbered). */
@@ -191,14 +318,10 @@ static void group_formed(tutti__job_t *job, coord_group_t *cg)
     tutti__ctrl_msg_t m;
     char names[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
     int n = cg->first.size, tasks = 0;
-    qsort(cg->members, (size_t)n, sizeof(*cg->members), member_cmp);
-    if (cg->first.has_order) {
-        tutti_locality_t sorted[TUTTI__MAX_MEMBERS];
-        memcpy(sorted, cg->members, (size_t)n * sizeof(*sorted));
-        for (int i = 0; i < n; i++)
-            cg->members[i] = sorted[cg->first.order[i]];
-    }
+    int has_pci = cg->first.device_type == TUTTI_DEVICE_CUDA;
+    order_members(cg);
     renumber_hosts(cg, names);
+    formed_record(job->coord, cg);
     for (int i = 0; i < n; i++) {
         int seen = 0;
         for (int k = 0; k < i && !seen; k++)
@@ -217,10 +340,14 @@ static void group_formed(tutti__job_t *job, coord_group_t *cg)
         gp->num_tasks = tasks;
         gp->num_hosts = cg->num_hosts;
         memcpy(gp->members, cg->members, mbytes);
-        memcpy((char *)gp->members + mbytes, names,
-               (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX);
-        m.len = (uint32_t)(sizeof(*gp) + mbytes +
-                           (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX);
+        size_t hbytes = (size_t)cg->num_hosts * TUTTI_HOST_NAME_MAX;
+        memcpy((char *)gp->members + mbytes, names, hbytes);
+        gp->has_pci = has_pci;
+        if (has_pci)
+            memcpy((char *)gp->members + mbytes + hbytes, cg->pci,
+                   (size_t)n * sizeof(uint32_t));
+        m.len = (uint32_t)(sizeof(*gp) + mbytes + hbytes +
+                           (has_pci ? (size_t)n * sizeof(uint32_t) : 0));
         tutti__job_send(job, cg->members[i].task, &m);
     }
 }
@@ -233,6 +360,7 @@ static void coord_group_free(tutti__coord_t *r, coord_group_t *cg)
     if (*pp)
         *pp = cg->next;
     free(cg->members);
+    free(cg->pci);
     free(cg);
 }
 
@@ -245,7 +373,10 @@ static coord_group_t *coord_group_get(tutti__coord_t *r, uint64_t key,
     coord_group_t *cg = calloc(1, sizeof(*cg));
     int n = j->size > 0 && j->size <= TUTTI__MAX_MEMBERS ? j->size : 1;
     if (cg == NULL ||
-        (cg->members = calloc((size_t)n, sizeof(tutti_locality_t))) == NULL) {
+        (cg->members = calloc((size_t)n, sizeof(tutti_locality_t))) == NULL ||
+        (cg->pci = calloc((size_t)n, sizeof(uint32_t))) == NULL) {
+        if (cg)
+            free(cg->members);
         free(cg);
         return NULL;
     }
@@ -289,10 +420,12 @@ static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     int task = msg->from_task;
     char why[512];
 
-    if (j->size < 1 || j->size > TUTTI__MAX_MEMBERS) {
+    int most = j->device_type == TUTTI_DEVICE_CUDA ? TUTTI__MAX_CUDA_MEMBERS
+                                                    : TUTTI__MAX_MEMBERS;
+    if (j->size < 1 || j->size > most) {
         snprintf(why, sizeof(why), "group 0x%llx: group size %d: expected "
-                 "1..%d", (unsigned long long)msg->group_key, j->size,
-                 TUTTI__MAX_MEMBERS);
+                 "1..%d for %s devices", (unsigned long long)msg->group_key,
+                 j->size, most, tutti__job_dev_name(j->device_type));
         send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
                   j->device_index, why);
         return;
@@ -333,6 +466,7 @@ static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
                   j->device_index, why);
         return;
     }
+    cg->pci[cg->arrived] = j->pci;
     cg->members[cg->arrived++] =
         (tutti_locality_t){task, j->device_index, host, j->numa_node};
     if (cg->arrived == cg->first.size) {
@@ -365,6 +499,7 @@ static void coord_cancel(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
         for (int i = 0; i < cg->arrived; i++) {
             if (cg->members[i].task == msg->from_task &&
                 cg->members[i].device_index == msg->device_index) {
+                cg->pci[i] = cg->pci[cg->arrived - 1];
                 cg->members[i] = cg->members[--cg->arrived];
                 break;
             }
@@ -510,6 +645,7 @@ static void query_of(const tutti__inst_payload_t *p, tutti_select_query_t *q)
  * travel in the decision. */
 static tutti_status_t plan(tutti__job_t *job, const coord_inst_t *ci,
                            const tutti__impl_entry_t *e,
+                           tutti_alg_instance_t *inst,
                            tutti__decision_payload_t *d)
 {
     const tutti__inst_payload_t *p = &ci->by_rank[0];
@@ -520,23 +656,19 @@ static tutti_status_t plan(tutti__job_t *job, const coord_inst_t *ci,
         return TUTTI_OK;
     tutti_select_query_t q;
     query_of(p, &q);
-    tutti_alg_instance_t inst = {
-        .size = sizeof(inst), .collective = (tutti_collective_t)p->collective,
-        .dtype = (tutti_dtype_t)p->dtype, .op = (tutti_op_t)p->op,
-        .count = p->count, .root = p->root, .rank = 0, .group_size = p->size,
-        .num_tasks = p->num_tasks,
-        .device_type = (tutti_device_type_t)p->device_type,
-        .instance_key = ci->instance_key,
-        /* A call that names its implementation still gets the params of
-         * the first rule for it that matches the call. */
-        .rule_params = p->algorithm[0]
+    /* A call that names its implementation still gets the params of the
+     * first rule for it that matches the call. */
+    const tutti__accept_t accept = {job->reg, inst};
+    inst->rule_params =
+        p->algorithm[0]
             ? tutti__select_named(job->cfg, &q, p->algorithm)
-            : tutti__select(job->cfg, &q, tutti__registry_accept,
-                                   job->reg, NULL, 0)};
-    if (inst.op == TUTTI_OP_AVG)
-        inst.op = TUTTI_OP_SUM;
+            : tutti__select(job->cfg, &q, tutti__registry_accept, &accept,
+                            NULL, 0);
+    tutti_alg_instance_t seen = *inst;
+    seen.localities = NULL; /* init_params sees none (module.h) */
+    seen.pci_bus_ids = NULL;
     tutti__error_clear();
-    tutti_status_t st = ops->init_params(&inst, &tutti__core_ops, d->details,
+    tutti_status_t st = ops->init_params(&seen, &tutti__core_ops, d->details,
                                          &len);
     if (st == TUTTI_OK && len > TUTTI_DETAILS_MAX) {
         snprintf(d->detail, sizeof(d->detail), "%s: init_params wrote %zu "
@@ -554,6 +686,67 @@ static tutti_status_t plan(tutti__job_t *job, const coord_inst_t *ci,
     return TUTTI_OK;
 }
 
+/* The chosen implementation's module keeps state per group: its
+ * init_group_params runs once per group (here, on task 0), and every
+ * decision for the module's implementations carries its bytes, so each
+ * member's init_group gets them whichever instance it sets up first. */
+static tutti_status_t group_details(tutti__job_t *job, const coord_inst_t *ci,
+                                    const tutti__impl_entry_t *e,
+                                    const tutti_alg_instance_t *inst,
+                                    tutti__decision_payload_t *d)
+{
+    const tutti__module_t *mod = &job->reg->modules[e->module];
+    const tutti_alg_group_ops_t *gops = mod->group_ops;
+    coord_formed_t *f = formed_find(job->coord, ci->group_key);
+    d->group_details_len = 0;
+    if (gops == NULL || gops->init_group_params == NULL)
+        return TUTTI_OK;
+    if (f == NULL) {
+        snprintf(d->detail, sizeof(d->detail), "group 0x%llx: the "
+                 "coordinator lost the group's record (out of memory)",
+                 (unsigned long long)ci->group_key);
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    if (f->details == NULL) {
+        f->details = calloc(job->reg->num_modules, sizeof(*f->details));
+        f->num_modules = job->reg->num_modules;
+        if (f->details == NULL)
+            return TUTTI_ERR_NO_MEMORY;
+    }
+    struct coord_group_details *gd = &f->details[e->module];
+    if (gd->made == 0) {
+        tutti_alg_group_t g = {
+            .size = sizeof(g), .group_key = ci->group_key, .rank = 0,
+            .group_size = inst->group_size, .num_tasks = inst->num_tasks,
+            .device_type = inst->device_type,
+            .device_index = inst->device_index,
+            .pci_bus_ids = inst->pci_bus_ids};
+        size_t len = 0;
+        tutti__error_clear();
+        gd->status = gops->init_group_params(&g, &tutti__core_ops, gd->bytes,
+                                             &len);
+        if (gd->status == TUTTI_OK && len > TUTTI_GROUP_DETAILS_MAX)
+            gd->status = tutti__error(TUTTI_ERR_MODULE, "resolve", "wrote "
+                                      "%zu bytes, at most %d allowed", len,
+                                      TUTTI_GROUP_DETAILS_MAX);
+        if (gd->status != TUTTI_OK)
+            snprintf(gd->error, sizeof(gd->error), "%s",
+                     tutti_last_error()[0] ? tutti_last_error()
+                                           : tutti_strerror(gd->status));
+        gd->len = gd->status == TUTTI_OK ? (uint32_t)len : 0;
+        gd->made = gd->status == TUTTI_OK ? 1 : -1;
+    }
+    if (gd->made < 0) {
+        snprintf(d->detail, sizeof(d->detail), "module %s: init_group_params "
+                 "for group 0x%llx failed: %s", mod->name,
+                 (unsigned long long)ci->group_key, gd->error);
+        return gd->status;
+    }
+    d->group_details_len = gd->len;
+    memcpy(d->group_details, gd->bytes, gd->len);
+    return TUTTI_OK;
+}
+
 /* The implementation for an agreed instance: the call's choice, else the
  * first rule that matches. */
 static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
@@ -561,6 +754,21 @@ static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
 {
     const tutti__inst_payload_t *p = &ci->by_rank[0];
     const char *name = p->algorithm[0] ? p->algorithm : NULL;
+    const coord_formed_t *f = formed_find(job->coord, ci->group_key);
+    /* The instance as rank 0 sees it, where the group's members are. */
+    tutti_alg_instance_t inst = {
+        .size = sizeof(inst), .collective = (tutti_collective_t)p->collective,
+        .dtype = (tutti_dtype_t)p->dtype,
+        .op = p->op == TUTTI_OP_AVG ? TUTTI_OP_SUM : (tutti_op_t)p->op,
+        .count = p->count, .root = p->root, .rank = 0, .group_size = p->size,
+        .num_tasks = p->num_tasks,
+        .device_type = (tutti_device_type_t)p->device_type,
+        .instance_key = ci->instance_key,
+        .localities = f && f->size == p->size ? f->members : NULL,
+        .device_index = f && f->size == p->size ? f->members[0].device_index
+                                                : 0,
+        .pci_bus_ids = f && f->size == p->size ? f->pci_ids : NULL};
+    const tutti__accept_t accept = {job->reg, &inst};
 
     snprintf(d->detail, sizeof(d->detail), "named by the call");
     if (name == NULL) {
@@ -568,7 +776,7 @@ static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
         tutti_select_query_t q;
         query_of(p, &q);
         const tutti__rule_t *rule = tutti__select(
-            job->cfg, &q, tutti__registry_accept, job->reg, NULL, 0);
+            job->cfg, &q, tutti__registry_accept, &accept, NULL, 0);
         if (rule == NULL) {
             snprintf(
                 d->detail, sizeof(d->detail),
@@ -610,9 +818,22 @@ static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
                  tutti_collective_name((tutti_collective_t)p->collective));
         return TUTTI_ERR_UNSUPPORTED;
     }
+    if (p->algorithm[0]) {
+        tutti_select_query_t q;
+        query_of(p, &q);
+        char why[320];
+        if (!tutti__registry_accept(&accept, name, &q, why, sizeof(why))) {
+            snprintf(d->detail, sizeof(d->detail), "implementation %s",
+                     why);
+            return TUTTI_ERR_UNSUPPORTED;
+        }
+    }
     /* An old name (alias) selects it too; the decision gives its own. */
     snprintf(d->algorithm, sizeof(d->algorithm), "%s", e->impl->name);
-    return plan(job, ci, e, d);
+    tutti_status_t st = plan(job, ci, e, &inst, d);
+    if (st == TUTTI_OK)
+        st = group_details(job, ci, e, &inst, d);
+    return st;
 }
 
 /* Every member sent its parameters: decide and tell each member task. */
@@ -723,6 +944,11 @@ void tutti__coord_fini(tutti__job_t *job)
         coord_group_free(r, r->groups);
     while (r->insts)
         coord_inst_free(r, r->insts);
+    while (r->formed) {
+        coord_formed_t *next = r->formed->next;
+        formed_free(r->formed);
+        r->formed = next;
+    }
     free(r);
     job->coord = NULL;
 }

@@ -48,14 +48,20 @@ static void member_group(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
             const tutti__group_payload_t *gp = (const void *)msg->payload;
             size_t bytes = (size_t)gp->size * sizeof(tutti_locality_t);
             size_t hbytes = (size_t)gp->num_hosts * TUTTI_HOST_NAME_MAX;
+            size_t pbytes = gp->has_pci ? (size_t)gp->size * 4 : 0;
             w->table.members = malloc(bytes);
             w->table.hosts = malloc(hbytes ? hbytes : 1);
-            w->status = w->table.members && w->table.hosts
+            w->table.pci = pbytes ? malloc(pbytes) : NULL;
+            w->status = w->table.members && w->table.hosts &&
+                                (pbytes == 0 || w->table.pci)
                             ? TUTTI_OK : TUTTI_ERR_NO_MEMORY;
             if (w->status == TUTTI_OK) {
                 memcpy(w->table.members, gp->members, bytes);
                 memcpy(w->table.hosts, (const char *)gp->members + bytes,
                        hbytes);
+                if (pbytes)
+                    memcpy(w->table.pci,
+                           (const char *)gp->members + bytes + hbytes, pbytes);
             }
             w->table.size = gp->size;
             w->table.num_tasks = gp->num_tasks;
@@ -91,6 +97,10 @@ static void member_decision(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
         dec->details_len = d->details_len <= TUTTI_DETAILS_MAX
                                ? d->details_len : 0;
         memcpy(dec->details, d->details, dec->details_len);
+        dec->group_details_len =
+            d->group_details_len <= TUTTI_GROUP_DETAILS_MAX
+                ? d->group_details_len : 0;
+        memcpy(dec->group_details, d->group_details, dec->group_details_len);
         dec->next = g->decisions;
         g->decisions = dec;
         atomic_store_explicit(&g->has_decisions, 1, memory_order_release);
@@ -242,7 +252,8 @@ static void where_am_i(tutti__join_payload_t *j)
 
 tutti_status_t tutti__member_join(tutti__job_t *job, uint64_t key, int size,
                                   tutti_device_type_t type, int device_index,
-                                  const int *ring_order, double timeout,
+                                  const int *ring_order, int device_order,
+                                  uint32_t pci, double timeout,
                                   tutti__group_table_t *table_out)
 {
     tutti__members_t *r = job->members;
@@ -261,6 +272,8 @@ tutti_status_t tutti__member_join(tutti__job_t *job, uint64_t key, int size,
     j->device_index = device_index;
     fingerprints(job, j);
     where_am_i(j);
+    j->pci = pci;
+    j->device_order = device_order;
     j->has_order = ring_order != NULL;
     for (int i = 0; ring_order && i < size && i < TUTTI__MAX_MEMBERS; i++)
         j->order[i] = ring_order[i];
@@ -307,6 +320,7 @@ tutti_status_t tutti__member_join(tutti__job_t *job, uint64_t key, int size,
     } else {
         free(w.table.members);
         free(w.table.hosts);
+        free(w.table.pci);
     }
     return st;
 }

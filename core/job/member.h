@@ -24,6 +24,9 @@ typedef struct {
     tutti_locality_t *members;      /* in rank order; caller frees */
     int num_hosts;
     char (*hosts)[TUTTI_HOST_NAME_MAX]; /* caller frees */
+    uint32_t *pci;                  /* CUDA groups: per rank, the GPU's
+                                       PCI bus id (tutti__pci_code); else
+                                       NULL.  Caller frees */
 } tutti__group_table_t;
 
 /* What the coordinator decided for an instance. */
@@ -34,6 +37,8 @@ typedef struct tutti__decision {
     char detail[512];               /* error text, or the rule that chose */
     uint32_t details_len;           /* what init_params wrote */
     unsigned char details[TUTTI_DETAILS_MAX];
+    uint32_t group_details_len;     /* the module's init_group_params */
+    unsigned char group_details[TUTTI_GROUP_DETAILS_MAX];
     struct tutti__decision *next;
 } tutti__decision_t;
 
@@ -54,12 +59,15 @@ tutti_status_t tutti__member_init(tutti__job_t *job);
 /** Frees what the members' side keeps (after tutti__job_stop()). */
 void tutti__member_fini(tutti__job_t *job);
 
-/** Joins group @p key as device @p device_index of @p type: waits until
+/** Joins group @p key as device @p device_index of @p type (whose GPU,
+ *  for CUDA, has the PCI bus id @p pci, a tutti__pci_code): waits until
  *  every member joined (or @p timeout passes, naming who had come) and
- *  fills @p table_out.  Refusals name the field and values. */
+ *  fills @p table_out, ranks in @p ring_order or @p device_order.
+ *  Refusals name the field and values. */
 tutti_status_t tutti__member_join(tutti__job_t *job, uint64_t key, int size,
                                   tutti_device_type_t type, int device_index,
-                                  const int *ring_order, double timeout,
+                                  const int *ring_order, int device_order,
+                                  uint32_t pci, double timeout,
                                   tutti__group_table_t *table_out);
 /** Lets decisions for @p m's group reach it. */
 tutti_status_t tutti__member_add(tutti__job_t *job, tutti__job_member_t *m);

@@ -34,11 +34,17 @@ typedef struct {
     int32_t numa_node;
     int32_t has_order;         /* ring_order given */
     int32_t order[TUTTI__MAX_MEMBERS]; /* size entries when has_order */
+    uint32_t pci;              /* the GPU's PCI bus id (tutti__pci_code) */
+    int32_t device_order;      /* tutti_device_order_t */
 } tutti__join_payload_t;
 
-/* Followed by num_hosts host names of TUTTI_HOST_NAME_MAX bytes. */
+/* A CUDA group's members are fewer: their GPUs' PCI bus ids travel too. */
+#define TUTTI__MAX_CUDA_MEMBERS 128
+
+/* Followed by num_hosts host names of TUTTI_HOST_NAME_MAX bytes, then,
+ * when has_pci, size PCI bus ids (uint32_t, tutti__pci_code). */
 typedef struct {
-    int32_t size, num_tasks, num_hosts, reserved;
+    int32_t size, num_tasks, num_hosts, has_pci;
     tutti_locality_t members[];
 } tutti__group_payload_t;
 
@@ -47,6 +53,12 @@ _Static_assert(sizeof(tutti__group_payload_t) +
                        TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX <=
                    TUTTI_CTRL_PAYLOAD,
                "group table");
+_Static_assert(sizeof(tutti__group_payload_t) +
+                       TUTTI__MAX_CUDA_MEMBERS * (sizeof(tutti_locality_t) +
+                                                  sizeof(uint32_t)) +
+                       TUTTI_MAX_HOSTS * TUTTI_HOST_NAME_MAX <=
+                   TUTTI_CTRL_PAYLOAD,
+               "CUDA group table");
 
 typedef struct {
     int32_t rank, size, collective, dtype, op, root, device_type, num_tasks;
@@ -61,6 +73,8 @@ typedef struct {
     char detail[512];
     uint32_t details_len;
     unsigned char details[TUTTI_DETAILS_MAX];
+    uint32_t group_details_len;      /* the module's init_group_params */
+    unsigned char group_details[TUTTI_GROUP_DETAILS_MAX];
 } tutti__decision_payload_t;
 
 _Static_assert(sizeof(tutti__join_payload_t) <= TUTTI_CTRL_PAYLOAD,

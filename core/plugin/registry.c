@@ -656,7 +656,8 @@ int tutti__registry_accept(const void *arg, const char *name,
                            const tutti_select_query_t *q, char *why,
                            size_t len)
 {
-    const tutti__registry_t *reg = arg;
+    const tutti__accept_t *acc = arg;
+    const tutti__registry_t *reg = acc->reg;
     const tutti__impl_entry_t *e = tutti__registry_find(reg, name);
     const char *coll = tutti_collective_name(q->collective);
     if (e == NULL) {
@@ -677,7 +678,26 @@ int tutti__registry_accept(const void *arg, const char *name,
                  coll);
         return 0;
     }
-    return 1;
+    const tutti_alg_ops_t *ops = e->impl->ops;
+    if (ops->size <= offsetof(tutti_alg_ops_t, supports) ||
+        ops->supports == NULL)
+        return 1;
+    size_t esize = tutti_dtype_size(q->dtype);
+    tutti_alg_instance_t made = {
+        .size = sizeof(made), .collective = q->collective, .dtype = q->dtype,
+        .op = TUTTI_OP_SUM,
+        .count = q->per_rank ? TUTTI_COUNT_PER_RANK
+                             : (esize ? q->bytes / esize : 0),
+        .group_size = q->group_size, .num_tasks = q->num_tasks,
+        .device_type = q->device_type};
+    char reason[256] = "";
+    if (ops->supports(acc->inst ? acc->inst : &made, reason,
+                      sizeof(reason)))
+        return 1;
+    snprintf(why, len, "%s (module %s) declines: %s", name,
+             reg->modules[e->module].name,
+             reason[0] ? reason : "no reason given");
+    return 0;
 }
 
 void tutti__registry_free(tutti__registry_t *reg)

@@ -59,9 +59,19 @@ tutti_status_t tutti__registry_load(tutti__registry_t *reg,
                                     const tutti__strlist_t *load_only);
 const tutti__impl_entry_t *tutti__registry_find(const tutti__registry_t *reg,
                                                 const char *name);
-/** A tutti__rule_accept_fn over @p reg (a tutti__registry_t *): the
- *  implementation is loaded, runs q's collective on q's device type and,
- *  for per-rank counts, runs the collective with them. */
+/** What tutti__registry_accept takes as its argument: the registry, and
+ *  the instance as rank 0 sees it (with the group's localities and PCI bus
+ *  ids) when a coordinator decides one, or NULL: one is made from the
+ *  query (op sum, no localities) for tutti_info_explain(). */
+typedef struct {
+    const tutti__registry_t *reg;
+    const tutti_alg_instance_t *inst;
+} tutti__accept_t;
+
+/** A tutti__rule_accept_fn over a tutti__accept_t: the implementation is
+ *  loaded, runs q's collective on q's device type, for per-rank counts
+ *  runs the collective with them, and its supports() (ABI 1.3), if any,
+ *  takes the instance. */
 int tutti__registry_accept(const void *reg, const char *name,
                            const tutti_select_query_t *q, char *why,
                            size_t len);

@@ -1,0 +1,359 @@
+/*
+ * Executions on CUDA groups (exec.h).  An implementation that runs on
+ * device memory gets the caller's buffers and stream; the core pre-scales
+ * its input and post-scales its output with CUDA kernels on that stream,
+ * then polls an event, so the request completes once the result is in
+ * place.  Any other implementation is staged (device/stage.h): the input
+ * is copied to pinned host buffers, the implementation runs there out of
+ * place (with the host's scaling), the output is copied back, and the
+ * caller's stream is held by a gate until then.  Either way no thread
+ * blocks on the device.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "exec/exec.h"
+
+enum { PHASE_RUN = 0, PHASE_POST, PHASE_IN, PHASE_OUT };
+
+/* ---- checks and set-up ------------------------------------------------ */
+
+static tutti_status_t check_one(const tutti_group_t *g,
+                                const tutti_instance_params_t *p,
+                                const char *name, const void *buf,
+                                const tutti__cuda_ops_t *ops)
+{
+    int dev = -1, err;
+    if (buf == NULL)
+        return TUTTI_OK;
+    if ((err = ops->pointer_device(buf, &dev)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_INVALID_ARG, err, "instance "
+                                 "0x%llx: %s %p",
+                                 (unsigned long long)p->instance_key, name,
+                                 buf);
+    int want = g->device_type == TUTTI_DEVICE_CUDA ? g->device_index : -1;
+    if (dev == want)
+        return TUTTI_OK;
+    char is[32], expected[32];
+    snprintf(is, sizeof(is), dev < 0 ? "host memory" : "memory of cuda:%d",
+             dev);
+    snprintf(expected, sizeof(expected),
+             want < 0 ? "host memory" : "memory of cuda:%d", want);
+    return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "group 0x%llx rank %d "
+                        "(%s) instance 0x%llx: %s %p is %s; a %s group "
+                        "takes %s", (unsigned long long)g->key, g->rank,
+                        g->device_name, (unsigned long long)p->instance_key,
+                        name, buf, is,
+                        tutti_device_type_name(g->device_type), expected);
+}
+
+tutti_status_t tutti__cuda_check_buffers(const tutti_group_t *g,
+                                         const tutti_instance_params_t *p,
+                                         const void *sendbuf,
+                                         const void *recvbuf)
+{
+    /* A cpu group is checked only where CUDA is loaded already: a
+     * cpu-only job never loads it for this. */
+    const tutti__cuda_ops_t *ops =
+        g->device_type == TUTTI_DEVICE_CUDA ? g->cuda : tutti__cuda_loaded();
+    tutti_status_t st;
+    if (ops == NULL)
+        return TUTTI_OK;
+    if ((st = check_one(g, p, "sendbuf", sendbuf, ops)) != TUTTI_OK)
+        return st;
+    return recvbuf == sendbuf ? TUTTI_OK
+                              : check_one(g, p, "recvbuf", recvbuf, ops);
+}
+
+tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
+                                      tutti__instance_t *inst)
+{
+    const tutti_instance_params_t *p = &inst->params;
+    inst->ordered = (inst->impl->impl->flags & TUTTI_IMPL_ORDERED) != 0;
+    if (g->device_type != TUTTI_DEVICE_CUDA) {
+        inst->mode = TUTTI__MODE_HOST;
+        return TUTTI_OK;
+    }
+    const tutti__cuda_ops_t *ops = g->cuda;
+    int err;
+    if (inst->impl->impl->flags & TUTTI_IMPL_DEVICE_MEMORY) {
+        inst->mode = TUTTI__MODE_DEVICE;
+        if ((err = ops->set_device(g->device_index)) != 0 ||
+            (err = ops->event_create(&inst->dev_done)) != 0)
+            return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "instance "
+                                     "0x%llx on cuda:%d",
+                                     (unsigned long long)p->instance_key,
+                                     g->device_index);
+        return TUTTI_OK;
+    }
+    inst->mode = TUTTI__MODE_STAGED;
+    size_t in = 0, out = 0, in_off, out_off, esize = tutti_dtype_size(p->dtype);
+    /* Per-rank counts come with each execution: their buffers grow
+     * then. */
+    if (!inst->per_rank &&
+        tutti__coll_layout(p, NULL, g->rank, g->size, 0, &in_off, &in,
+                           &out_off, &out) != TUTTI_OK)
+        in = out = 0;
+    return tutti__dstage_create(ops, g->device_index, in * esize, out * esize,
+                                &inst->dstage);
+}
+
+void tutti__cuda_inst_free(tutti__instance_t *inst)
+{
+    tutti__dstage_destroy(inst->dstage);
+    inst->dstage = NULL;
+    const tutti__cuda_ops_t *ops = tutti__cuda_loaded();
+    if (ops == NULL)
+        return;
+    if (inst->dev_stage)
+        ops->dev_free(inst->dev_stage);
+    if (inst->dev_done)
+        ops->event_destroy(inst->dev_done);
+}
+
+/* ---- the device path ---------------------------------------------------- */
+
+static tutti_status_t dev_stage(tutti_group_t *g, tutti__instance_t *inst,
+                                size_t bytes)
+{
+    if (bytes <= inst->dev_stage_len)
+        return TUTTI_OK;
+    void *buf = NULL;
+    int err = g->cuda->dev_alloc(bytes, &buf);
+    if (err != 0)
+        return tutti__cuda_error(TUTTI_ERR_NO_MEMORY, err, "instance 0x%llx: "
+                                 "%zu bytes of cuda:%d memory for its "
+                                 "prepared input",
+                                 (unsigned long long)inst->params.instance_key,
+                                 bytes, g->device_index);
+    if (inst->dev_stage)
+        g->cuda->dev_free(inst->dev_stage);
+    inst->dev_stage = buf;
+    inst->dev_stage_len = bytes;
+    return TUTTI_OK;
+}
+
+/* tutti__coll_prepare's plan, carried out by kernels on the stream. */
+static tutti_status_t dev_prepare(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    tutti__instance_t *inst = r->inst;
+    const tutti_instance_params_t *p = &inst->params;
+    tutti_alg_exec_t *x = &r->exec;
+    size_t in, esize = tutti_dtype_size(p->dtype);
+    tutti__prep_t plan;
+    int err = 0;
+    tutti_status_t st = tutti__coll_prepare_plan(p, g->rank, g->size, x,
+                                                 &plan, &in);
+    if (st != TUTTI_OK || plan == TUTTI__PREP_NONE)
+        return st;
+    void *dst = x->recvbuf;
+    if (plan != TUTTI__PREP_SCALE_TO_RECV) {
+        if ((st = dev_stage(g, inst, in * esize)) != TUTTI_OK)
+            return st;
+        dst = inst->dev_stage;
+    }
+    if (plan == TUTTI__PREP_COPY_TO_STAGE)
+        err = in ? g->cuda->memcpy_async(dst, x->sendbuf, in * esize,
+                                         r->stream)
+                 : 0;
+    else
+        err = g->cuda->scale(p->dtype, dst, x->sendbuf, in, p->pre_scale,
+                             r->stream);
+    if (err != 0)
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "instance 0x%llx: "
+                                 "preparing the input on cuda:%d",
+                                 (unsigned long long)p->instance_key,
+                                 g->device_index);
+    x->sendbuf = dst;
+    return TUTTI_OK;
+}
+
+/* The implementation's work is done (queued on the stream): avg and
+ * post_scale by kernels behind it, then an event to poll. */
+static tutti_status_t dev_post(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    tutti__instance_t *inst = r->inst;
+    const tutti_instance_params_t *p = &inst->params;
+    size_t off, count, esize = tutti_dtype_size(p->dtype);
+    int err = 0;
+    if (!inst->postscaled)
+        return TUTTI_OK;
+    tutti__coll_postscale_span(p, g->rank, &r->exec, &off, &count);
+    if (count == 0)
+        return TUTTI_OK;
+    char *buf = (char *)r->exec.recvbuf + off * esize;
+    if (p->op == TUTTI_OP_AVG)
+        err = g->cuda->divide(p->dtype, buf, count, g->size, r->stream);
+    if (err == 0 && p->post_scale != 0.0 && p->post_scale != 1.0)
+        err = g->cuda->scale(p->dtype, buf, buf, count, p->post_scale,
+                             r->stream);
+    if (err == 0)
+        err = g->cuda->event_record(inst->dev_done, r->stream);
+    if (err != 0)
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "instance 0x%llx: "
+                                 "scaling the result on cuda:%d",
+                                 (unsigned long long)p->instance_key,
+                                 g->device_index);
+    r->phase = PHASE_POST;
+    return TUTTI_INPROGRESS;
+}
+
+static tutti_status_t dev_poll(tutti_request_t *r)
+{
+    int err = r->group->cuda->event_query(r->inst->dev_done);
+    if (err == TUTTI__CUDA_PENDING)
+        return TUTTI_INPROGRESS;
+    if (err == 0)
+        return TUTTI_OK;
+    return tutti__cuda_error(TUTTI_ERR_IO, err, "instance 0x%llx on cuda:%d",
+                             (unsigned long long)r->inst->params.instance_key,
+                             r->group->device_index);
+}
+
+/* ---- the staged path ------------------------------------------------- */
+
+/* Runs the implementation on the staged input, out of place. */
+static tutti_status_t staged_run(tutti_request_t *r)
+{
+    tutti__dstage_t *s = r->inst->dstage;
+    tutti_alg_exec_t *x = &r->exec;
+    tutti_status_t st = TUTTI_OK;
+    x->sendbuf = r->dev_send ? s->host_in : NULL;
+    x->recvbuf = r->dev_recv ? s->host_out : NULL;
+    x->stream = NULL;
+    if (r->inst->prepared)
+        st = tutti__request_prepare(r);
+    if (st == TUTTI_OK)
+        st = r->inst->impl->impl->ops->run(r->inst->state, x);
+    r->phase = PHASE_RUN;
+    return st;
+}
+
+/* The implementation finished: the host's scaling, then the copy back. */
+static tutti_status_t staged_back(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    tutti__instance_t *inst = r->inst;
+    const tutti_instance_params_t *p = &inst->params;
+    size_t in_off, in, out_off, out, esize = tutti_dtype_size(p->dtype);
+    tutti_status_t st = TUTTI_OK;
+    if (inst->postscaled)
+        st = tutti__coll_postscale(p, g->rank, g->size, &r->exec);
+    if (st == TUTTI_OK)
+        st = tutti__coll_layout(p, r->exec.counts, g->rank, g->size,
+                                r->dev_send == r->dev_recv, &in_off, &in,
+                                &out_off, &out);
+    if (st != TUTTI_OK)
+        return st;
+    /* What arrived, where the implementation says; else all of out. */
+    if (inst->per_rank && p->collective != TUTTI_COLL_REDUCE_SCATTER)
+        out = r->exec.recv_total;
+    if (r->dev_recv == NULL)
+        out = 0;
+    st = tutti__dstage_finish(inst->dstage,
+                              (char *)r->dev_recv + out_off * esize,
+                              inst->dstage->host_out, out * esize);
+    r->phase = PHASE_OUT;
+    return st == TUTTI_OK ? TUTTI_INPROGRESS : st;
+}
+
+static tutti_status_t staged_start(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    tutti__instance_t *inst = r->inst;
+    const tutti_instance_params_t *p = &inst->params;
+    size_t in_off, in, out_off, out, esize = tutti_dtype_size(p->dtype);
+    tutti_status_t st = tutti__coll_layout(p, r->exec.counts, g->rank,
+                                           g->size,
+                                           r->dev_send == r->dev_recv &&
+                                               r->dev_send != NULL,
+                                           &in_off, &in, &out_off, &out);
+    if (st != TUTTI_OK)
+        return st;
+    if (r->dev_send == NULL ||
+        (p->collective == TUTTI_COLL_BROADCAST && g->rank != p->root))
+        in = 0; /* nothing to read */
+    if ((st = tutti__dstage_reserve(inst->dstage, in * esize,
+                                    out * esize)) != TUTTI_OK ||
+        (st = tutti__dstage_start(inst->dstage, r->stream,
+                                  (const char *)r->dev_send + in_off * esize,
+                                  in * esize)) != TUTTI_OK)
+        return st;
+    r->phase = PHASE_IN;
+    return TUTTI_INPROGRESS;
+}
+
+/* ---- both ---------------------------------------------------------------- */
+
+tutti_status_t tutti__cuda_start(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    tutti_status_t st;
+    int err = g->cuda->set_device(g->device_index);
+    if (err != 0)
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d",
+                                 g->device_index);
+    r->dev_send = r->exec.sendbuf;
+    r->dev_recv = r->exec.recvbuf;
+    if (r->inst->mode == TUTTI__MODE_STAGED)
+        return staged_start(r);
+    r->exec.stream = r->stream;
+    r->phase = PHASE_RUN;
+    if (r->inst->prepared && (st = dev_prepare(r)) != TUTTI_OK)
+        return st;
+    st = r->inst->impl->impl->ops->run(r->inst->state, &r->exec);
+    return st == TUTTI_OK ? dev_post(r) : st;
+}
+
+tutti_status_t tutti__cuda_progress(tutti_request_t *r)
+{
+    const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
+    tutti_status_t st;
+    switch (r->phase) {
+    case PHASE_POST:
+        return dev_poll(r);
+    case PHASE_IN:
+        st = tutti__dstage_input_ready(r->inst->dstage);
+        if (st != TUTTI_OK)
+            return st;
+        st = staged_run(r);
+        break;
+    case PHASE_OUT:
+        st = tutti__dstage_output_ready(r->inst->dstage);
+        if (st == TUTTI_OK)
+            tutti__dstage_release(r->inst->dstage);
+        return st;
+    default: /* PHASE_RUN */
+        st = ops->progress(r->inst->state, &r->exec);
+        break;
+    }
+    if (st != TUTTI_OK)
+        return st;
+    return r->inst->mode == TUTTI__MODE_STAGED ? staged_back(r) : dev_post(r);
+}
+
+void tutti__cuda_end(tutti_request_t *r)
+{
+    if (r->inst->dstage != NULL)
+        tutti__dstage_release(r->inst->dstage);
+}
+
+void tutti__group_abort_modules(tutti_group_t *g, const char *why)
+{
+    const tutti__registry_t *reg = g->job->reg;
+    for (size_t m = 0; m < reg->num_modules; m++) {
+        tutti__group_state_t *gs = &g->mod_state[m];
+        const tutti_alg_group_ops_t *gops = reg->modules[m].group_ops;
+        if (!gs->made || gs->aborted || gops == NULL ||
+            gops->abort_group == NULL)
+            continue;
+        gs->aborted = 1;
+        tutti__log(TUTTI_LOG_INFO, "exec", "group 0x%llx: module %s stops "
+                   "its device work: %s", (unsigned long long)g->key,
+                   reg->modules[m].name, why);
+        gops->abort_group(gs->state, why);
+    }
+}
