@@ -802,7 +802,7 @@ static tutti_status_t choose(tutti__job_t *job, const coord_inst_t *ci,
         return TUTTI_ERR_NOT_FOUND;
     }
     if (!(e->impl->collectives & TUTTI_COLL_BIT(p->collective)) ||
-        !(e->impl->device_types & TUTTI_DEVICE_BIT(p->device_type))) {
+        !tutti__impl_serves(e->impl, (tutti_device_type_t)p->device_type)) {
         snprintf(d->detail, sizeof(d->detail), "implementation '%s' (module "
                  "%s) does not run %s on %s devices", name,
                  job->reg->modules[e->module].name,

@@ -665,7 +665,7 @@ int tutti__registry_accept(const void *arg, const char *name,
         return 0;
     }
     if (!(e->impl->collectives & TUTTI_COLL_BIT(q->collective)) ||
-        !(e->impl->device_types & TUTTI_DEVICE_BIT(q->device_type))) {
+        !tutti__impl_serves(e->impl, q->device_type)) {
         snprintf(why, len, "%s (module %s) does not run %s on %s devices",
                  name, reg->modules[e->module].name, coll ? coll : "?",
                  tutti_device_type_name(q->device_type));
@@ -698,6 +698,17 @@ int tutti__registry_accept(const void *arg, const char *name,
              reg->modules[e->module].name,
              reason[0] ? reason : "no reason given");
     return 0;
+}
+
+int tutti__impl_serves(const tutti_alg_impl_t *impl,
+                       tutti_device_type_t type)
+{
+    if (impl->device_types & TUTTI_DEVICE_BIT(type))
+        return 1;
+    /* The core stages CUDA data through host memory for a cpu
+     * implementation (core/device/stage.h). */
+    return type == TUTTI_DEVICE_CUDA &&
+           (impl->device_types & TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU));
 }
 
 void tutti__registry_free(tutti__registry_t *reg)

@@ -46,7 +46,14 @@ static void check_rule(tutti__rule_t *r, tutti__impl_lookup_fn has_impl,
                  "rule names implementation '%s' that no loaded module "
                  "provides",
                  tutti__config_rule_algo(r));
-        skip_rule(r, reason, log_level);
+        /* A rule for accelerators only names an optional module (nccl,
+         * built where its library is found): its absence is news to
+         * nobody running on cpus. */
+        int accel_only = r->device_types != 0 &&
+                         !mask_has(r->device_types, TUTTI_DEVICE_CPU);
+        skip_rule(r, reason,
+                  accel_only && log_level < TUTTI_LOG_INFO ? TUTTI_LOG_INFO
+                                                           : log_level);
         return;
     }
     missing = r->collectives & ~colls;

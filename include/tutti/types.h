@@ -140,8 +140,9 @@ inline const char *tutti_dtype_name(tutti_dtype_t dtype)
         TUTTI_DTYPE_LIST(TUTTI_DTYPE_NAME_)
 #undef TUTTI_DTYPE_NAME_
         NULL};
-    return names[(unsigned)dtype < TUTTI_DTYPE_COUNT ? (unsigned)dtype
-                                                     : TUTTI_DTYPE_COUNT];
+    return names[(unsigned)dtype < TUTTI_DTYPE_COUNT
+                     ? (unsigned)dtype
+                     : (unsigned)TUTTI_DTYPE_COUNT];
 }
 const char *tutti_op_name(tutti_op_t op);
 const char *tutti_collective_name(tutti_collective_t coll);
