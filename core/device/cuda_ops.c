@@ -213,7 +213,8 @@ static int cu_event_query(void *event)
 
 /*
  * "cudaErrorName: description", built once per code and kept for the
- * library's lifetime (the header promises a static string).  The runtime's
+ * library's lifetime (the header promises a static string; the core keeps
+ * the library loaded while it holds any).  The runtime's
  * codes are below 1000 (cudaErrorUnknown is 999); threads racing on one
  * code keep the first string and free their own.
  */
@@ -246,6 +247,13 @@ static const char *cu_error_string(int err)
         return expected;
     }
     return s;
+}
+
+/* The strings live as long as the library: freed when it is unloaded. */
+__attribute__((destructor)) static void free_error_strings(void)
+{
+    for (int i = 0; i < ERROR_CODES; i++)
+        free(atomic_exchange(&error_strings[i], NULL));
 }
 
 /* ---- the table --------------------------------------------------------------- */
