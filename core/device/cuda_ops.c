@@ -16,7 +16,7 @@
 #include "device/cuda_ops.h"
 #include "device/kernels.h"
 
-/* ---- the runtime and its devices --------------------------------------- */
+/* ---- the runtime and its devices ----------------------------------------- */
 
 static int cu_versions(int *runtime_out, int *driver_out)
 {
@@ -80,24 +80,24 @@ static int cu_pointer_device(const void *ptr, int *device_out)
     if (err != cudaSuccess)
         return (int)err;
     switch (attr.type) {
-    case cudaMemoryTypeDevice:
-    case cudaMemoryTypeManaged:
-        *device_out = attr.device;
-        break;
-    default: /* unregistered or pinned host memory */
-        *device_out = -1;
-        break;
+        case cudaMemoryTypeDevice:
+        case cudaMemoryTypeManaged:
+            *device_out = attr.device;
+            break;
+        default: /* unregistered or pinned host memory */
+            *device_out = -1;
+            break;
     }
     return 0;
 }
 
-/* ---- memory ---------------------------------------------------------------- */
+/* ---- memory -------------------------------------------------------------- */
 
 static int cu_host_alloc(size_t len, void **host_out, void **dev_out)
 {
     void *host = NULL, *dev = NULL;
-    cudaError_t err = cudaHostAlloc(&host, len,
-                                    cudaHostAllocMapped | cudaHostAllocPortable);
+    cudaError_t err =
+        cudaHostAlloc(&host, len, cudaHostAllocMapped | cudaHostAllocPortable);
 
     if (err != cudaSuccess)
         return (int)err;
@@ -134,14 +134,13 @@ static void cu_dev_free(void *dev)
         (void)cudaFree(dev);
 }
 
-static int cu_memcpy_async(void *dst, const void *src, size_t len,
-                           void *stream)
+static int cu_memcpy_async(void *dst, const void *src, size_t len, void *stream)
 {
     return (int)cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault,
                                 (cudaStream_t)stream);
 }
 
-/* ---- streams and events ---------------------------------------------------- */
+/* ---- streams and events -------------------------------------------------- */
 
 static int cu_stream_create(void **stream_out)
 {
@@ -209,7 +208,7 @@ static int cu_event_query(void *event)
     return (int)err;
 }
 
-/* ---- errors ------------------------------------------------------------------ */
+/* ---- errors -------------------------------------------------------------- */
 
 /*
  * "cudaErrorName: description", built once per code and kept for the
@@ -239,9 +238,8 @@ static const char *cu_error_string(int err)
     if (s == NULL)
         return name; /* static too; the description is lost */
     snprintf(s, len, "%s: %s", name, desc);
-    if (!atomic_compare_exchange_strong_explicit(&error_strings[err],
-                                                 &expected, s,
-                                                 memory_order_acq_rel,
+    if (!atomic_compare_exchange_strong_explicit(&error_strings[err], &expected,
+                                                 s, memory_order_acq_rel,
                                                  memory_order_acquire)) {
         free(s);
         return expected;
@@ -256,10 +254,10 @@ __attribute__((destructor)) static void free_error_strings(void)
         free(atomic_exchange(&error_strings[i], NULL));
 }
 
-/* ---- the table --------------------------------------------------------------- */
+/* ---- the table ----------------------------------------------------------- */
 
-extern __attribute__((visibility("default"))) const tutti__cuda_ops_t
-    tutti_cuda_ops;
+extern __attribute__((visibility("default")))
+const tutti__cuda_ops_t tutti_cuda_ops;
 
 const tutti__cuda_ops_t tutti_cuda_ops = {
     .size = sizeof(tutti__cuda_ops_t),

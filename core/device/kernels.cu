@@ -122,7 +122,7 @@ static __device__ __forceinline__ double op_f64(double x, double m,
     return r != r ? __longlong_as_double((long long)dnan) : r;
 }
 
-/* ---- kernels --------------------------------------------------------------- */
+/* ---- kernels ------------------------------------------------------------- */
 
 /* One thread: spins until the host's word reaches the target (wrapping
  * compare), sleeping between reads so it leaves the SM's issue slots to
@@ -165,8 +165,8 @@ static __global__ void f16_kernel(uint16_t *dst, const uint16_t *src, size_t n,
 }
 
 template <bool DIV>
-static __global__ void bf16_kernel(uint16_t *dst, const uint16_t *src,
-                                   size_t n, float m, uint32_t dnan)
+static __global__ void bf16_kernel(uint16_t *dst, const uint16_t *src, size_t n,
+                                   float m, uint32_t dnan)
 {
     GRID_LOOP(i, n)
     dst[i] = float_to_bf16(op_f32<DIV>(bf16_to_float(src[i]), m, dnan));
@@ -181,7 +181,7 @@ static __global__ void int_divide_kernel(T *buf, size_t n, T q)
     buf[i] = (T)(buf[i] / q);
 }
 
-/* ---- host side ------------------------------------------------------------- */
+/* ---- host side ----------------------------------------------------------- */
 
 static unsigned grid_for(size_t count)
 {
@@ -241,16 +241,17 @@ static int float_op(tutti_dtype_t dtype, void *dst, const void *src,
     if (count == 0)
         return 0;
     switch (dtype) {
-    case TUTTI_FLOAT32:
-        return launch((const void *)f32_kernel<DIV>, count, args32, stream);
-    case TUTTI_FLOAT16:
-        return launch((const void *)f16_kernel<DIV>, count, args32, stream);
-    case TUTTI_BFLOAT16:
-        return launch((const void *)bf16_kernel<DIV>, count, args32, stream);
-    case TUTTI_FLOAT64:
-        return launch((const void *)f64_kernel<DIV>, count, args64, stream);
-    default:
-        return (int)cudaErrorInvalidValue;
+        case TUTTI_FLOAT32:
+            return launch((const void *)f32_kernel<DIV>, count, args32, stream);
+        case TUTTI_FLOAT16:
+            return launch((const void *)f16_kernel<DIV>, count, args32, stream);
+        case TUTTI_BFLOAT16:
+            return launch((const void *)bf16_kernel<DIV>, count, args32,
+                          stream);
+        case TUTTI_FLOAT64:
+            return launch((const void *)f64_kernel<DIV>, count, args64, stream);
+        default:
+            return (int)cudaErrorInvalidValue;
     }
 }
 
@@ -280,19 +281,19 @@ int tutti__cuda_divide(tutti_dtype_t dtype, void *buf, size_t count,
     if (divisor <= 0)
         return (int)cudaErrorInvalidValue;
     switch (dtype) {
-    case TUTTI_INT8:
-        return int_divide<int8_t>(buf, count, divisor, stream);
-    case TUTTI_UINT8:
-        return int_divide<uint8_t>(buf, count, divisor, stream);
-    case TUTTI_INT32:
-        return int_divide<int32_t>(buf, count, divisor, stream);
-    case TUTTI_UINT32:
-        return int_divide<uint32_t>(buf, count, divisor, stream);
-    case TUTTI_INT64:
-        return int_divide<int64_t>(buf, count, divisor, stream);
-    case TUTTI_UINT64:
-        return int_divide<uint64_t>(buf, count, divisor, stream);
-    default:
-        return float_op<true>(dtype, buf, buf, count, divisor, stream);
+        case TUTTI_INT8:
+            return int_divide<int8_t>(buf, count, divisor, stream);
+        case TUTTI_UINT8:
+            return int_divide<uint8_t>(buf, count, divisor, stream);
+        case TUTTI_INT32:
+            return int_divide<int32_t>(buf, count, divisor, stream);
+        case TUTTI_UINT32:
+            return int_divide<uint32_t>(buf, count, divisor, stream);
+        case TUTTI_INT64:
+            return int_divide<int64_t>(buf, count, divisor, stream);
+        case TUTTI_UINT64:
+            return int_divide<uint64_t>(buf, count, divisor, stream);
+        default:
+            return float_op<true>(dtype, buf, buf, count, divisor, stream);
     }
 }

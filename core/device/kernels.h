@@ -19,9 +19,8 @@ extern "C" {
 #define TUTTI__CUDA_HIDDEN __attribute__((visibility("hidden")))
 
 /** Queues the gate kernel of tutti__cuda_ops_t.gate on @p stream. */
-TUTTI__CUDA_HIDDEN int tutti__cuda_gate(void *stream,
-                                        const volatile uint32_t *flag,
-                                        uint32_t target);
+TUTTI__CUDA_HIDDEN int
+tutti__cuda_gate(void *stream, const volatile uint32_t *flag, uint32_t target);
 /** Queues dst[i] = src[i] * factor (tutti__cuda_ops_t.scale);
  *  cudaErrorInvalidValue for an integer or invalid @p dtype. */
 TUTTI__CUDA_HIDDEN int tutti__cuda_scale(tutti_dtype_t dtype, void *dst,

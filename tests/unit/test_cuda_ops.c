@@ -85,26 +85,36 @@ static void test_table(void **state)
      * the count of pointers must match what size leaves after the
      * header fields. */
     const void *entries[] = {
-        (const void *)ops->versions,          (const void *)ops->device_count,
-        (const void *)ops->pci_bus_id,        (const void *)ops->set_device,
-        (const void *)ops->pointer_device,    (const void *)ops->host_alloc,
-        (const void *)ops->host_free,         (const void *)ops->dev_alloc,
-        (const void *)ops->dev_free,          (const void *)ops->memcpy_async,
-        (const void *)ops->stream_create,     (const void *)ops->stream_destroy,
-        (const void *)ops->stream_capturing,  (const void *)ops->stream_wait_event,
-        (const void *)ops->event_create,      (const void *)ops->event_destroy,
-        (const void *)ops->event_record,      (const void *)ops->event_query,
-        (const void *)ops->gate,              (const void *)ops->scale,
-        (const void *)ops->divide,            (const void *)ops->error_string,
+        (const void *)ops->versions,
+        (const void *)ops->device_count,
+        (const void *)ops->pci_bus_id,
+        (const void *)ops->set_device,
+        (const void *)ops->pointer_device,
+        (const void *)ops->host_alloc,
+        (const void *)ops->host_free,
+        (const void *)ops->dev_alloc,
+        (const void *)ops->dev_free,
+        (const void *)ops->memcpy_async,
+        (const void *)ops->stream_create,
+        (const void *)ops->stream_destroy,
+        (const void *)ops->stream_capturing,
+        (const void *)ops->stream_wait_event,
+        (const void *)ops->event_create,
+        (const void *)ops->event_destroy,
+        (const void *)ops->event_record,
+        (const void *)ops->event_query,
+        (const void *)ops->gate,
+        (const void *)ops->scale,
+        (const void *)ops->divide,
+        (const void *)ops->error_string,
     };
     size_t n = sizeof(entries) / sizeof(entries[0]);
 
     assert_int_equal(ops->size, sizeof(tutti__cuda_ops_t));
     assert_int_equal(ops->version, TUTTI__CUDA_OPS_VERSION);
-    assert_int_equal(offsetof(tutti__cuda_ops_t, error_string) +
-                         sizeof(ops->error_string),
-                     offsetof(tutti__cuda_ops_t, versions) +
-                         n * sizeof(void (*)(void)));
+    assert_int_equal(
+        offsetof(tutti__cuda_ops_t, error_string) + sizeof(ops->error_string),
+        offsetof(tutti__cuda_ops_t, versions) + n * sizeof(void (*)(void)));
     for (size_t i = 0; i < n; i++)
         assert_non_null(entries[i]);
 }
@@ -152,8 +162,8 @@ static void test_no_device_errors(void **state)
     assert_int_equal(ops->host_alloc(4096, &p, &q), expect);
     assert_ptr_equal(p, sentinel);
     assert_ptr_equal(q, sentinel);
-    assert_int_equal(ops->set_device(0), count_err != 0 ? count_err
-                                                        : cudaErrorInvalidDevice);
+    assert_int_equal(ops->set_device(0),
+                     count_err != 0 ? count_err : cudaErrorInvalidDevice);
     /* Kernels need a context: their launch fails too. */
     assert_int_not_equal(ops->divide(TUTTI_FLOAT32, &p, 1, 2, NULL), 0);
 }
@@ -180,7 +190,7 @@ static void test_kernel_arguments(void **state)
     assert_true(x == 1.0f);
 }
 
-/* ---- with a device ----------------------------------------------------------- */
+/* ---- with a device ------------------------------------------------------- */
 
 /* Polls @p event until it completes; fails after 10 s. */
 static void wait_event(void *event)
@@ -367,7 +377,7 @@ static void test_device_gate(void **state)
     ops->stream_destroy(stream);
 }
 
-/* ---- scale and divide against the host ----------------------------------------- */
+/* ---- scale and divide against the host ----------------------------------- */
 
 #define COUNT 65536 /* every 16-bit pattern once */
 
@@ -397,19 +407,24 @@ static void fill(tutti_dtype_t dtype, void *buf, uint64_t *seed)
     }
     if (dtype == TUTTI_FLOAT32) {
         static const uint32_t special[] = {
-            0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u,
-            0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffa5a5a5u,
-            0x00000001u, 0x807fffffu, 0x7f7fffffu, 0x3f000000u,
-            0xbfc00000u};
+            0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+            0xffc00000u, 0x7f800001u, 0xffa5a5a5u, 0x00000001u, 0x807fffffu,
+            0x7f7fffffu, 0x3f000000u, 0xbfc00000u};
         memcpy(buf, special, sizeof(special));
     } else if (dtype == TUTTI_FLOAT64) {
-        static const uint64_t special[] = {
-            0x0ull, 0x8000000000000000ull, 0x7ff0000000000000ull,
-            0xfff0000000000000ull, 0x7ff8000000000000ull,
-            0xfff8000000000000ull, 0x7ff0000000000001ull,
-            0xfff5a5a5a5a5a5a5ull, 0x1ull, 0x800fffffffffffffull,
-            0x7fefffffffffffffull, 0x3fe0000000000000ull,
-            0xbff8000000000000ull};
+        static const uint64_t special[] = {0x0ull,
+                                           0x8000000000000000ull,
+                                           0x7ff0000000000000ull,
+                                           0xfff0000000000000ull,
+                                           0x7ff8000000000000ull,
+                                           0xfff8000000000000ull,
+                                           0x7ff0000000000001ull,
+                                           0xfff5a5a5a5a5a5a5ull,
+                                           0x1ull,
+                                           0x800fffffffffffffull,
+                                           0x7fefffffffffffffull,
+                                           0x3fe0000000000000ull,
+                                           0xbff8000000000000ull};
         memcpy(buf, special, sizeof(special));
     }
 }
@@ -462,8 +477,7 @@ static void check_one(tutti_dtype_t dtype, double factor, int divisor,
 
 static void test_device_scale_divide(void **state)
 {
-    static const double factors[] = {0.5, -3.0, 1.0 / 3.0, 1e-3, 7.0e30,
-                                     -0.0};
+    static const double factors[] = {0.5, -3.0, 1.0 / 3.0, 1e-3, 7.0e30, -0.0};
     static const int divisors[] = {1, 2, 3, 7, 100};
     void *dev, *stream;
     uint64_t seed = 42;
