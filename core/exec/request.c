@@ -188,6 +188,7 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
             st != TUTTI_ERR_TOO_SMALL) {
             g->failed = st;
             snprintf(g->failure, sizeof(g->failure), "%s", r->error);
+            tutti__group_abort_modules(g, r->error);
         }
     }
     r->status = st;
