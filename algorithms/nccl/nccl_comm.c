@@ -97,9 +97,10 @@ static tutti_status_t nccl_init_group(const tutti_alg_group_t *group,
     ncclResult_t r;
 
     if (group->device_type != TUTTI_DEVICE_CUDA)
-        return core->error(TUTTI_ERR_UNSUPPORTED, MOD ": group 0x%llx: "
-                           "device type %d: NCCL runs on cuda devices only",
-                           key, (int)group->device_type);
+        return core->error(TUTTI_ERR_UNSUPPORTED, MOD ": group 0x%llx is "
+                           "not a cuda group (device type %d): NCCL runs on "
+                           "cuda devices only", key,
+                           (int)group->device_type);
     if (details_len != sizeof(id))
         return core->error(TUTTI_ERR_MODULE, MOD ": group 0x%llx: %zu bytes "
                            "of unique id, expected %zu", key, details_len,
