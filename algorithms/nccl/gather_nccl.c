@@ -1,0 +1,57 @@
+/*
+ * NcclGather: one NCCL group in which every rank sends its block to the
+ * root and the root receives one block from each rank (its own too, unless
+ * it is already in place).  In place on any rank, the input is the rank's
+ * block r*count of recvbuf.  The root receives n-1 blocks at once, so its
+ * links carry them all.  Limits: CUDA memory, one GPU per rank.
+ */
+#include "nccl_exec.h"
+
+#define IMPL "NcclGather"
+
+static tutti_status_t gather_enqueue(tutti_alg_nccl_state_t *s,
+                                     const tutti_alg_exec_t *x,
+                                     cudaStream_t stream)
+{
+    const tutti_alg_instance_t *in = s->inst;
+    size_t bytes = in->count * s->esize;
+    const void *src = x->sendbuf;
+    ncclComm_t comm = s->group->comm;
+    ncclResult_t r;
+
+    if (x->sendbuf == x->recvbuf)
+        src = tutti_alg_nccl_at(x->recvbuf, (size_t)in->rank * bytes);
+    if ((r = ncclGroupStart()) != ncclSuccess)
+        return tutti_alg_nccl_result(s, r, "ncclGroupStart");
+    if (in->rank != in->root) {
+        r = ncclSend(src, in->count, s->dtype, in->root, comm, stream);
+        return tutti_alg_nccl_group_end(s, r, "ncclSend");
+    }
+    for (int p = 0; p < in->group_size && r == ncclSuccess; p++) {
+        char *dst = tutti_alg_nccl_at(x->recvbuf, (size_t)p * bytes);
+        if (p == in->rank && dst == src)
+            continue;
+        if (p == in->rank)
+            r = ncclSend(src, in->count, s->dtype, p, comm, stream);
+        if (r == ncclSuccess)
+            r = ncclRecv(dst, in->count, s->dtype, p, comm, stream);
+    }
+    return tutti_alg_nccl_group_end(s, r, "ncclSend/ncclRecv");
+}
+
+static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
+                                          const tutti_core_ops_t *core,
+                                          const void *details,
+                                          size_t details_len, void **state_out)
+{
+    (void)details;
+    (void)details_len;
+    return tutti_alg_nccl_state_create(inst, core, IMPL, gather_enqueue, 0,
+                                       state_out);
+}
+
+const tutti_alg_ops_t tutti_alg_nccl_gather_ops = {
+    .size = sizeof(tutti_alg_ops_t), .init_context = gather_init_context,
+    .run = tutti_alg_nccl_run, .progress = tutti_alg_nccl_progress,
+    .fini_context = tutti_alg_nccl_fini_context,
+    .supports = tutti_alg_nccl_supports};

@@ -1,0 +1,35 @@
+/*
+ * NcclReduce: ncclReduce to the root on the caller's stream.  Only the
+ * root's recvbuf is written (the others' may be NULL); in place at the
+ * root as NCCL takes it.  Limits: CUDA memory, one GPU per rank.
+ */
+#include "nccl_exec.h"
+
+#define IMPL "NcclReduce"
+
+static tutti_status_t reduce_enqueue(tutti_alg_nccl_state_t *s,
+                                     const tutti_alg_exec_t *x,
+                                     cudaStream_t stream)
+{
+    return tutti_alg_nccl_result(
+        s, ncclReduce(x->sendbuf, x->recvbuf, s->inst->count, s->dtype, s->op,
+                      s->inst->root, s->group->comm, stream),
+        "ncclReduce");
+}
+
+static tutti_status_t reduce_init_context(const tutti_alg_instance_t *inst,
+                                          const tutti_core_ops_t *core,
+                                          const void *details,
+                                          size_t details_len, void **state_out)
+{
+    (void)details;
+    (void)details_len;
+    return tutti_alg_nccl_state_create(inst, core, IMPL, reduce_enqueue, 0,
+                                       state_out);
+}
+
+const tutti_alg_ops_t tutti_alg_nccl_reduce_ops = {
+    .size = sizeof(tutti_alg_ops_t), .init_context = reduce_init_context,
+    .run = tutti_alg_nccl_run, .progress = tutti_alg_nccl_progress,
+    .fini_context = tutti_alg_nccl_fini_context,
+    .supports = tutti_alg_nccl_supports};
