@@ -2,7 +2,8 @@
  * tutti-info: what this installation has and how it would choose: modules
  * found and refused (with reasons), implementations, transports, the
  * configuration in force with the source of each value, the selection rules
- * (with those skipped), and --explain for one call.
+ * (with those skipped), CUDA's runtime, driver and devices, and --explain
+ * for one call.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 
 #include <tutti/tutti.h>
 
+#include "cuda_tools.h"
 #include "info_resolve.h"
 
 static void usage(FILE *out)
@@ -23,9 +25,11 @@ static void usage(FILE *out)
         "                  [--num-tasks T] [--device cpu|cuda] [--dtype TYPE]\n"
         "                  [--per-rank] [--resolve]\n"
         "Without --explain: prints the modules found (loaded, and refused with\n"
-        "the reason), the implementations they provide, the transports, the\n"
-        "configuration in force (each value with its source: default, file,\n"
-        "env or api) and the selection rules, with those skipped and why.\n"
+        "the reason), the implementations they provide, the transports, CUDA\n"
+        "(runtime, driver and devices; no device, with the runtime's error;\n"
+        "or not built), the configuration in force (each value with its\n"
+        "source: default, file, env or api) and the selection rules, with\n"
+        "those skipped and why.\n"
         "  --settings         instead, every setting (the core's and the\n"
         "                     loaded modules'): its doc, default, environment\n"
         "                     variable and what it accepts\n"
@@ -41,7 +45,8 @@ static void usage(FILE *out)
         "                     block)\n"
         "  --group-size N     members in the group (default 2)\n"
         "  --num-tasks T      processes in the group, 1 to N (default N)\n"
-        "  --device TYPE      cpu (default) or cuda\n"
+        "  --device TYPE      cpu (default) or cuda (the CUDA rules: those\n"
+        "                     whose implementation is not loaded are skipped)\n"
         "  --dtype TYPE       data type (default float32)\n"
         "  --per-rank         a call with per-rank counts (allgather,\n"
         "                     reduce_scatter, alltoall; --size is not used):\n"
@@ -107,10 +112,18 @@ static void print_modules(const tutti_context_t *ctx)
 {
     tutti_module_info_t m;
     tutti_impl_info_t im;
+    int vw = 8;
+    char cuda[512];
+
+    /* A version is printed whole ("0.1.0 (NCCL 2.28.9)"); the column
+     * widens to the longest so that the kinds stay aligned. */
+    for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++)
+        if (m.reason == NULL && (int)strlen(m.version) > vw)
+            vw = (int)strlen(m.version);
     printf("modules:\n");
     for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++) {
         if (m.reason == NULL)
-            printf("  loaded   %-8s %-8s %-9s %s\n", m.name, m.version,
+            printf("  loaded   %-8s %-*s %-9s %s\n", m.name, vw, m.version,
                    m.kind, m.path);
         else
             printf("  refused  %s: %s\n", m.path, m.reason);
@@ -138,6 +151,8 @@ static void print_modules(const tutti_context_t *ctx)
         else if (m.reason != NULL && strcmp(m.kind, "transport") == 0)
             printf("  refused  %s: %s\n", m.path, m.reason);
     }
+    tool_cuda_describe(cuda, sizeof(cuda));
+    printf("cuda: %s\n", cuda);
 }
 
 static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)

@@ -1,7 +1,10 @@
 /*
  * tutti-perf: collective benchmark in the manner of the nccl-tests tables.
  * Run under tutti-run: every rank times the same sweep; rank 0 prints the
- * slowest rank's time per size, and every result is checked.
+ * slowest rank's time per size, and every result is checked.  With
+ * --device cuda each rank runs on a GPU, its buffers in device memory and
+ * its calls ordered on a stream of its own; inputs are made and results
+ * checked on the host, as for cpu.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +15,7 @@
 
 #include <tutti/tutti.h>
 
+#include "cuda_tools.h"
 #include "pattern.h"
 
 /*
@@ -55,6 +59,7 @@ typedef struct {
     const char *impl;
     int check;
     int inplace;
+    int cuda;      /* --device cuda */
 } options_t;
 
 static double bus_factor(tutti_collective_t coll, int n)
@@ -89,6 +94,11 @@ static void usage(FILE *out)
         "  -w, --warmup N         untimed iterations per size (5)\n"
         "  -a, --algorithm NAME   run this implementation instead of selection\n"
         "  -C, --check 0|1        check results (1)\n"
+        "      --device cpu|cuda  where the buffers are (cpu): cuda puts them\n"
+        "                         in device memory of the GPU local rank mod\n"
+        "                         the GPUs (the local rank: TUTTI_LOCAL_RANK,\n"
+        "                         else the rank), a CUDA group, one stream\n"
+        "                         per rank; data made and checked on the host\n"
         "  -h, --help             this text\n"
         "Collectives, with n ranks and count elements per rank (the call's\n"
         "count): what a size means (as in nccl-tests) and the bus bandwidth\n"
@@ -110,9 +120,11 @@ static void usage(FILE *out)
         "rank's output that differ from the exact result, all ranks, totalled\n"
         "over the control plane, not by the collectives under test), impl\n"
         "(the implementation that ran), coll (the collective).\n"
+        "With --device cuda, time_us is taken on the host around each call\n"
+        "and its wait (a request completes once the result is in place).\n"
         "Exit status 1 if any element is wrong or a call fails (a collective\n"
-        "no loaded implementation runs fails at its first size), 2 on bad\n"
-        "options.\n");
+        "no loaded implementation runs fails at its first size), or --device\n"
+        "cuda cannot run (no CUDA in the build, no device); 2 on bad options.\n");
 }
 
 static int parse_bytes(const char *s, size_t *out)
@@ -144,7 +156,8 @@ static int parse_args(int argc, char **argv, options_t *o)
         {"root", 1, 0, 'r'},       {"inplace", 0, 0, 'i'},
         {"iters", 1, 0, 'n'},      {"warmup", 1, 0, 'w'},
         {"algorithm", 1, 0, 'a'},  {"check", 1, 0, 'C'},
-        {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+        {"device", 1, 0, 'D'},     {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     int c, bad = 0;
     char *end;
     while ((c = getopt_long(argc, argv, "c:b:e:f:d:o:r:in:w:a:C:h", longs,
@@ -164,8 +177,15 @@ static int parse_args(int argc, char **argv, options_t *o)
         case 'w': bad = parse_int(optarg, 0, &o->warmups); break;
         case 'a': o->impl = optarg; break;
         case 'C': bad = parse_int(optarg, 0, &o->check); break;
+        case 'D': o->cuda = strcmp(optarg, "cuda") == 0;
+                  bad = !o->cuda && strcmp(optarg, "cpu") != 0; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
+        }
+        if (bad && c == 'D') {
+            fprintf(stderr, "tutti-perf: --device '%s': expected cpu or "
+                    "cuda\n", optarg);
+            return -1;
         }
         if (bad) {
             fprintf(stderr, "tutti-perf: -%c '%s': invalid value; see "
@@ -190,23 +210,33 @@ static double now_s(void)
 
 typedef struct {
     tutti_context_t *ctx;
-    tutti_group_t *group;
+    tutti_group_t *group;    /* the collectives under test */
+    tutti_group_t *ctl;      /* barriers and the slowest time: the group
+                                itself, or with cuda a cpu group of the
+                                same tasks (host values need host memory) */
     const options_t *o;
-    char *sendbuf, *recvbuf; /* each holds the largest size */
+    char *sendbuf, *recvbuf; /* each holds the largest size; with cuda,
+                                the host's side of the data */
     size_t cap;              /* bytes in each */
     int *perm;               /* permute: rank r sends to r+1 mod n */
     int rank, size;
     char impl[64];           /* what the last execution ran */
+    /* --device cuda: */
+    int device;              /* the GPU's ordinal */
+    void *stream;            /* this rank's cudaStream_t */
+    void *dsend, *drecv;     /* device buffers of the current size */
+    char cuda_err[256];      /* the CUDA call that failed, and why */
 } bench_t;
 
 /* Runs @p n executions; remembers the implementation that ran. */
 static tutti_status_t run_n(bench_t *b, tutti_instance_params_t *p, int n)
 {
-    char *send = b->o->inplace ? b->recvbuf : b->sendbuf;
+    char *recv = b->o->cuda ? b->drecv : b->recvbuf;
+    char *send = b->o->inplace ? recv : b->o->cuda ? b->dsend : b->sendbuf;
     for (int i = 0; i < n; i++) {
         tutti_request_t *r;
         tutti_request_info_t info;
-        tutti_status_t st = tutti_execute(b->group, p, send, b->recvbuf, &r);
+        tutti_status_t st = tutti_execute(b->group, p, send, recv, &r);
         if (st == TUTTI_OK) {
             st = tutti_request_wait(r);
             tutti_request_info(r, &info);
@@ -238,9 +268,43 @@ static void prepare(bench_t *b, const tutti_pattern_t *pat)
     tutti_pattern_fill(pat, b->rank, in);
 }
 
-/* Times one size; fills time (slowest rank) and wrong (all ranks). */
+/* cuda: the host's input and filled output (@p bytes of each, which hold
+ * every collective's) to the device.  0, or -1 with b->cuda_err. */
+static int to_device(bench_t *b, size_t bytes)
+{
+    char *e = b->cuda_err;
+    size_t n = sizeof(b->cuda_err);
+    if (!b->o->cuda)
+        return 0;
+    if ((!b->o->inplace &&
+         tool_cuda_copy(b->dsend, b->sendbuf, bytes, b->stream, e, n) != 0) ||
+        tool_cuda_copy(b->drecv, b->recvbuf, bytes, b->stream, e, n) != 0)
+        return -1;
+    return 0;
+}
+
+/* cuda: device buffers of @p bytes each for one size (at least 64 bytes,
+ * so that no pointer is NULL).  0, or -1 with b->cuda_err. */
+static int device_buffers(bench_t *b, size_t bytes)
+{
+    size_t len = bytes > 64 ? bytes : 64;
+    tool_cuda_free(b->dsend);
+    tool_cuda_free(b->drecv);
+    b->dsend = b->drecv = NULL;
+    if (tool_cuda_alloc(len, &b->dsend, b->cuda_err,
+                        sizeof(b->cuda_err)) != 0 ||
+        tool_cuda_alloc(len, &b->drecv, b->cuda_err,
+                        sizeof(b->cuda_err)) != 0)
+        return -1;
+    return 0;
+}
+
+/* Times one size (@p count elements per rank, @p bytes in the size
+ * column); fills time (slowest rank) and wrong (all ranks).  A CUDA call
+ * that fails returns TUTTI_ERR_IO with b->cuda_err saying which. */
 static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
-                                 double *time_us_out, uint64_t *wrong_out)
+                                 size_t bytes, double *time_us_out,
+                                 uint64_t *wrong_out)
 {
     const options_t *o = b->o;
     tutti_instance_params_t p;
@@ -257,11 +321,14 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     p.count = count;
     p.algorithm = o->impl;
     p.permutation = b->perm;
+    p.stream = b->stream;
     tutti_pattern_t pat = {o->coll, o->dtype, o->op, b->size, o->root, count,
                            NULL, b->perm, 0, 0};
     prepare(b, &pat);
+    if (o->cuda && (device_buffers(b, bytes) != 0 || to_device(b, bytes) != 0))
+        return TUTTI_ERR_IO;
     if ((st = run_n(b, &p, o->warmups)) != TUTTI_OK ||
-        (st = tutti_barrier(b->group)) != TUTTI_OK)
+        (st = tutti_barrier(b->ctl)) != TUTTI_OK)
         return st;
     t = now_s();
     if ((st = run_n(b, &p, o->iters)) != TUTTI_OK)
@@ -270,8 +337,14 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     if (o->check) {
         /* In place, the timed runs overwrote the input. */
         prepare(b, &pat);
+        if (to_device(b, bytes) != 0)
+            return TUTTI_ERR_IO;
         if ((st = run_n(b, &p, 1)) != TUTTI_OK)
             return st;
+        /* The result back on the stream, after the call's own work. */
+        if (o->cuda && tool_cuda_copy(b->recvbuf, b->drecv, bytes, b->stream,
+                                      b->cuda_err, sizeof(b->cuda_err)) != 0)
+            return TUTTI_ERR_IO;
         size_t off = o->inplace ? tutti_pattern_out_offset(&pat, b->rank) : 0;
         wrong = tutti_pattern_check(
             &pat, b->rank, b->recvbuf + off * tutti_dtype_size(o->dtype), NULL);
@@ -279,7 +352,7 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     /* #wrong is totalled over the control plane, which no selection rule
      * or module under test takes part in: a broken allreduce cannot hide
      * its own errors. */
-    if ((st = tutti_allreduce(b->group, &t, &tmax, 1, TUTTI_FLOAT64,
+    if ((st = tutti_allreduce(b->ctl, &t, &tmax, 1, TUTTI_FLOAT64,
                               TUTTI_OP_MAX)) != TUTTI_OK ||
         (st = tutti_context_sum(b->ctx, wrong, &total)) != TUTTI_OK)
         return st;
@@ -305,6 +378,9 @@ static void print_header(const bench_t *b)
     printf("# size = %scount x %s (%s); busbw = algbw x %s = %.4g\n",
            ci->blocks ? "n x " : "", tutti_dtype_name(o->dtype),
            ci->size_doc, bus_formula(o->coll), bus_factor(o->coll, b->size));
+    for (int r = 0; o->cuda && r < b->size; r++)
+        printf("# rank %d: cuda, GPU %s\n", r,
+               tutti_group_pci_bus_id(b->group, r));
     printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s  %s  %s\n", "size",
            "count", "type", "redop", "root", "time_us", "algbw_GBps",
            "busbw_GBps", "#wrong", "impl", "coll");
@@ -330,7 +406,13 @@ static int sweep(bench_t *b)
         size_t bytes = count * esize * blocks;
         double t;
         uint64_t wrong;
-        tutti_status_t st = bench_size(b, key, count, &t, &wrong);
+        tutti_status_t st = bench_size(b, key, count, bytes, &t, &wrong);
+        if (st != TUTTI_OK && b->cuda_err[0] != '\0') {
+            fprintf(stderr, "tutti-perf: rank %d: %s of %zu bytes: %s\n",
+                    b->rank, tutti_collective_name(o->coll), bytes,
+                    b->cuda_err);
+            return 1;
+        }
         if (st != TUTTI_OK) {
             fprintf(stderr, "tutti-perf: rank %d: %s of %zu bytes: %s: %s\n",
                     b->rank, tutti_collective_name(o->coll), bytes,
@@ -351,7 +433,7 @@ static int sweep(bench_t *b)
     }
     /* Every rank knows the outcome; none may exit with it (and have
      * tutti-run stop the job) before rank 0 printed the last row. */
-    tutti_status_t st = tutti_barrier(b->group);
+    tutti_status_t st = tutti_barrier(b->ctl);
     if (st != TUTTI_OK) {
         fprintf(stderr, "tutti-perf: rank %d: final barrier: %s: %s\n",
                 b->rank, tutti_strerror(st), tutti_last_error());
@@ -382,18 +464,77 @@ static int setup_buffers(bench_t *b)
     return 0;
 }
 
+/* The rank among the ranks on this host: TUTTI_LOCAL_RANK (tutti-run sets
+ * it), else the task. */
+static int local_rank(const tutti_context_t *ctx)
+{
+    const char *v = getenv("TUTTI_LOCAL_RANK");
+    int r;
+    if (v != NULL && parse_int(v, 0, &r) == 0)
+        return r;
+    return tutti_context_task(ctx);
+}
+
+/* Joins the group under test (and with cuda, first its GPU and the cpu
+ * group for the control values).  0, or -1 after saying why. */
+static int join(bench_t *b, int ngpus)
+{
+    tutti_group_params_t gp;
+    tutti_status_t st;
+    const char *what = "the group";
+
+    tutti_group_params_init(&gp);
+    gp.group_key = 0x7065726600000000ULL; /* "perf" */
+    gp.group_size = b->size;
+    if (b->o->cuda) {
+        b->device = local_rank(b->ctx) % ngpus;
+        if (tool_cuda_open(b->device, &b->stream, b->cuda_err,
+                           sizeof(b->cuda_err)) != 0) {
+            fprintf(stderr, "tutti-perf: task %d: --device cuda: %s\n",
+                    tutti_context_task(b->ctx), b->cuda_err);
+            return -1;
+        }
+        st = tutti_group_join(b->ctx, &gp, &b->ctl);
+        if (st != TUTTI_OK)
+            goto err;
+        what = "the CUDA group";
+        gp.group_key = 0x7065726663756461ULL; /* "perfcuda" */
+        gp.device_type = TUTTI_DEVICE_CUDA;
+        gp.device_index = b->device;
+        gp.device_order = TUTTI_ORDER_TOPOLOGY;
+    }
+    st = tutti_group_join(b->ctx, &gp, &b->group);
+    if (st != TUTTI_OK)
+        goto err;
+    if (!b->o->cuda)
+        b->ctl = b->group;
+    b->rank = tutti_group_rank(b->group);
+    return 0;
+err:
+    fprintf(stderr, "tutti-perf: task %d: joining %s: %s: %s\n",
+            tutti_context_task(b->ctx), what, tutti_strerror(st),
+            tutti_last_error());
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     options_t o = {TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, TUTTI_OP_SUM, 0, 8,
-                   64u << 20, 2.0, 20, 5, NULL, 1, 0};
+                   64u << 20, 2.0, 20, 5, NULL, 1, 0, 0};
     bench_t b = {0};
-    tutti_group_params_t gp;
     tutti_status_t st;
-    int rc = 1;
+    int rc = 1, ngpus = 0;
 
     if (parse_args(argc, argv, &o) != 0)
         return 2;
     b.o = &o;
+    /* Before any task waits for the others: a task without CUDA says so
+     * at once. */
+    if (o.cuda && tool_cuda_count(&ngpus, b.cuda_err,
+                                  sizeof(b.cuda_err)) != 0) {
+        fprintf(stderr, "tutti-perf: --device cuda: %s\n", b.cuda_err);
+        return 1;
+    }
     if ((st = tutti_context_create(NULL, &b.ctx)) != TUTTI_OK) {
         fprintf(stderr, "tutti-perf: %s: %s\n", tutti_strerror(st),
                 tutti_last_error());
@@ -405,21 +546,20 @@ int main(int argc, char **argv)
                 b.size - 1);
         goto out_ctx;
     }
-    tutti_group_params_init(&gp);
-    gp.group_key = 0x7065726600000000ULL; /* "perf" */
-    gp.group_size = b.size;
-    if ((st = tutti_group_join(b.ctx, &gp, &b.group)) != TUTTI_OK) {
-        fprintf(stderr, "tutti-perf: joining the group: %s: %s\n",
-                tutti_strerror(st), tutti_last_error());
-        goto out_ctx;
-    }
-    b.rank = tutti_group_rank(b.group);
+    if (join(&b, ngpus) != 0)
+        goto out_groups;
     if (setup_buffers(&b) == 0)
         rc = sweep(&b);
     free(b.perm);
     free(b.sendbuf);
     free(b.recvbuf);
+    tool_cuda_free(b.dsend);
+    tool_cuda_free(b.drecv);
+out_groups:
     tutti_group_leave(b.group);
+    if (b.ctl != b.group)
+        tutti_group_leave(b.ctl);
+    tool_cuda_close(b.stream);
 out_ctx:
     tutti_context_destroy(b.ctx);
     return rc;
