@@ -185,15 +185,24 @@ static void test_shipped_config(void **state)
         "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
     expect_printed(f, (const char *const[]){"shm.single_copy = off (file)\n",
         "tcp.connections = 2 (file)\n", NULL});
-    assert_int_equal(f->cfg.num_rules, 11);
+    assert_int_equal(f->cfg.num_rules, 19);
     r = f->cfg.rules;
+    /* CUDA groups try NCCL first, one rule per collective it runs. */
+    for (int i = 0; i < TUTTI_COLL_COUNT; i++) {
+        assert_int_equal(r[i].device_types,
+                         TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA));
+        assert_int_equal(strncmp(tutti__config_rule_algo(&r[i]), "Nccl", 4),
+                         0);
+    }
+    r += TUTTI_COLL_COUNT; /* then the host's, for any device */
     /* Every collective has a rule for any size, so selection never fails
      * for a call the build can run. */
     for (int c = 0; c < TUTTI_COLL_COUNT; c++) {
         int catch_all = 0;
-        for (size_t i = 0; i < f->cfg.num_rules; i++)
+        for (size_t i = 0; i < f->cfg.num_rules - TUTTI_COLL_COUNT; i++)
             catch_all |= (r[i].collectives & TUTTI_COLL_BIT(c)) &&
-                         r[i].size_min == 0 && r[i].size_max == UINT64_MAX;
+                         r[i].device_types == 0 && r[i].size_min == 0 &&
+                         r[i].size_max == UINT64_MAX;
         if (!catch_all)
             fail_msg("no rule for %s of any size",
                      tutti_collective_name((tutti_collective_t)c));
