@@ -1,7 +1,8 @@
 /*
- * Staging of CUDA data for host implementations (stage.h): the internal
- * stream, events, pinned buffers and the gate word, all made once per
- * instance; each execution only queues copies, records events and polls.
+ * An instance's CUDA resources (stage.h): its stream and gate word, made
+ * when the instance is, and for a host implementation the events and
+ * pinned buffers of staging; each execution only queues, records and
+ * polls.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,6 +10,29 @@
 #include "base/log.h"
 #include "device/device.h"
 #include "device/stage.h"
+
+tutti_status_t tutti__dstage_create(const tutti__cuda_ops_t *ops, int device,
+                                    tutti__dstage_t **stage_out)
+{
+    tutti__dstage_t *s = calloc(1, sizeof(*s));
+    int err;
+    if (s == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    s->ops = ops;
+    s->device = device;
+    if ((err = ops->set_device(device)) != 0 ||
+        (err = ops->stream_create(&s->stream)) != 0 ||
+        (err = ops->host_alloc(sizeof(uint32_t), (void **)&s->gate,
+                               &s->gate_dev)) != 0) {
+        tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "cuda:%d: a stream and "
+                          "a gate word for an instance", device);
+        tutti__dstage_destroy(s);
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    *s->gate = 0;
+    *stage_out = s;
+    return TUTTI_OK;
+}
 
 static tutti_status_t grow(tutti__dstage_t *s, void **buf, size_t *cap,
                            size_t bytes, const char *what)
@@ -38,51 +62,29 @@ tutti_status_t tutti__dstage_reserve(tutti__dstage_t *s, size_t in_bytes,
     return st;
 }
 
-tutti_status_t tutti__dstage_create(const tutti__cuda_ops_t *ops, int device,
-                                    size_t in_bytes, size_t out_bytes,
-                                    tutti__dstage_t **stage_out)
+tutti_status_t tutti__dstage_staging(tutti__dstage_t *s, size_t in_bytes,
+                                     size_t out_bytes)
 {
-    tutti__dstage_t *s = calloc(1, sizeof(*s));
     int err;
-    if (s == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    s->ops = ops;
-    s->device = device;
-    if ((err = ops->set_device(device)) != 0 ||
-        (err = ops->stream_create(&s->stream)) != 0 ||
-        (err = ops->event_create(&s->ev_caller)) != 0 ||
-        (err = ops->event_create(&s->ev_in)) != 0 ||
-        (err = ops->event_create(&s->ev_out)) != 0 ||
-        (err = ops->host_alloc(sizeof(uint32_t), (void **)&s->gate,
-                               &s->gate_dev)) != 0) {
-        tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "cuda:%d: setting up "
-                          "the staging of a host implementation", device);
-        tutti__dstage_destroy(s);
-        return TUTTI_ERR_UNSUPPORTED;
-    }
-    *s->gate = 0;
+    if ((err = s->ops->event_create(&s->ev_in)) != 0 ||
+        (err = s->ops->event_create(&s->ev_out)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "cuda:%d: the "
+                                 "events of staging", s->device);
     /* At least one byte each, so an execution of zero elements still has
      * buffers to name. */
-    tutti_status_t st = tutti__dstage_reserve(s, in_bytes ? in_bytes : 1,
-                                              out_bytes ? out_bytes : 1);
-    if (st != TUTTI_OK) {
-        tutti__dstage_destroy(s);
-        return st;
-    }
-    *stage_out = s;
-    return TUTTI_OK;
+    return tutti__dstage_reserve(s, in_bytes ? in_bytes : 1,
+                                 out_bytes ? out_bytes : 1);
 }
 
 void tutti__dstage_destroy(tutti__dstage_t *s)
 {
     if (s == NULL)
         return;
-    tutti__dstage_release(s);
     const tutti__cuda_ops_t *ops = s->ops;
+    if (s->gate)
+        tutti__dstage_release(s, s->issued);
     if (s->stream)
         ops->stream_destroy(s->stream);
-    if (s->ev_caller)
-        ops->event_destroy(s->ev_caller);
     if (s->ev_in)
         ops->event_destroy(s->ev_in);
     if (s->ev_out)
@@ -96,40 +98,60 @@ void tutti__dstage_destroy(tutti__dstage_t *s)
     free(s);
 }
 
-tutti_status_t tutti__dstage_start(tutti__dstage_t *s, void *caller,
-                                   const void *dev_in, size_t in_bytes)
+tutti_status_t tutti__dstage_hold(tutti__dstage_t *s, void *caller,
+                                  void *event, uint32_t *seq_out)
 {
     const tutti__cuda_ops_t *ops = s->ops;
     int capturing = 0, err;
     if ((err = ops->set_device(s->device)) != 0 ||
         (err = ops->stream_capturing(caller, &capturing)) != 0)
-        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "cuda:%d: the "
-                                 "caller's stream", s->device);
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: the caller's "
+                                 "stream", s->device);
     if (capturing)
         return tutti__error(TUTTI_ERR_UNSUPPORTED, "cuda", "cuda:%d: the "
-                            "stream is being captured into a CUDA graph: "
-                            "the staged path of a host implementation "
-                            "cannot be captured (its copies wait for the "
-                            "host); choose a device implementation (NCCL) "
-                            "for captured calls", s->device);
-    if ((err = ops->event_record(s->ev_caller, caller)) != 0)
-        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "cuda:%d: "
-                                 "recording the caller's stream", s->device);
-    if ((err = ops->gate(caller, s->gate_dev, s->seq + 1)) != 0)
-        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "cuda:%d: "
-                                 "holding the caller's stream", s->device);
-    s->seq++;
-    s->held = 1;
-    if ((err = ops->stream_wait_event(s->stream, s->ev_caller)) != 0 ||
-        (in_bytes > 0 &&
-         (err = ops->memcpy_async(s->host_in, dev_in, in_bytes,
-                                  s->stream)) != 0) ||
-        (err = ops->event_record(s->ev_in, s->stream)) != 0) {
-        tutti__dstage_release(s);
-        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: "
-                                 "copying %zu bytes of input to the host",
-                                 s->device, in_bytes);
-    }
+                            "stream is being captured into a CUDA graph, "
+                            "and this execution cannot be queued on it at "
+                            "once (a host implementation, or the instance's "
+                            "first execution, or one behind another): only "
+                            "a device implementation (NCCL) whose instance "
+                            "already ran can be captured", s->device);
+    if ((err = ops->event_record(event, caller)) != 0 ||
+        (err = ops->gate(caller, s->gate_dev, s->issued + 1)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: holding the "
+                                 "caller's stream", s->device);
+    *seq_out = ++s->issued;
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__dstage_attach(tutti__dstage_t *s, void *event)
+{
+    int err = s->ops->stream_wait_event(s->stream, event);
+    return err == 0 ? TUTTI_OK
+                    : tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: "
+                                        "ordering after the caller's stream",
+                                        s->device);
+}
+
+void tutti__dstage_release(tutti__dstage_t *s, uint32_t seq)
+{
+    /* The kernel reads the word through the mapping: a release store, so
+     * what the host wrote before is visible first.  Numbers only grow. */
+    _Atomic uint32_t *word = (_Atomic uint32_t *)s->gate;
+    if ((int32_t)(seq - atomic_load_explicit(word, memory_order_relaxed)) > 0)
+        atomic_store_explicit(word, seq, memory_order_release);
+}
+
+tutti_status_t tutti__dstage_copy_in(tutti__dstage_t *s, const void *dev_in,
+                                     size_t in_bytes)
+{
+    int err = 0;
+    if ((in_bytes > 0 &&
+         (err = s->ops->memcpy_async(s->host_in, dev_in, in_bytes,
+                                     s->stream)) != 0) ||
+        (err = s->ops->event_record(s->ev_in, s->stream)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: copying %zu "
+                                 "bytes of input to the host", s->device,
+                                 in_bytes);
     return TUTTI_OK;
 }
 
@@ -149,33 +171,21 @@ tutti_status_t tutti__dstage_input_ready(tutti__dstage_t *s)
     return poll(s, s->ev_in, "copying the input to the host");
 }
 
-tutti_status_t tutti__dstage_finish(tutti__dstage_t *s, void *dev_out,
-                                    const void *host, size_t out_bytes)
+tutti_status_t tutti__dstage_copy_out(tutti__dstage_t *s, void *dev_out,
+                                      size_t out_bytes)
 {
-    const tutti__cuda_ops_t *ops = s->ops;
     int err = 0;
     if ((out_bytes > 0 &&
-         (err = ops->memcpy_async(dev_out, host, out_bytes, s->stream)) !=
-             0) ||
-        (err = ops->event_record(s->ev_out, s->stream)) != 0)
-        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: "
-                                 "copying %zu bytes of output back",
-                                 s->device, out_bytes);
+         (err = s->ops->memcpy_async(dev_out, s->host_out, out_bytes,
+                                     s->stream)) != 0) ||
+        (err = s->ops->event_record(s->ev_out, s->stream)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: copying %zu "
+                                 "bytes of output back", s->device,
+                                 out_bytes);
     return TUTTI_OK;
 }
 
 tutti_status_t tutti__dstage_output_ready(tutti__dstage_t *s)
 {
     return poll(s, s->ev_out, "copying the output to the device");
-}
-
-void tutti__dstage_release(tutti__dstage_t *s)
-{
-    if (!s->held)
-        return;
-    /* The kernel reads the word through the mapping: a release store, so
-     * the output copy it orders after is visible first. */
-    atomic_store_explicit((_Atomic uint32_t *)s->gate, s->seq,
-                          memory_order_release);
-    s->held = 0;
 }

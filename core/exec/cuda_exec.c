@@ -66,6 +66,13 @@ tutti_status_t tutti__cuda_check_buffers(const tutti_group_t *g,
                               : check_one(g, p, "recvbuf", recvbuf, ops);
 }
 
+tutti_status_t tutti__cuda_inst_new(tutti_group_t *g, tutti__instance_t *inst)
+{
+    if (g->device_type != TUTTI_DEVICE_CUDA)
+        return TUTTI_OK;
+    return tutti__dstage_create(g->cuda, g->device_index, &inst->dstage);
+}
+
 tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
                                       tutti__instance_t *inst)
 {
@@ -78,16 +85,15 @@ tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
     const tutti__cuda_ops_t *ops = g->cuda;
     int err;
     if (inst->impl->impl->flags & TUTTI_IMPL_DEVICE_MEMORY) {
-        inst->mode = TUTTI__MODE_DEVICE;
         if ((err = ops->set_device(g->device_index)) != 0 ||
             (err = ops->event_create(&inst->dev_done)) != 0)
             return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "instance "
                                      "0x%llx on cuda:%d",
                                      (unsigned long long)p->instance_key,
                                      g->device_index);
+        inst->mode = TUTTI__MODE_DEVICE;
         return TUTTI_OK;
     }
-    inst->mode = TUTTI__MODE_STAGED;
     size_t in = 0, out = 0, in_off, out_off, esize = tutti_dtype_size(p->dtype);
     /* Per-rank counts come with each execution: their buffers grow
      * then. */
@@ -95,8 +101,11 @@ tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
         tutti__coll_layout(p, NULL, g->rank, g->size, 0, &in_off, &in,
                            &out_off, &out) != TUTTI_OK)
         in = out = 0;
-    return tutti__dstage_create(ops, g->device_index, in * esize, out * esize,
-                                &inst->dstage);
+    tutti_status_t st = tutti__dstage_staging(inst->dstage, in * esize,
+                                              out * esize);
+    if (st == TUTTI_OK)
+        inst->mode = TUTTI__MODE_STAGED;
+    return st;
 }
 
 void tutti__cuda_inst_free(tutti__instance_t *inst)
@@ -110,6 +119,57 @@ void tutti__cuda_inst_free(tutti__instance_t *inst)
         ops->dev_free(inst->dev_stage);
     if (inst->dev_done)
         ops->event_destroy(inst->dev_done);
+}
+
+void tutti__cuda_request_free(tutti_group_t *g, tutti_request_t *r)
+{
+    if (r->ev_issue != NULL && g->cuda != NULL)
+        g->cuda->event_destroy(r->ev_issue);
+    r->ev_issue = NULL;
+}
+
+/* ---- holding the caller's stream ------------------------------------- */
+
+static tutti_status_t hold(tutti_request_t *r)
+{
+    tutti_group_t *g = r->group;
+    int err;
+    if (r->ev_issue == NULL && (err = g->cuda->event_create(&r->ev_issue)))
+        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: an event for "
+                                 "an execution", g->device_index);
+    return tutti__dstage_hold(r->inst->dstage, r->stream, r->ev_issue,
+                              &r->gate_seq);
+}
+
+tutti_status_t tutti__cuda_issue(tutti_request_t *r)
+{
+    tutti__instance_t *inst = r->inst;
+    r->gate_seq = 0;
+    r->hold_error = TUTTI_OK;
+    if (r->group->device_type != TUTTI_DEVICE_CUDA ||
+        (inst->resolved && inst->mode == TUTTI__MODE_DEVICE))
+        return TUTTI_OK; /* tutti__cuda_issued decides */
+    return hold(r);
+}
+
+void tutti__cuda_issued(tutti_request_t *r)
+{
+    tutti_status_t st;
+    if (r->group->device_type != TUTTI_DEVICE_CUDA || r->gate_seq != 0 ||
+        r->inst->mode != TUTTI__MODE_DEVICE || r->status != TUTTI_INPROGRESS)
+        return;
+    int launched = r->launch_order != 0;
+    if (launched && r->phase != PHASE_RUN)
+        return; /* its work is queued on the caller's stream */
+    /* Its work is not queued yet: the caller's stream waits for it, and
+     * it goes on the instance's stream. */
+    if ((st = hold(r)) == TUTTI_OK && launched &&
+        (st = tutti__dstage_attach(r->inst->dstage, r->ev_issue)) == TUTTI_OK)
+        r->exec.stream = r->inst->dstage->stream;
+    if (st != TUTTI_OK) {
+        r->hold_error = st;
+        snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
+    }
 }
 
 /* ---- the device path ---------------------------------------------------- */
@@ -253,9 +313,9 @@ static tutti_status_t staged_back(tutti_request_t *r)
         out = r->exec.recv_total;
     if (r->dev_recv == NULL)
         out = 0;
-    st = tutti__dstage_finish(inst->dstage,
-                              (char *)r->dev_recv + out_off * esize,
-                              inst->dstage->host_out, out * esize);
+    st = tutti__dstage_copy_out(inst->dstage,
+                                (char *)r->dev_recv + out_off * esize,
+                                out * esize);
     r->phase = PHASE_OUT;
     return st == TUTTI_OK ? TUTTI_INPROGRESS : st;
 }
@@ -278,9 +338,10 @@ static tutti_status_t staged_start(tutti_request_t *r)
         in = 0; /* nothing to read */
     if ((st = tutti__dstage_reserve(inst->dstage, in * esize,
                                     out * esize)) != TUTTI_OK ||
-        (st = tutti__dstage_start(inst->dstage, r->stream,
-                                  (const char *)r->dev_send + in_off * esize,
-                                  in * esize)) != TUTTI_OK)
+        (st = tutti__dstage_copy_in(inst->dstage,
+                                    (const char *)r->dev_send +
+                                        in_off * esize,
+                                    in * esize)) != TUTTI_OK)
         return st;
     r->phase = PHASE_IN;
     return TUTTI_INPROGRESS;
@@ -296,11 +357,21 @@ tutti_status_t tutti__cuda_start(tutti_request_t *r)
     if (err != 0)
         return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d",
                                  g->device_index);
+    if (r->hold_error != TUTTI_OK)
+        return tutti__error(r->hold_error, "exec", "%s", r->error);
     r->dev_send = r->exec.sendbuf;
     r->dev_recv = r->exec.recvbuf;
+    r->exec.stream = r->stream;
+    if (r->gate_seq != 0) {
+        /* Held: the work goes on the instance's stream, after the point
+         * the caller's stream had reached at the call. */
+        if ((st = tutti__dstage_attach(r->inst->dstage, r->ev_issue)) !=
+            TUTTI_OK)
+            return st;
+        r->exec.stream = r->inst->dstage->stream;
+    }
     if (r->inst->mode == TUTTI__MODE_STAGED)
         return staged_start(r);
-    r->exec.stream = r->stream;
     r->phase = PHASE_RUN;
     if (r->inst->prepared && (st = dev_prepare(r)) != TUTTI_OK)
         return st;
@@ -312,6 +383,8 @@ tutti_status_t tutti__cuda_progress(tutti_request_t *r)
 {
     const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
     tutti_status_t st;
+    if (r->hold_error != TUTTI_OK)
+        return tutti__error(r->hold_error, "exec", "%s", r->error);
     switch (r->phase) {
     case PHASE_POST:
         return dev_poll(r);
@@ -322,10 +395,7 @@ tutti_status_t tutti__cuda_progress(tutti_request_t *r)
         st = staged_run(r);
         break;
     case PHASE_OUT:
-        st = tutti__dstage_output_ready(r->inst->dstage);
-        if (st == TUTTI_OK)
-            tutti__dstage_release(r->inst->dstage);
-        return st;
+        return tutti__dstage_output_ready(r->inst->dstage);
     default: /* PHASE_RUN */
         st = ops->progress(r->inst->state, &r->exec);
         break;
@@ -337,8 +407,9 @@ tutti_status_t tutti__cuda_progress(tutti_request_t *r)
 
 void tutti__cuda_end(tutti_request_t *r)
 {
-    if (r->inst->dstage != NULL)
-        tutti__dstage_release(r->inst->dstage);
+    if (r->gate_seq != 0 && r->inst->dstage != NULL)
+        tutti__dstage_release(r->inst->dstage, r->gate_seq);
+    r->gate_seq = 0;
 }
 
 void tutti__group_abort_modules(tutti_group_t *g, const char *why)

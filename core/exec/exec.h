@@ -71,6 +71,9 @@ struct tutti_request {
     const void *dev_send;           /* the caller's buffers (staged path) */
     void *dev_recv;
     int phase;                      /* where the execution stands */
+    void *ev_issue;                 /* a hold's event (made on first use) */
+    uint32_t gate_seq;              /* the hold's gate number, or 0 */
+    tutti_status_t hold_error;      /* the hold after launch failed */
     struct tutti_request *order_next; /* the group's issue-order list */
     int in_order;                   /* on that list */
     size_t *recv_counts;            /* group_size, after pending_from */
@@ -103,7 +106,8 @@ struct tutti__instance {
     /* How it runs (cuda_exec.c): */
     int mode;                        /* TUTTI__MODE_* */
     int ordered;                     /* launches in issue order */
-    tutti__dstage_t *dstage;         /* staged: buffers, events, gate */
+    tutti__dstage_t *dstage;         /* CUDA: its stream and gate word;
+                                        staged: buffers, events */
     void *dev_stage;                 /* device: pre-scaled input */
     size_t dev_stage_len;
     void *dev_done;                  /* device: event after post-scaling */
@@ -206,6 +210,15 @@ tutti_status_t tutti__cuda_check_buffers(const tutti_group_t *g,
                                          const tutti_instance_params_t *p,
                                          const void *sendbuf,
                                          const void *recvbuf);
+/** A new instance of a CUDA group: its stream and gate word. */
+tutti_status_t tutti__cuda_inst_new(tutti_group_t *g, tutti__instance_t *inst);
+/** A request's CUDA event, before the request is freed for good. */
+void tutti__cuda_request_free(tutti_group_t *g, tutti_request_t *r);
+/** tutti_execute, before launching @p r: holds the caller's stream
+ *  unless a device implementation may queue the work at once. */
+tutti_status_t tutti__cuda_issue(tutti_request_t *r);
+/** tutti_execute, after: holds it when the work was not queued. */
+void tutti__cuda_issued(tutti_request_t *r);
 /** After init_context: how the instance runs, and what that needs. */
 tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
                                       tutti__instance_t *inst);

@@ -90,6 +90,13 @@ tutti_status_t tutti_execute(tutti_group_t *g,
         memcpy(r->recv_counts, params->counts,
                (size_t)g->size * sizeof(size_t));
     r->stream = params->stream;
+    if ((st = tutti__cuda_issue(r)) != TUTTI_OK) {
+        if (params->step == TUTTI_STEP_NEXT)
+            inst->next_step--; /* the step was not taken */
+        r->status = TUTTI_OK; /* never issued: back to the free list */
+        tutti_request_free(r);
+        return st;
+    }
     if (!inst->resolved || inst->ordered)
         tutti__request_order_add(g, r);
     r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
@@ -105,6 +112,7 @@ tutti_status_t tutti_execute(tutti_group_t *g,
             inst->queue_head = r;
         inst->queue_tail = r;
     }
+    tutti__cuda_issued(r);
     *request_out = r;
     return TUTTI_OK;
 }

@@ -290,6 +290,7 @@ void tutti_group_leave(tutti_group_t *g)
     }
     while (g->free_list) {
         tutti_request_t *next = g->free_list->next;
+        tutti__cuda_request_free(g, g->free_list);
         free(g->free_list);
         g->free_list = next;
     }

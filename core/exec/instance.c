@@ -116,6 +116,11 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
     tutti__instance_t *inst = calloc(1, sizeof(*inst));
     if (inst == NULL)
         return TUTTI_ERR_NO_MEMORY;
+    tutti_status_t st = tutti__cuda_inst_new(g, inst);
+    if (st != TUTTI_OK) {
+        free(inst);
+        return st;
+    }
     inst->params = *p;
     inst->params.size = sizeof(inst->params);
     inst->params.algorithm = NULL;
@@ -125,6 +130,7 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
     if (p->collective == TUTTI_COLL_PERMUTE) {
         inst->permutation = malloc((size_t)g->size * sizeof(int));
         if (inst->permutation == NULL) {
+            tutti__cuda_inst_free(inst);
             free(inst);
             return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance 0x%llx: "
                                 "out of memory for a permutation of %d",
@@ -142,8 +148,9 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
         snprintf(inst->asked, sizeof(inst->asked), "%s", p->algorithm);
         inst->params.algorithm = inst->algorithm;
     }
-    tutti_status_t st = tutti__member_propose(g->job, &g->member, p);
+    st = tutti__member_propose(g->job, &g->member, p);
     if (st != TUTTI_OK) {
+        tutti__cuda_inst_free(inst);
         free(inst->permutation);
         free(inst);
         return st;
