@@ -4,6 +4,7 @@
  * and supports().
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -93,10 +94,20 @@ tutti_status_t tutti_alg_nccl_state_create(const tutti_alg_instance_t *inst,
                                           &saved)) != TUTTI_OK)
         goto err_free;
     st = tutti_alg_nccl_cuda(s, cudaEventCreateWithFlags(
-                                    &s->done, cudaEventDisableTiming),
+                                    &s->ev_in, cudaEventDisableTiming),
                              "cudaEventCreateWithFlags");
     if (st != TUTTI_OK)
         goto err_leave;
+    st = tutti_alg_nccl_cuda(s, cudaEventCreateWithFlags(
+                                    &s->ev_out, cudaEventDisableTiming),
+                             "cudaEventCreateWithFlags");
+    if (st != TUTTI_OK)
+        goto err_event_in;
+    st = tutti_alg_nccl_cuda(s, cudaStreamCreateWithFlags(
+                                    &s->side, cudaStreamNonBlocking),
+                             "cudaStreamCreateWithFlags");
+    if (st != TUTTI_OK)
+        goto err_event;
     if (scratch_bytes > 0) {
         char what[64];
         snprintf(what, sizeof(what), "cudaMalloc(%zu bytes of scratch)",
@@ -104,14 +115,18 @@ tutti_status_t tutti_alg_nccl_state_create(const tutti_alg_instance_t *inst,
         st = tutti_alg_nccl_cuda(s, cudaMalloc(&s->scratch, scratch_bytes),
                                  what);
         if (st != TUTTI_OK)
-            goto err_event;
+            goto err_stream;
     }
     tutti_alg_nccl_device_leave(inst->device_index, saved);
     *state_out = s;
     return TUTTI_OK;
 
+err_stream:
+    (void)cudaStreamDestroy(s->side);
 err_event:
-    (void)cudaEventDestroy(s->done);
+    (void)cudaEventDestroy(s->ev_out);
+err_event_in:
+    (void)cudaEventDestroy(s->ev_in);
 err_leave:
     tutti_alg_nccl_device_leave(inst->device_index, saved);
 err_free:
@@ -136,8 +151,33 @@ static void dequeue(tutti_alg_nccl_state_t *s)
     s->next = NULL;
 }
 
+/* Waits (polling the communicator) until NCCL queued what it answered
+ * ncclInProgress for on the caller's stream: until then the caller must
+ * not queue more there.  Bounded by the group's time limit. */
+static tutti_status_t wait_queued(tutti_alg_nccl_state_t *s)
+{
+    tutti_status_t st;
+    while ((st = tutti_alg_nccl_comm_ready(s->group, s->impl)) ==
+           TUTTI_INPROGRESS)
+        sched_yield();
+    return st;
+}
+
+/* The work is queued on side: exec->stream (which the core may have
+ * moved to the instance's stream meanwhile) waits for it. */
+static tutti_status_t join_back(tutti_alg_nccl_state_t *s)
+{
+    cudaStream_t stream = (cudaStream_t)s->exec->stream;
+    tutti_status_t st = tutti_alg_nccl_cuda(
+        s, cudaEventRecord(s->ev_out, s->side), "cudaEventRecord");
+    if (st == TUTTI_OK)
+        st = tutti_alg_nccl_cuda(s, cudaStreamWaitEvent(stream, s->ev_out, 0),
+                                 "cudaStreamWaitEvent");
+    return st;
+}
+
 /* @p s is first in its group's queue: once the communicator takes a call,
- * make its NCCL calls and record the event after them. */
+ * make its NCCL calls; TUTTI_OK once they are ordered on exec->stream. */
 static tutti_status_t launch(tutti_alg_nccl_state_t *s)
 {
     const tutti_alg_exec_t *x = s->exec;
@@ -150,24 +190,32 @@ static tutti_status_t launch(tutti_alg_nccl_state_t *s)
     if ((st = tutti_alg_nccl_device_enter(s->core, s->impl, dev, &saved)) !=
         TUTTI_OK)
         return st;
-    if (s->phase == TUTTI_ALG_NCCL_QUEUED) {
+    if (s->phase == TUTTI_ALG_NCCL_ENQUEUING) {
+        st = join_back(s); /* NCCL finished queueing on side */
+    } else if (s->warm) {
         st = s->enqueue(s, x, stream);
         if (st == TUTTI_INPROGRESS)
+            st = wait_queued(s);
+    } else {
+        st = tutti_alg_nccl_cuda(s, cudaEventRecord(s->ev_in, stream),
+                                 "cudaEventRecord");
+        if (st == TUTTI_OK)
+            st = tutti_alg_nccl_cuda(
+                s, cudaStreamWaitEvent(s->side, s->ev_in, 0),
+                "cudaStreamWaitEvent");
+        if (st == TUTTI_OK)
+            st = s->enqueue(s, x, s->side);
+        if (st == TUTTI_INPROGRESS)
             s->phase = TUTTI_ALG_NCCL_ENQUEUING;
-        if (st != TUTTI_OK) {
-            tutti_alg_nccl_device_leave(dev, saved);
-            return st;
-        }
+        else if (st == TUTTI_OK)
+            st = join_back(s);
     }
-    /* NCCL is idle: whatever it queued for this execution is on the
-     * stream now, so the event follows it. */
-    st = tutti_alg_nccl_cuda(s, cudaEventRecord(s->done, stream),
-                             "cudaEventRecord");
     tutti_alg_nccl_device_leave(dev, saved);
     if (st != TUTTI_OK)
         return st;
+    s->warm = 1;
     dequeue(s);
-    s->phase = TUTTI_ALG_NCCL_RECORDED;
+    s->phase = TUTTI_ALG_NCCL_IDLE;
     return TUTTI_OK;
 }
 
@@ -175,42 +223,19 @@ tutti_status_t tutti_alg_nccl_progress(void *state, tutti_alg_exec_t *x)
 {
     tutti_alg_nccl_state_t *s = state;
     tutti_status_t st;
-    cudaError_t e;
-    (void)x;
 
-    if (s->phase == TUTTI_ALG_NCCL_QUEUED ||
-        s->phase == TUTTI_ALG_NCCL_ENQUEUING) {
-        if (s->group->head != s) {
-            /* An earlier execution goes first; a broken communicator
-             * fails this one now. */
-            st = tutti_alg_nccl_comm_ready(s->group, s->impl);
-            if (st == TUTTI_OK || st == TUTTI_INPROGRESS)
-                return TUTTI_INPROGRESS;
-            goto fail;
-        }
-        if ((st = launch(s)) != TUTTI_OK) {
-            if (st == TUTTI_INPROGRESS)
-                return st;
-            goto fail;
-        }
-    }
-    if (s->phase != TUTTI_ALG_NCCL_RECORDED)
-        return s->core->error(TUTTI_ERR_INTERNAL, "%s: progress with no "
-                              "execution under way", s->impl);
-    if ((e = cudaEventQuery(s->done)) == cudaSuccess) {
-        s->phase = TUTTI_ALG_NCCL_IDLE;
+    s->exec = x; /* the core may have moved it to another stream */
+    if (s->phase == TUTTI_ALG_NCCL_IDLE)
         return TUTTI_OK;
+    if (s->group->head != s) {
+        /* An earlier execution goes first; a broken communicator fails
+         * this one now. */
+        st = tutti_alg_nccl_comm_ready(s->group, s->impl);
+        if (st == TUTTI_OK || st == TUTTI_INPROGRESS)
+            return TUTTI_INPROGRESS;
+    } else if ((st = launch(s)) == TUTTI_OK || st == TUTTI_INPROGRESS) {
+        return st;
     }
-    if (e != cudaErrorNotReady) {
-        st = tutti_alg_nccl_cuda(s, e, "cudaEventQuery");
-        goto fail;
-    }
-    /* A peer that failed leaves the kernels waiting: NCCL reports it on
-     * the communicator, not on the stream. */
-    st = tutti_alg_nccl_comm_ready(s->group, s->impl);
-    if (st == TUTTI_OK || st == TUTTI_INPROGRESS)
-        return TUTTI_INPROGRESS;
-fail:
     dequeue(s);
     s->phase = TUTTI_ALG_NCCL_IDLE;
     return st;
@@ -253,7 +278,9 @@ void tutti_alg_nccl_fini_context(void *state)
                   (saved == dev || cudaSetDevice(dev) == cudaSuccess);
     if (s->scratch != NULL)
         (void)cudaFree(s->scratch);
-    (void)cudaEventDestroy(s->done);
+    (void)cudaStreamDestroy(s->side);
+    (void)cudaEventDestroy(s->ev_in);
+    (void)cudaEventDestroy(s->ev_out);
     if (entered)
         tutti_alg_nccl_device_leave(dev, saved);
     free(s);

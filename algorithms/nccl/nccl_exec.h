@@ -6,11 +6,17 @@
  * shared here, in nccl_exec.c.
  *
  * One execution: run puts it at the end of its group's queue; when it is
- * first and the communicator is idle, its NCCL calls are made on
- * exec->stream and an event is recorded after them (if NCCL answered
- * ncclInProgress, once the communicator is idle again: only then is the
- * work on the stream); progress polls that event and the communicator's
- * errors.
+ * first and the communicator is idle, its NCCL calls are made, and run or
+ * progress returns TUTTI_OK once they are ordered on exec->stream (the
+ * core then records an event after them and polls it).  The first
+ * execution of an instance (where NCCL may set up connections and answer
+ * ncclInProgress) goes on the instance's own stream, which waits for
+ * exec->stream at the call and which exec->stream waits for once NCCL
+ * queued the work; while it is not queued the core holds the caller's
+ * stream.  Later executions go straight on exec->stream; should NCCL
+ * still answer ncclInProgress there, run waits (polling the
+ * communicator, within the group's time limit) until the work is queued,
+ * so nothing the caller queues after the call can pass it.
  */
 #ifndef TUTTI_ALG_NCCL_EXEC_H
 #define TUTTI_ALG_NCCL_EXEC_H
@@ -44,8 +50,8 @@ typedef tutti_status_t (*tutti_alg_nccl_enqueue_fn)(
 typedef enum {
     TUTTI_ALG_NCCL_IDLE = 0,  /**< none under way */
     TUTTI_ALG_NCCL_QUEUED,    /**< waiting for its turn in the group */
-    TUTTI_ALG_NCCL_ENQUEUING, /**< NCCL answered ncclInProgress */
-    TUTTI_ALG_NCCL_RECORDED   /**< on the stream, the event after it */
+    TUTTI_ALG_NCCL_ENQUEUING  /**< on the own stream; NCCL answered
+                                   ncclInProgress */
 } tutti_alg_nccl_phase_t;
 
 /** One instance of an NCCL implementation on one member. */
@@ -62,7 +68,11 @@ struct tutti_alg_nccl_state {
                                            in-place calls, or NULL */
     int to, from;                     /**< permute: the ranks sent to and
                                            received from */
-    cudaEvent_t done;                 /**< recorded after the NCCL calls */
+    cudaStream_t side;                /**< the instance's own stream */
+    cudaEvent_t ev_in;                /**< exec->stream at the call */
+    cudaEvent_t ev_out;               /**< side after the NCCL calls */
+    int warm;                         /**< an execution went through: the
+                                           next go on exec->stream */
     tutti_alg_nccl_phase_t phase;
     tutti_alg_exec_t *exec;           /**< the execution under way */
     tutti_alg_nccl_state_t *next;     /**< in the group's queue */
