@@ -129,6 +129,8 @@ static void run_members(tutti_context_t *ctx, uint64_t key, int n,
         if (m[i].fail[0])
             fail_msg("member %d (rank %d): %s", i, m[i].rank, m[i].fail);
     }
+    /* The members left: their instances' stages went with them. */
+    assert_int_equal(fake_cuda_live(), 0);
 }
 
 /* Device memory of the calling thread's current device. */
