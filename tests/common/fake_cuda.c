@@ -1,0 +1,467 @@
+/*
+ * The CUDA double (fake_cuda.h): devices, memory, streams and events in
+ * host memory behind one mutex; queued operations run when the pump finds
+ * them unblocked, never in the caller of the operation that queued them.
+ */
+#include <stdatomic.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/reduce.h"
+#include "fake_cuda.h"
+
+enum { OP_COPY, OP_SCALE, OP_DIVIDE, OP_RECORD, OP_WAIT, OP_GATE };
+
+typedef struct fake_event {
+    uint64_t records;   /* record operations queued */
+    uint64_t completed; /* the last of them that ran */
+    struct fake_event *next;
+} fake_event_t;
+
+typedef struct {
+    int kind;
+    void *dst;
+    const void *src;
+    size_t bytes;       /* copy; count for scale and divide */
+    tutti_dtype_t dtype;
+    double factor;
+    int divisor;
+    fake_event_t *ev;
+    uint64_t seq;       /* record: its number; wait: the one awaited */
+    const volatile uint32_t *flag;
+    uint32_t target;
+} fake_op_t;
+
+typedef struct fake_stream {
+    fake_op_t *ops;
+    size_t head, tail, cap;
+    int capturing;
+    int device;
+    struct fake_stream *next;
+} fake_stream_t;
+
+typedef struct fake_mem {
+    char *base;
+    size_t len;
+    int device;         /* -1: pinned host memory */
+    struct fake_mem *next;
+} fake_mem_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int num_devices = 1;
+static int bus_of[FAKE_CUDA_MAX_DEVICES] = {1, 2, 3, 4, 5, 6, 7, 8};
+static fake_stream_t legacy = {.device = 0};
+static fake_stream_t *streams;
+static fake_event_t *events;
+static fake_mem_t *mems;
+static int live;
+static __thread int current = -1;
+
+static fake_stream_t *stream_of(void *s)
+{
+    return s ? (fake_stream_t *)s : &legacy;
+}
+
+/* Queues @p op on @p s (under the lock); CUDA's allocation failure if the
+ * queue cannot grow. */
+static int enqueue(fake_stream_t *s, const fake_op_t *op)
+{
+    if (s->tail == s->cap) {
+        size_t n = s->tail - s->head;
+        if (s->head > 0 && n < s->cap / 2) {
+            memmove(s->ops, s->ops + s->head, n * sizeof(*op));
+        } else {
+            size_t cap = s->cap ? 2 * s->cap : 16;
+            fake_op_t *ops = malloc(cap * sizeof(*ops));
+            if (ops == NULL)
+                return FAKE_CUDA_ERR_NO_MEMORY;
+            if (n)
+                memcpy(ops, s->ops + s->head, n * sizeof(*op));
+            free(s->ops);
+            s->ops = ops;
+            s->cap = cap;
+        }
+        s->head = 0;
+        s->tail = n;
+    }
+    s->ops[s->tail++] = *op;
+    return 0;
+}
+
+/* Runs @p op if nothing holds it: 1 if it ran. */
+static int run_op(const fake_op_t *op)
+{
+    switch (op->kind) {
+    case OP_COPY:
+        memmove(op->dst, op->src, op->bytes);
+        return 1;
+    case OP_SCALE:
+        tutti__scale(op->dtype, op->dst, op->src, op->bytes, op->factor);
+        return 1;
+    case OP_DIVIDE:
+        tutti__divide(op->dtype, op->dst, op->bytes, op->divisor);
+        return 1;
+    case OP_RECORD:
+        op->ev->completed = op->seq;
+        return 1;
+    case OP_WAIT:
+        return op->ev->completed >= op->seq;
+    default: /* OP_GATE */
+        return (int32_t)(atomic_load((const _Atomic uint32_t *)op->flag) -
+                         op->target) >= 0;
+    }
+}
+
+/* Runs one stream as far as it goes: 1 if anything ran. */
+static int pump_stream(fake_stream_t *s)
+{
+    int ran = 0;
+    while (s->head < s->tail && run_op(&s->ops[s->head])) {
+        s->head++;
+        ran = 1;
+    }
+    return ran;
+}
+
+static void pump_locked(void)
+{
+    int ran;
+    do {
+        ran = pump_stream(&legacy);
+        for (fake_stream_t *s = streams; s; s = s->next)
+            ran |= pump_stream(s);
+    } while (ran);
+}
+
+void fake_cuda_pump(void)
+{
+    pthread_mutex_lock(&lock);
+    pump_locked();
+    pthread_mutex_unlock(&lock);
+}
+
+static int queue(void *stream, const fake_op_t *op)
+{
+    pthread_mutex_lock(&lock);
+    int err = enqueue(stream_of(stream), op);
+    pthread_mutex_unlock(&lock);
+    return err;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+static int f_versions(int *runtime_out, int *driver_out)
+{
+    *runtime_out = 13000;
+    *driver_out = 13000;
+    return 0;
+}
+
+static int f_device_count(int *count_out)
+{
+    pthread_mutex_lock(&lock);
+    *count_out = num_devices;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+static int f_pci_bus_id(int device, char *buf, int len)
+{
+    if (device < 0 || device >= num_devices)
+        return FAKE_CUDA_ERR_INVALID_DEVICE;
+    snprintf(buf, (size_t)len, "0000:%02x:00.0", bus_of[device]);
+    return 0;
+}
+
+static int f_set_device(int device)
+{
+    if (device < 0 || device >= num_devices)
+        return FAKE_CUDA_ERR_INVALID_DEVICE;
+    current = device;
+    return 0;
+}
+
+static int f_pointer_device(const void *ptr, int *device_out)
+{
+    const char *p = ptr;
+    *device_out = -1;
+    pthread_mutex_lock(&lock);
+    for (fake_mem_t *m = mems; m; m = m->next)
+        if (p >= m->base && p < m->base + m->len)
+            *device_out = m->device;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+static int alloc_mem(size_t len, int device, void **out)
+{
+    fake_mem_t *m = malloc(sizeof(*m));
+    char *base = malloc(len ? len : 1);
+    if (m == NULL || base == NULL) {
+        free(m);
+        free(base);
+        return FAKE_CUDA_ERR_NO_MEMORY;
+    }
+    m->base = base;
+    m->len = len ? len : 1;
+    m->device = device;
+    pthread_mutex_lock(&lock);
+    m->next = mems;
+    mems = m;
+    live++;
+    pthread_mutex_unlock(&lock);
+    *out = base;
+    return 0;
+}
+
+static void free_mem(void *p)
+{
+    pthread_mutex_lock(&lock);
+    for (fake_mem_t **pp = &mems; *pp; pp = &(*pp)->next) {
+        fake_mem_t *m = *pp;
+        if (m->base == p) {
+            *pp = m->next;
+            free(m->base);
+            free(m);
+            live--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static int f_host_alloc(size_t len, void **host_out, void **dev_out)
+{
+    int err = alloc_mem(len, -1, host_out);
+    if (err == 0)
+        *dev_out = *host_out;
+    return err;
+}
+
+static int f_dev_alloc(size_t len, void **dev_out)
+{
+    if (current < 0)
+        current = 0; /* CUDA's default device */
+    return alloc_mem(len, current, dev_out);
+}
+
+static int f_memcpy_async(void *dst, const void *src, size_t len,
+                          void *stream)
+{
+    fake_op_t op = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = len};
+    return queue(stream, &op);
+}
+
+static int f_stream_create(void **stream_out)
+{
+    fake_stream_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return FAKE_CUDA_ERR_NO_MEMORY;
+    s->device = current < 0 ? 0 : current;
+    pthread_mutex_lock(&lock);
+    s->next = streams;
+    streams = s;
+    live++;
+    pthread_mutex_unlock(&lock);
+    *stream_out = s;
+    return 0;
+}
+
+static void f_stream_destroy(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    for (fake_stream_t **pp = &streams; *pp; pp = &(*pp)->next) {
+        if (*pp == stream) {
+            fake_stream_t *s = *pp;
+            /* CUDA finishes a destroyed stream's work first. */
+            pump_locked();
+            *pp = s->next;
+            free(s->ops);
+            free(s);
+            live--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static int f_stream_capturing(void *stream, int *capturing_out)
+{
+    pthread_mutex_lock(&lock);
+    *capturing_out = stream_of(stream)->capturing;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+static int f_stream_wait_event(void *stream, void *event)
+{
+    fake_event_t *ev = event;
+    pthread_mutex_lock(&lock);
+    fake_op_t op = {.kind = OP_WAIT, .ev = ev, .seq = ev->records};
+    int err = enqueue(stream_of(stream), &op);
+    pthread_mutex_unlock(&lock);
+    return err;
+}
+
+static int f_event_create(void **event_out)
+{
+    fake_event_t *ev = calloc(1, sizeof(*ev));
+    if (ev == NULL)
+        return FAKE_CUDA_ERR_NO_MEMORY;
+    pthread_mutex_lock(&lock);
+    ev->next = events;
+    events = ev;
+    live++;
+    pthread_mutex_unlock(&lock);
+    *event_out = ev;
+    return 0;
+}
+
+static void f_event_destroy(void *event)
+{
+    pthread_mutex_lock(&lock);
+    for (fake_event_t **pp = &events; *pp; pp = &(*pp)->next) {
+        if (*pp == event) {
+            *pp = (*pp)->next;
+            free(event);
+            live--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static int f_event_record(void *event, void *stream)
+{
+    fake_event_t *ev = event;
+    pthread_mutex_lock(&lock);
+    fake_op_t op = {.kind = OP_RECORD, .ev = ev, .seq = ev->records + 1};
+    int err = enqueue(stream_of(stream), &op);
+    if (err == 0)
+        ev->records++;
+    pthread_mutex_unlock(&lock);
+    return err;
+}
+
+static int f_event_query(void *event)
+{
+    fake_event_t *ev = event;
+    pthread_mutex_lock(&lock);
+    pump_locked();
+    int done = ev->completed >= ev->records;
+    pthread_mutex_unlock(&lock);
+    return done ? 0 : TUTTI__CUDA_PENDING;
+}
+
+static int f_gate(void *stream, const volatile uint32_t *flag,
+                  uint32_t target)
+{
+    fake_op_t op = {.kind = OP_GATE, .flag = flag, .target = target};
+    return queue(stream, &op);
+}
+
+static int f_scale(tutti_dtype_t dtype, void *dst, const void *src,
+                   size_t count, double factor, void *stream)
+{
+    fake_op_t op = {.kind = OP_SCALE, .dst = dst, .src = src, .bytes = count,
+                    .dtype = dtype, .factor = factor};
+    return queue(stream, &op);
+}
+
+static int f_divide(tutti_dtype_t dtype, void *buf, size_t count,
+                    int divisor, void *stream)
+{
+    fake_op_t op = {.kind = OP_DIVIDE, .dst = buf, .bytes = count,
+                    .dtype = dtype, .divisor = divisor};
+    return queue(stream, &op);
+}
+
+static const char *f_error_string(int err)
+{
+    switch (err) {
+    case 0:
+        return "cudaSuccess: no error";
+    case FAKE_CUDA_ERR_INVALID_VALUE:
+        return "cudaErrorInvalidValue: invalid argument";
+    case FAKE_CUDA_ERR_NO_MEMORY:
+        return "cudaErrorMemoryAllocation: out of memory";
+    case FAKE_CUDA_ERR_INVALID_DEVICE:
+        return "cudaErrorInvalidDevice: invalid device ordinal";
+    default:
+        return "cudaErrorUnknown: unknown error";
+    }
+}
+
+static const tutti__cuda_ops_t table = {
+    .size = sizeof(tutti__cuda_ops_t), .version = TUTTI__CUDA_OPS_VERSION,
+    .versions = f_versions, .device_count = f_device_count,
+    .pci_bus_id = f_pci_bus_id, .set_device = f_set_device,
+    .pointer_device = f_pointer_device, .host_alloc = f_host_alloc,
+    .host_free = free_mem, .dev_alloc = f_dev_alloc, .dev_free = free_mem,
+    .memcpy_async = f_memcpy_async, .stream_create = f_stream_create,
+    .stream_destroy = f_stream_destroy,
+    .stream_capturing = f_stream_capturing,
+    .stream_wait_event = f_stream_wait_event,
+    .event_create = f_event_create, .event_destroy = f_event_destroy,
+    .event_record = f_event_record, .event_query = f_event_query,
+    .gate = f_gate, .scale = f_scale, .divide = f_divide,
+    .error_string = f_error_string};
+
+/* ---- the tests' side -------------------------------------------------- */
+
+const tutti__cuda_ops_t *fake_cuda_ops(void)
+{
+    return &table;
+}
+
+void fake_cuda_reset(int n, const int *bus)
+{
+    pthread_mutex_lock(&lock);
+    num_devices = n < 1 ? 1 : n > FAKE_CUDA_MAX_DEVICES
+                                  ? FAKE_CUDA_MAX_DEVICES
+                                  : n;
+    for (int d = 0; d < FAKE_CUDA_MAX_DEVICES; d++)
+        bus_of[d] = bus && d < n ? bus[d] : d + 1;
+    legacy.head = legacy.tail = 0;
+    legacy.capturing = 0;
+    pthread_mutex_unlock(&lock);
+}
+
+void fake_cuda_enqueue_copy(void *stream, void *dst, const void *src,
+                            size_t bytes)
+{
+    fake_op_t op = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes};
+    (void)queue(stream, &op);
+}
+
+size_t fake_cuda_queued(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    fake_stream_t *s = stream_of(stream);
+    size_t n = s->tail - s->head;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+void fake_cuda_set_capturing(void *stream, int capturing)
+{
+    pthread_mutex_lock(&lock);
+    stream_of(stream)->capturing = capturing;
+    pthread_mutex_unlock(&lock);
+}
+
+int fake_cuda_current_device(void)
+{
+    return current;
+}
+
+int fake_cuda_live(void)
+{
+    pthread_mutex_lock(&lock);
+    int n = live;
+    pthread_mutex_unlock(&lock);
+    return n;
+}

@@ -1,0 +1,234 @@
+/* A module with per-group state (ABI 1.3), for the tests of CUDA groups:
+ *   group ops     init_group_params writes 16 bytes, a count of its calls
+ *                 in this process and the group's key, so each group formed
+ *                 gets fresh ones; init_group, abort_group and fini_group
+ *                 append one line each to the file TUTTI_TEST_GROUP_LOG
+ *                 names (if set): "init K R BYTES", "abort K R REASON",
+ *                 "fini K R" (K the group key, R the rank, in hex and
+ *                 decimal), so a test of many threads reads what each got.
+ *   TestOrdered   allreduce, flagged TUTTI_IMPL_ORDERED: every member
+ *                 sends its input to every other through core->send and
+ *                 sums what arrives in rank order (a copy for a group of
+ *                 one); refuses to start without its group state.
+ *   TestUnordered the same without the flag.
+ *   TestDeclines  the same, whose supports() declines int8. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tutti/module.h>
+
+#define GROUP_MAGIC 0x47525053u
+
+typedef struct {
+    uint64_t key;
+    int rank;
+    unsigned char bytes[16];
+} group_state_t;
+
+static uint64_t params_calls;
+
+/* One line to the test's log; lines of different threads do not mix
+ * (one write on a file opened for appending). */
+static void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_line(const char *fmt, ...)
+{
+    const char *path = getenv("TUTTI_TEST_GROUP_LOG");
+    char line[512];
+    va_list ap;
+    if (path == NULL || path[0] == '\0')
+        return;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof(line) - 2)
+        n = (int)sizeof(line) - 2;
+    line[n++] = '\n';
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+    if (fd < 0)
+        return;
+    if (write(fd, line, (size_t)n) != n)
+        n = -1;
+    close(fd);
+}
+
+static tutti_status_t g_params(const tutti_alg_group_t *group,
+                               const tutti_core_ops_t *core, void *details,
+                               size_t *len_out)
+{
+    uint64_t b[2] = {++params_calls, group->group_key ^ GROUP_MAGIC};
+    (void)core;
+    memcpy(details, b, sizeof(b));
+    *len_out = sizeof(b);
+    return TUTTI_OK;
+}
+
+static tutti_status_t g_init(const tutti_alg_group_t *group,
+                             const tutti_core_ops_t *core,
+                             const void *details, size_t details_len,
+                             void **state_out)
+{
+    group_state_t *s;
+    char hex[33];
+    if (details_len != 16)
+        return core->error(TUTTI_ERR_MODULE, "testgroup: %zu bytes of group "
+                           "details, expected 16", details_len);
+    if ((s = malloc(sizeof(*s))) == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    s->key = group->group_key;
+    s->rank = group->rank;
+    memcpy(s->bytes, details, 16);
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", s->bytes[i]);
+    log_line("init %llx %d %s", (unsigned long long)s->key, s->rank, hex);
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+static void g_abort(void *state, const char *reason)
+{
+    group_state_t *s = state;
+    log_line("abort %llx %d %s", (unsigned long long)s->key, s->rank,
+             reason ? reason : "");
+}
+
+static void g_fini(void *state)
+{
+    group_state_t *s = state;
+    log_line("fini %llx %d", (unsigned long long)s->key, s->rank);
+    free(s);
+}
+
+static const tutti_alg_group_ops_t group_ops = {
+    .size = sizeof(tutti_alg_group_ops_t), .init_group_params = g_params,
+    .init_group = g_init, .abort_group = g_abort, .fini_group = g_fini};
+
+/* ---- the allreduce: everyone's input to everyone -------------------- */
+
+typedef struct {
+    const tutti_alg_instance_t *inst;
+    size_t bytes;
+    unsigned char *scratch;  /* group_size blocks */
+    tutti_xfer_t *xfers;     /* sends then receives, group_size each */
+    unsigned char *done;     /* per xfer */
+} sum_t;
+
+static tutti_status_t sum_init(const tutti_alg_instance_t *inst,
+                               const tutti_core_ops_t *core,
+                               const void *details, size_t details_len,
+                               void **state_out)
+{
+    (void)details;
+    (void)details_len;
+    if (inst->group_state == NULL)
+        return core->error(TUTTI_ERR_MODULE, "testgroup: no group state "
+                           "reached the instance");
+    size_t n = (size_t)inst->group_size;
+    sum_t *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    s->inst = inst;
+    s->bytes = inst->count * tutti_dtype_size(inst->dtype);
+    s->scratch = malloc(n * (s->bytes ? s->bytes : 1));
+    s->xfers = calloc(2 * n, sizeof(*s->xfers));
+    s->done = calloc(2 * n, 1);
+    if (s->scratch == NULL || s->xfers == NULL || s->done == NULL) {
+        free(s->scratch);
+        free(s->xfers);
+        free(s->done);
+        free(s);
+        return TUTTI_ERR_NO_MEMORY;
+    }
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+static tutti_status_t sum_progress(void *state, tutti_alg_exec_t *x)
+{
+    sum_t *s = state;
+    const tutti_alg_instance_t *in = s->inst;
+    int n = in->group_size;
+    for (int i = 0; i < 2 * n; i++) {
+        if (i % n == in->rank || s->done[i])
+            continue;
+        tutti_status_t st = x->core->test(x, &s->xfers[i]);
+        if (st == TUTTI_INPROGRESS)
+            return st;
+        if (st != TUTTI_OK)
+            return st;
+        s->done[i] = 1;
+    }
+    /* Every block arrived: the sum in rank order, as a test computes it. */
+    memcpy(s->scratch + (size_t)in->rank * s->bytes, x->sendbuf, s->bytes);
+    memcpy(x->recvbuf, s->scratch, s->bytes);
+    for (int r = 1; r < n; r++)
+        x->core->reduce(in->dtype, in->op, x->recvbuf, x->recvbuf,
+                        s->scratch + (size_t)r * s->bytes, in->count);
+    return TUTTI_OK;
+}
+
+static tutti_status_t sum_run(void *state, tutti_alg_exec_t *x)
+{
+    sum_t *s = state;
+    const tutti_alg_instance_t *in = s->inst;
+    int n = in->group_size;
+    memset(s->done, 0, 2 * (size_t)n);
+    for (int p = 0; p < n; p++) {
+        tutti_status_t st;
+        if (p == in->rank)
+            continue;
+        if ((st = x->core->send(x, p, 1, x->sendbuf, s->bytes,
+                                &s->xfers[p])) != TUTTI_OK ||
+            (st = x->core->recv(x, p, 1, s->scratch + (size_t)p * s->bytes,
+                                s->bytes, NULL, &s->xfers[n + p])) !=
+                TUTTI_OK)
+            return st;
+    }
+    return sum_progress(state, x);
+}
+
+static void sum_fini(void *state)
+{
+    sum_t *s = state;
+    free(s->scratch);
+    free(s->xfers);
+    free(s->done);
+    free(s);
+}
+
+static const tutti_alg_ops_t sum_ops = {
+    .size = sizeof(tutti_alg_ops_t), .init_context = sum_init,
+    .run = sum_run, .progress = sum_progress, .fini_context = sum_fini};
+
+static int declines(const tutti_alg_instance_t *inst, char *why, size_t len)
+{
+    if (inst->dtype != TUTTI_INT8)
+        return 1;
+    snprintf(why, len, "test declines: int8 is not summed here");
+    return 0;
+}
+
+static const tutti_alg_ops_t declining_ops = {
+    .size = sizeof(tutti_alg_ops_t), .init_context = sum_init,
+    .run = sum_run, .progress = sum_progress, .fini_context = sum_fini,
+    .supports = declines};
+
+#define BOTH (TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU) |                             \
+              TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA))
+
+static const tutti_alg_impl_t impls[] = {
+    {"TestOrdered", "test: ordered allreduce, everyone to everyone",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &sum_ops, 0, NULL,
+     TUTTI_IMPL_ORDERED},
+    {"TestUnordered", "test: the same, launched by priority",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &sum_ops, 0, NULL, 0},
+    {"TestDeclines", "test: the same, declining int8",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &declining_ops, 0, NULL, 0},
+};
+
+TUTTI_MODULE_DEFINE_WITH_GROUP("testgroup", "1.0.0", impls, &group_ops);
