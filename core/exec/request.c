@@ -26,6 +26,8 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     else if ((r = malloc(sizeof(*r) + pending_bytes(g->size) +
                          (size_t)g->size * sizeof(size_t))) == NULL)
         return NULL;
+    else
+        r->ev_issue = NULL; /* a new request: kept across reuses */
     memset(r->pending_from, 0, (size_t)g->size * sizeof(uint16_t));
     r->recv_counts = (size_t *)((char *)r->pending_from +
                                 pending_bytes(g->size));
