@@ -230,31 +230,35 @@ static tutti_status_t dev_prepare(tutti_request_t *r)
     return TUTTI_OK;
 }
 
-/* The implementation's work is done (queued on the stream): avg and
- * post_scale by kernels behind it, then an event to poll. */
+/* The implementation's work is ordered on the stream: avg and post_scale
+ * by kernels behind it, then an event to poll, so the request completes
+ * once the result is in place.  On a stream being captured into a CUDA
+ * graph nothing runs now: the request completes at once, and the work
+ * runs when the graph is launched. */
 static tutti_status_t dev_post(tutti_request_t *r)
 {
     tutti_group_t *g = r->group;
     tutti__instance_t *inst = r->inst;
     const tutti_instance_params_t *p = &inst->params;
-    size_t off, count, esize = tutti_dtype_size(p->dtype);
-    int err = 0;
-    if (!inst->postscaled)
-        return TUTTI_OK;
-    tutti__coll_postscale_span(p, g->rank, &r->exec, &off, &count);
-    if (count == 0)
-        return TUTTI_OK;
+    size_t off = 0, count = 0, esize = tutti_dtype_size(p->dtype);
+    void *stream = r->exec.stream;
+    int err = 0, capturing = 0;
+    if (inst->postscaled)
+        tutti__coll_postscale_span(p, g->rank, &r->exec, &off, &count);
     char *buf = (char *)r->exec.recvbuf + off * esize;
-    if (p->op == TUTTI_OP_AVG)
-        err = g->cuda->divide(p->dtype, buf, count, g->size, r->stream);
-    if (err == 0 && p->post_scale != 0.0 && p->post_scale != 1.0)
-        err = g->cuda->scale(p->dtype, buf, buf, count, p->post_scale,
-                             r->stream);
+    if (count > 0 && p->op == TUTTI_OP_AVG)
+        err = g->cuda->divide(p->dtype, buf, count, g->size, stream);
+    if (err == 0 && count > 0 && p->post_scale != 0.0 && p->post_scale != 1.0)
+        err = g->cuda->scale(p->dtype, buf, buf, count, p->post_scale, stream);
     if (err == 0)
-        err = g->cuda->event_record(inst->dev_done, r->stream);
+        err = g->cuda->stream_capturing(stream, &capturing);
+    if (err == 0 && capturing)
+        return TUTTI_OK;
+    if (err == 0)
+        err = g->cuda->event_record(inst->dev_done, stream);
     if (err != 0)
         return tutti__cuda_error(TUTTI_ERR_IO, err, "instance 0x%llx: "
-                                 "scaling the result on cuda:%d",
+                                 "finishing on cuda:%d",
                                  (unsigned long long)p->instance_key,
                                  g->device_index);
     r->phase = PHASE_POST;

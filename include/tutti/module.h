@@ -38,12 +38,18 @@
  *
  * Devices (ABI 1.3).  An implementation whose flags hold
  * TUTTI_IMPL_DEVICE_MEMORY runs on the group's device memory as it is:
- * exec->sendbuf and exec->recvbuf are CUDA device pointers and its work is
- * queued on exec->stream (a cudaStream_t), after the work the caller queued
- * there before the call; it completes (run or progress returns TUTTI_OK)
- * once its result is in place.  Any other implementation sees host memory
- * only: for a CUDA group the core stages the data through pinned host
- * buffers around it (exec->stream is then NULL).  TUTTI_IMPL_ORDERED asks
+ * exec->sendbuf and exec->recvbuf are CUDA device pointers, and its work
+ * goes on exec->stream (a cudaStream_t).  run and progress return TUTTI_OK
+ * once all of the execution's work is ordered on exec->stream (queued
+ * there, or made to wait there for it): the core then queues its scaling
+ * behind it, records an event and completes the request when the event
+ * has; TUTTI_INPROGRESS while some of it is not ordered there yet.  A run
+ * that returns TUTTI_INPROGRESS must have queued nothing on exec->stream:
+ * the core then holds the caller's stream and moves the execution to a
+ * stream of its own that waits for the caller's, so progress must read
+ * exec->stream again each time.  Any other implementation sees host
+ * memory only: for a CUDA group the core stages the data through pinned
+ * host buffers around it (exec->stream is then NULL).  TUTTI_IMPL_ORDERED asks
  * the core to launch the implementation's executions in the order the
  * caller issued them, the same on every member (NCCL's rule for one
  * communicator).  A module may keep state per group (a communicator):
