@@ -5,6 +5,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -151,15 +152,34 @@ static void dequeue(tutti_alg_nccl_state_t *s)
     s->next = NULL;
 }
 
+/* Most seconds run waits for NCCL to finish queueing on the caller's
+ * stream (wait_queued). */
+#define QUEUE_WAIT_S 30.0
+
 /* Waits (polling the communicator) until NCCL queued what it answered
  * ncclInProgress for on the caller's stream: until then the caller must
- * not queue more there.  Bounded by the group's time limit. */
+ * not queue more there.  At most QUEUE_WAIT_S: then the communicator is
+ * taken for broken. */
 static tutti_status_t wait_queued(tutti_alg_nccl_state_t *s)
 {
+    struct timespec t0, t;
     tutti_status_t st;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     while ((st = tutti_alg_nccl_comm_ready(s->group, s->impl)) ==
-           TUTTI_INPROGRESS)
+           TUTTI_INPROGRESS) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) +
+                (double)(t.tv_nsec - t0.tv_nsec) * 1e-9 >
+            QUEUE_WAIT_S)
+            return s->core->error(TUTTI_ERR_TIMEOUT, "%s: instance 0x%llx "
+                                  "rank %d: NCCL did not finish queueing "
+                                  "the call within %.0f s (%s)", s->impl,
+                                  (unsigned long long)s->inst->instance_key,
+                                  s->inst->rank, QUEUE_WAIT_S,
+                                  tutti_alg_nccl_last_error(
+                                      s->group->comm));
         sched_yield();
+    }
     return st;
 }
 
