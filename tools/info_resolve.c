@@ -45,6 +45,7 @@ typedef struct {
     int rank;                /* -1: never joined */
     int task, device_index, numa_node;
     char host[64];
+    char gpu[24];            /* ", GPU <PCI bus id>" or "" */
     char error[320];         /* why it never joined */
     call_rec_t calls[CALLS];
 } member_rec_t;
@@ -312,6 +313,9 @@ static void *member_main(void *arg)
         rec->numa_node = loc.numa_node;
         snprintf(rec->host, sizeof(rec->host), "%s", host ? host : "?");
     }
+    const char *bus = tutti_group_pci_bus_id(g, rec->rank);
+    if (bus != NULL && bus[0] != '\0')
+        snprintf(rec->gpu, sizeof(rec->gpu), ", GPU %s", bus);
     tutti_pattern_t eq = pattern_of(r, 0, NULL, m->perm);
     run_call(m, g, CALL_OUT, &eq);
     run_call(m, g, CALL_IN, &eq);
@@ -489,8 +493,9 @@ static int report(const info_resolve_t *r, member_rec_t *recs)
             if (m->rank < 0)
                 continue;
             calls++;
-            printf("  rank %d: task %d cpu:%d, host %s, NUMA node %d: ",
-                   m->rank, m->task, m->device_index, m->host, m->numa_node);
+            printf("  rank %d: task %d cpu:%d, host %s, NUMA node %d%s: ",
+                   m->rank, m->task, m->device_index, m->host, m->numa_node,
+                   m->gpu);
             if (!c->finished) {
                 printf("no report (%s)\n", m->done ? "the call was not made"
                        : c->ran ? "its task ended during the call"

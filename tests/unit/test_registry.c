@@ -194,6 +194,27 @@ static void test_older_module_minor_loads(void **state)
     assert_true(second);
 }
 
+/* An algorithm module built against ABI 1.2 (rows end before flags, the
+ * descriptor before group_ops, the ops table before supports) still
+ * loads, each row read at that minor's stride, its aliases with it. */
+static void test_module_minor_2_loads(void **state)
+{
+    tutti_module_info_t m = module_by_stem(*state, "mod_v12");
+    if (m.reason != NULL)
+        fail_msg("mod_v12 refused: %s", m.reason);
+    assert_int_equal(m.abi_minor, 2);
+    tutti_impl_info_t first = impl_by_name(*state, "TestV12First");
+    tutti_impl_info_t second = impl_by_name(*state, "TestV12Second");
+    assert_int_equal(first.collectives, TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE));
+    assert_null(first.aliases);
+    assert_int_equal(second.collectives, TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST));
+    assert_string_equal(second.description,
+                        "test: the second row, found at 1.2's stride");
+    assert_non_null(second.aliases);
+    assert_string_equal(second.aliases[0], "TestV12Former");
+    assert_null(second.aliases[1]);
+}
+
 /* An algorithm module built against ABI 1.0 (rows end before
  * per_rank_collectives) still loads, each row read at that minor's
  * stride and no further: the second row whole, and neither runs per-rank
@@ -573,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_older_transport_minor_loads),
         cmocka_unit_test(test_older_module_minor_loads),
         cmocka_unit_test(test_module_minor_0_loads),
+        cmocka_unit_test(test_module_minor_2_loads),
         cmocka_unit_test(test_former_names_select),
         cmocka_unit_test(test_impl_lists_former_names),
         cmocka_unit_test(test_builtin_modules_load),
