@@ -39,19 +39,4 @@ static tutti_status_t gather_enqueue(tutti_alg_nccl_state_t *s,
     return tutti_alg_nccl_group_end(s, r, "ncclSend/ncclRecv");
 }
 
-static tutti_status_t gather_init_context(const tutti_alg_instance_t *inst,
-                                          const tutti_core_ops_t *core,
-                                          const void *details,
-                                          size_t details_len, void **state_out)
-{
-    (void)details;
-    (void)details_len;
-    return tutti_alg_nccl_state_create(inst, core, IMPL, gather_enqueue, 0,
-                                       state_out);
-}
-
-const tutti_alg_ops_t tutti_alg_nccl_gather_ops = {
-    .size = sizeof(tutti_alg_ops_t), .init_context = gather_init_context,
-    .run = tutti_alg_nccl_run, .progress = tutti_alg_nccl_progress,
-    .fini_context = tutti_alg_nccl_fini_context,
-    .supports = tutti_alg_nccl_supports};
+TUTTI_ALG_NCCL_OPS(gather, IMPL, gather_enqueue);

@@ -91,6 +91,29 @@ tutti_status_t tutti_alg_nccl_state_create(const tutti_alg_instance_t *inst,
                                            size_t scratch_bytes,
                                            void **state_out);
 
+/** The ops table tutti_alg_nccl_<coll>_ops of an implementation whose
+ *  init_context is <coll>_init_context; the rest is shared. */
+#define TUTTI_ALG_NCCL_TABLE(coll)                                             \
+    const tutti_alg_ops_t tutti_alg_nccl_##coll##_ops = {                      \
+        .size = sizeof(tutti_alg_ops_t), .init_context = coll##_init_context,  \
+        .run = tutti_alg_nccl_run, .progress = tutti_alg_nccl_progress,        \
+        .fini_context = tutti_alg_nccl_fini_context,                           \
+        .supports = tutti_alg_nccl_supports}
+
+/** The same for an implementation @p impl (its name) that needs no
+ *  scratch: its init_context too, over @p enqueue. */
+#define TUTTI_ALG_NCCL_OPS(coll, impl, enqueue)                                \
+    static tutti_status_t coll##_init_context(                                 \
+        const tutti_alg_instance_t *inst, const tutti_core_ops_t *core,        \
+        const void *details, size_t details_len, void **state_out)             \
+    {                                                                          \
+        (void)details;                                                         \
+        (void)details_len;                                                     \
+        return tutti_alg_nccl_state_create(inst, core, impl, enqueue, 0,       \
+                                           state_out);                         \
+    }                                                                          \
+    TUTTI_ALG_NCCL_TABLE(coll)
+
 /** The ops every implementation shares: run, progress, fini_context. */
 tutti_status_t tutti_alg_nccl_run(void *state, tutti_alg_exec_t *x);
 tutti_status_t tutti_alg_nccl_progress(void *state, tutti_alg_exec_t *x);

@@ -88,8 +88,4 @@ static tutti_status_t permute_init_context(const tutti_alg_instance_t *inst,
     return TUTTI_OK;
 }
 
-const tutti_alg_ops_t tutti_alg_nccl_permute_ops = {
-    .size = sizeof(tutti_alg_ops_t), .init_context = permute_init_context,
-    .run = tutti_alg_nccl_run, .progress = tutti_alg_nccl_progress,
-    .fini_context = tutti_alg_nccl_fini_context,
-    .supports = tutti_alg_nccl_supports};
+TUTTI_ALG_NCCL_TABLE(permute);

@@ -65,9 +65,4 @@ reduce_scatter_init_context(const tutti_alg_instance_t *inst,
                                        state_out);
 }
 
-const tutti_alg_ops_t tutti_alg_nccl_reduce_scatter_ops = {
-    .size = sizeof(tutti_alg_ops_t),
-    .init_context = reduce_scatter_init_context, .run = tutti_alg_nccl_run,
-    .progress = tutti_alg_nccl_progress,
-    .fini_context = tutti_alg_nccl_fini_context,
-    .supports = tutti_alg_nccl_supports};
+TUTTI_ALG_NCCL_TABLE(reduce_scatter);
