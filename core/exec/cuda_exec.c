@@ -214,13 +214,15 @@ static tutti_status_t dev_prepare(tutti_request_t *r)
             return st;
         dst = inst->dev_stage;
     }
+    /* On the execution's stream: the caller's, or the instance's when
+     * the call was held. */
     if (plan == TUTTI__PREP_COPY_TO_STAGE)
         err = in ? g->cuda->memcpy_async(dst, x->sendbuf, in * esize,
-                                         r->stream)
+                                         x->stream)
                  : 0;
     else
         err = g->cuda->scale(p->dtype, dst, x->sendbuf, in, p->pre_scale,
-                             r->stream);
+                             x->stream);
     if (err != 0)
         return tutti__cuda_error(TUTTI_ERR_IO, err, "instance 0x%llx: "
                                  "preparing the input on cuda:%d",
