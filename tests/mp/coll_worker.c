@@ -19,6 +19,10 @@
  *                          run an allreduce in it
  *   coll_worker --join     only join a group of every task and print
  *                          "joined" or "refused: <detail>"; exit 0
+ *   coll_worker --named IMPL  joins a group of every task, runs two
+ *                          allreduces of int32 (two instances) with
+ *                          implementation IMPL and checks their sums; prints
+ *                          "coll_worker: task T: named IMPL: ok" or why not
  *   coll_worker --victim   large allreduces in a loop; task 1 kills itself
  *                          (SIGKILL) in the middle of one; the others must
  *                          fail naming task 1; they print the seconds it
@@ -214,6 +218,35 @@ static int join_mode(tutti_context_t *ctx)
     return 0;
 }
 
+static int named_mode(tutti_context_t *ctx, const char *impl)
+{
+    int task = tutti_context_task(ctx), n = tutti_context_num_tasks(ctx);
+    tutti_group_t *g = join_all(ctx, 47);
+    int ok = g != NULL;
+    for (uint64_t key = 1; ok && key <= 2; key++) {
+        int32_t in[5], out[5] = {0};
+        tutti_instance_params_t p;
+        for (int i = 0; i < 5; i++)
+            in[i] = (int32_t)(task * 10 + i) * (int32_t)key;
+        test_params(&p, key, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, 5);
+        p.algorithm = impl;
+        tutti_status_t st = test_exec_wait(g, &p, in, out);
+        if (st != TUTTI_OK) {
+            printf("coll_worker: task %d: named %s: %s: %s\n", task, impl,
+                   tutti_status_name(st), tutti_last_error());
+            ok = 0;
+        }
+        /* sum over tasks t of (10 t + i) key */
+        for (int i = 0; ok && i < 5; i++)
+            ok = out[i] == (int32_t)key * (10 * n * (n - 1) / 2 + n * i);
+    }
+    if (ok)
+        printf("coll_worker: task %d: named %s: ok\n", task, impl);
+    tutti_group_leave(g);
+    tutti_context_destroy(ctx);
+    return ok ? 0 : 1;
+}
+
 /* Task 1 dies in the middle of a large allreduce. */
 static int victim_mode(tutti_context_t *ctx)
 {
@@ -274,7 +307,7 @@ int main(int argc, char **argv)
     tutti_context_t *ctx;
     member_t m[16];
     int devices = 1, ok = 1;
-    const char *disagree = NULL, *mode = NULL;
+    const char *disagree = NULL, *mode = NULL, *named = NULL;
     uint32_t selection = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -282,6 +315,8 @@ int main(int argc, char **argv)
             devices = atoi(argv[++i]);
         else if (strcmp(argv[i], "--disagree") == 0 && i + 1 < argc)
             disagree = argv[++i];
+        else if (strcmp(argv[i], "--named") == 0 && i + 1 < argc)
+            named = argv[++i];
         else if (strcmp(argv[i], "--selection-only") == 0 && i + 1 < argc) {
             if (parse_colls(argv[++i], &selection) != 0)
                 return 2;
@@ -292,7 +327,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: coll_worker [--devices D] "
                     "[--disagree FIELD] [--selection-only COLLS] [--abort] "
-                    "[--victim] [--join]\n");
+                    "[--victim] [--join] [--named IMPL]\n");
             return 2;
         }
     }
@@ -302,6 +337,8 @@ int main(int argc, char **argv)
         return 1;
     if (mode != NULL && strcmp(mode, "--join") == 0)
         return join_mode(ctx);
+    if (named != NULL)
+        return named_mode(ctx, named);
     if (mode != NULL)
         return strcmp(mode, "--abort") == 0 ? abort_mode(ctx)
                                              : victim_mode(ctx);

@@ -582,6 +582,51 @@ static void test_settings_listing(void **state)
         fail_msg("no empty default for tcp.interface in:\n%s", out);
 }
 
+/* A module's per-group state across tasks: task 0's init_group_params
+ * runs once for the group, and every member's init_group, in its own
+ * process, gets the same bytes over the control plane (as an NCCL unique
+ * id travels); each member's state ends at leave (mod_group logs each). */
+static void test_group_state_across_tasks(void **state)
+{
+    test_tmp_t *t = *state;
+    char log[160], cmd[768], out[4096], hex[3][64];
+    int inits = 0, finis = 0, ranks = 0;
+    test_tmpfile(log, sizeof(log), t->dir, "group.log", NULL);
+    snprintf(cmd, sizeof(cmd), "TUTTI_TEST_GROUP_LOG=%s TUTTI_MODULE_PATH=%s"
+             " %s --timeout 60 -n 3 %s --named TestOrdered", log,
+             TUTTI_TEST_BUILDDIR "/tests/modules/good", RUN, WORKER);
+    test_run_ok(cmd, 0, out, sizeof(out));
+    for (int task = 0; task < 3; task++) {
+        char want[64];
+        snprintf(want, sizeof(want), "task %d: named TestOrdered: ok", task);
+        assert_non_null(strstr(out, want));
+    }
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char line[256];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long long key;
+        int rank;
+        char bytes[64];
+        if (sscanf(line, "init %llx %d %63s", &key, &rank, bytes) == 3) {
+            assert_int_equal(key, 47);
+            assert_in_range(rank, 0, 2);
+            snprintf(hex[inits < 3 ? inits : 2], sizeof(hex[0]), "%s", bytes);
+            ranks |= 1 << rank;
+            inits++;
+        } else if (sscanf(line, "fini %llx %d", &key, &rank) == 2) {
+            finis++;
+        }
+    }
+    fclose(f);
+    /* Once per member although each ran two instances; the same bytes. */
+    assert_int_equal(inits, 3);
+    assert_int_equal(ranks, 7);
+    assert_string_equal(hex[0], hex[1]);
+    assert_string_equal(hex[0], hex[2]);
+    assert_int_equal(finis, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -615,6 +660,8 @@ int main(void)
         cmocka_unit_test(test_abort_reaches_every_task),
         cmocka_unit_test(test_killed_task_is_named),
         cmocka_unit_test(test_unreaped_task_is_named),
+        cmocka_unit_test_setup_teardown(test_group_state_across_tasks,
+                                        test_tmp_setup, test_tmp_teardown),
     };
     return cmocka_run_group_tests_name("multiproc", tests, NULL, NULL);
 }
