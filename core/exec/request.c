@@ -176,8 +176,8 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
      * cuda_exec.c. */
     if (st == TUTTI_OK && inst->postscaled && inst->mode == TUTTI__MODE_HOST)
         st = tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
-    if (inst->mode == TUTTI__MODE_STAGED)
-        tutti__cuda_end(r);
+    if (inst->mode != TUTTI__MODE_HOST)
+        tutti__cuda_end(r); /* a held call's stream goes on */
     order_remove(g, r);
     stage_give_back(g, r);
     if (st != TUTTI_OK) {
