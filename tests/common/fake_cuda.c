@@ -508,6 +508,16 @@ const char *fake_cuda_describe(void *stream, char *buf, size_t len)
     return buf;
 }
 
+size_t fake_cuda_drop(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    fake_stream_t *s = stream_of(stream);
+    size_t n = s->tail - s->head;
+    s->head = s->tail = 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
 size_t fake_cuda_gates(void *stream)
 {
     pthread_mutex_lock(&lock);

@@ -54,6 +54,9 @@ void fake_cuda_lazy(int on);
  *  copy, mcopy, scale, divide, record, wait, gate and separated by
  *  spaces ("" when none), into @p buf of @p len bytes; returns @p buf. */
 const char *fake_cuda_describe(void *stream, char *buf, size_t len);
+/** Forgets what is queued on @p stream and not yet run (a failed test's
+ *  leftovers, which would write to buffers gone by then); how many. */
+size_t fake_cuda_drop(void *stream);
 /** Gates ever queued on @p stream (the legacy stream: since the reset). */
 size_t fake_cuda_gates(void *stream);
 /** Operations queued on @p stream while it was being captured. */
