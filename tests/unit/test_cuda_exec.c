@@ -6,8 +6,11 @@
  * computation, the gate on the caller's stream, pointer checks, captured
  * streams, PCI bus ids and topology order, per-group module state
  * (tests/modules/mod_group.c), ordered launches, supports() in
- * selection, an abort in flight; and, without the double, the join's
- * refusal naming why.
+ * selection, an abort in flight; the device path (implementations on
+ * device memory, mod_group's TestDeviceCopy and TestDeviceLate): no gate
+ * once resolved, the caller's stream held otherwise, scaling by the
+ * stream's kernels, capture; and, without the double, the join's refusal
+ * naming why.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -466,8 +469,10 @@ static void capture_body(cm_t *m, tutti_group_t *g)
     CHECK(m, strstr(tutti_last_error(), "captured") != NULL,
           "captured stream: %s", tutti_last_error());
     fake_cuda_set_capturing(m->stream, 0);
-    CHECK(m, fake_cuda_queued(m->stream) == 0, "the refused call left %zu "
-          "operations on the stream", fake_cuda_queued(m->stream));
+    CHECK(m, fake_cuda_queued(m->stream) == 0 &&
+                 fake_cuda_captured(m->stream) == 0,
+          "the refused call left %zu operations on the stream and captured "
+          "%zu", fake_cuda_queued(m->stream), fake_cuda_captured(m->stream));
     dev_free(buf);
 }
 
