@@ -2,6 +2,8 @@
  * The CUDA double (fake_cuda.h): devices, memory, streams and events in
  * host memory behind one mutex; queued operations run when the pump finds
  * them unblocked, never in the caller of the operation that queued them.
+ * What is queued on a stream being captured is counted and dropped: the
+ * double has no graphs to launch.
  */
 #include <stdatomic.h>
 #include <pthread.h>
@@ -13,7 +15,11 @@
 #include "base/reduce.h"
 #include "fake_cuda.h"
 
-enum { OP_COPY, OP_SCALE, OP_DIVIDE, OP_RECORD, OP_WAIT, OP_GATE };
+enum { OP_COPY, OP_MCOPY, OP_SCALE, OP_DIVIDE, OP_RECORD, OP_WAIT, OP_GATE };
+
+/* fake_cuda_describe's names, by kind. */
+static const char *const op_name[] = {"copy", "mcopy", "scale", "divide",
+                                      "record", "wait", "gate"};
 
 typedef struct fake_event {
     uint64_t records;   /* record operations queued */
@@ -40,6 +46,8 @@ typedef struct fake_stream {
     size_t head, tail, cap;
     int capturing;
     int device;
+    size_t gates;       /* gates ever queued */
+    size_t captured;    /* operations queued while capturing, dropped */
     struct fake_stream *next;
 } fake_stream_t;
 
@@ -58,6 +66,9 @@ static fake_stream_t *streams;
 static fake_event_t *events;
 static fake_mem_t *mems;
 static int live;
+static int lazy;              /* event_query runs nothing (fake_cuda_lazy) */
+static void *mcopy_stream;    /* fake_cuda_device_copy's last stream */
+static int mcopies;           /* and how many it queued */
 static __thread int current = -1;
 
 static fake_stream_t *stream_of(void *s)
@@ -69,6 +80,14 @@ static fake_stream_t *stream_of(void *s)
  * queue cannot grow. */
 static int enqueue(fake_stream_t *s, const fake_op_t *op)
 {
+    if (s->capturing) {
+        /* A graph's node: it would run when the graph is launched, which
+         * no test here does. */
+        s->captured++;
+        return 0;
+    }
+    if (op->kind == OP_GATE)
+        s->gates++;
     if (s->tail == s->cap) {
         size_t n = s->tail - s->head;
         if (s->head > 0 && n < s->cap / 2) {
@@ -96,6 +115,7 @@ static int run_op(const fake_op_t *op)
 {
     switch (op->kind) {
     case OP_COPY:
+    case OP_MCOPY:
         memmove(op->dst, op->src, op->bytes);
         return 1;
     case OP_SCALE:
@@ -339,8 +359,9 @@ static int f_event_record(void *event, void *stream)
     fake_event_t *ev = event;
     pthread_mutex_lock(&lock);
     fake_op_t op = {.kind = OP_RECORD, .ev = ev, .seq = ev->records + 1};
+    int captured = stream_of(stream)->capturing;
     int err = enqueue(stream_of(stream), &op);
-    if (err == 0)
+    if (err == 0 && !captured)
         ev->records++;
     pthread_mutex_unlock(&lock);
     return err;
@@ -350,7 +371,8 @@ static int f_event_query(void *event)
 {
     fake_event_t *ev = event;
     pthread_mutex_lock(&lock);
-    pump_locked();
+    if (!lazy)
+        pump_locked();
     int done = ev->completed >= ev->records;
     pthread_mutex_unlock(&lock);
     return done ? 0 : TUTTI__CUDA_PENDING;
@@ -427,6 +449,10 @@ void fake_cuda_reset(int n, const int *bus)
         bus_of[d] = bus && d < n ? bus[d] : d + 1;
     legacy.head = legacy.tail = 0;
     legacy.capturing = 0;
+    legacy.gates = legacy.captured = 0;
+    lazy = 0;
+    mcopy_stream = NULL;
+    mcopies = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -435,6 +461,77 @@ void fake_cuda_enqueue_copy(void *stream, void *dst, const void *src,
 {
     fake_op_t op = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes};
     (void)queue(stream, &op);
+}
+
+int fake_cuda_device_copy(void *stream, void *dst, const void *src,
+                          size_t bytes)
+{
+    fake_op_t op = {.kind = OP_MCOPY, .dst = dst, .src = src, .bytes = bytes};
+    pthread_mutex_lock(&lock);
+    int err = enqueue(stream_of(stream), &op);
+    if (err == 0) {
+        mcopy_stream = stream;
+        mcopies++;
+    }
+    pthread_mutex_unlock(&lock);
+    return err;
+}
+
+void *fake_cuda_device_copy_stream(int *count_out)
+{
+    pthread_mutex_lock(&lock);
+    void *s = mcopy_stream;
+    *count_out = mcopies;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+void fake_cuda_lazy(int on)
+{
+    pthread_mutex_lock(&lock);
+    lazy = on;
+    pthread_mutex_unlock(&lock);
+}
+
+const char *fake_cuda_describe(void *stream, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&lock);
+    fake_stream_t *s = stream_of(stream);
+    for (size_t i = s->head; i < s->tail && at < len; i++) {
+        int n = snprintf(buf + at, len - at, "%s%s", at ? " " : "",
+                         op_name[s->ops[i].kind]);
+        at = n < 0 ? len : at + (size_t)n;
+    }
+    pthread_mutex_unlock(&lock);
+    return buf;
+}
+
+size_t fake_cuda_drop(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    fake_stream_t *s = stream_of(stream);
+    size_t n = s->tail - s->head;
+    s->head = s->tail = 0;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t fake_cuda_gates(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = stream_of(stream)->gates;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t fake_cuda_captured(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = stream_of(stream)->captured;
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 size_t fake_cuda_queued(void *stream)

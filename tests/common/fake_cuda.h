@@ -6,6 +6,8 @@
  * the word it watches reaches its target, as the kernel does; a wait for
  * an event holds it until that record ran.  Scaling and division call the
  * host's reduce.c, so results are bit-identical to the host path.
+ * A stream being captured into a graph runs nothing: what is queued there
+ * is counted (fake_cuda_captured) and dropped, as a graph nobody launches.
  * Thread-safe (members of a group run as threads).
  */
 #ifndef TUTTI_TEST_FAKE_CUDA_H
@@ -35,6 +37,30 @@ void fake_cuda_pump(void);
  *  stream) behind what is queued there. */
 void fake_cuda_enqueue_copy(void *stream, void *dst, const void *src,
                             size_t bytes);
+/** A device implementation's copy (tests/modules/mod_group.c finds it in
+ *  the test program, a weak symbol there): like fake_cuda_enqueue_copy,
+ *  but named "mcopy" by fake_cuda_describe and remembered for
+ *  fake_cuda_device_copy_stream.  0 or a CUDA error code. */
+int fake_cuda_device_copy(void *stream, void *dst, const void *src,
+                          size_t bytes);
+/** The stream of the last fake_cuda_device_copy (NULL: the legacy stream,
+ *  or none); how many there were since fake_cuda_reset to @p count_out. */
+void *fake_cuda_device_copy_stream(int *count_out);
+/** 1: the device runs nothing until fake_cuda_pump() (event_query only
+ *  looks), so a test sees work queued and not yet done; 0: event_query
+ *  runs what it can first (the default). */
+void fake_cuda_lazy(int on);
+/** The operations queued on @p stream and not yet run, in order, named
+ *  copy, mcopy, scale, divide, record, wait, gate and separated by
+ *  spaces ("" when none), into @p buf of @p len bytes; returns @p buf. */
+const char *fake_cuda_describe(void *stream, char *buf, size_t len);
+/** Forgets what is queued on @p stream and not yet run (a failed test's
+ *  leftovers, which would write to buffers gone by then); how many. */
+size_t fake_cuda_drop(void *stream);
+/** Gates ever queued on @p stream (the legacy stream: since the reset). */
+size_t fake_cuda_gates(void *stream);
+/** Operations queued on @p stream while it was being captured. */
+size_t fake_cuda_captured(void *stream);
 /** Operations queued on @p stream and not yet run. */
 size_t fake_cuda_queued(void *stream);
 /** Marks @p stream as being captured into a graph (1) or not (0). */

@@ -11,7 +11,16 @@
  *                 sums what arrives in rank order (a copy for a group of
  *                 one); refuses to start without its group state.
  *   TestUnordered the same without the flag.
- *   TestDeclines  the same, whose supports() declines int8. */
+ *   TestDeclines  the same, whose supports() declines int8.
+ *   TestDeviceCopy allreduce in a group of one on CUDA device memory
+ *                 (TUTTI_IMPL_DEVICE_MEMORY): run queues the copy of
+ *                 sendbuf to recvbuf (nothing in place) on exec->stream
+ *                 and returns TUTTI_OK.
+ *   TestDeviceLate the same, except that run queues nothing and returns
+ *                 TUTTI_INPROGRESS, and progress queues the copy on
+ *                 exec->stream, read then (the core has moved it).
+ * The device copies go through fake_cuda_device_copy, the CUDA double of
+ * the test program that loads this module (tests/common/fake_cuda.h). */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -218,6 +227,113 @@ static const tutti_alg_ops_t declining_ops = {
     .run = sum_run, .progress = sum_progress, .fini_context = sum_fini,
     .supports = declines};
 
+/* ---- on device memory, through the test program's CUDA double ------- */
+
+/* Weak: a program without the double (tutti-info, test_registry) loads
+ * the module all the same, and these implementations refuse to run. */
+extern int fake_cuda_device_copy(void *stream, void *dst, const void *src,
+                                 size_t bytes)
+    __attribute__((weak, visibility("default")));
+
+typedef struct {
+    const char *name;
+    size_t bytes;
+} dcopy_t;
+
+static tutti_status_t dcopy_init(const tutti_alg_instance_t *inst,
+                                 const tutti_core_ops_t *core,
+                                 const char *name, void **state_out)
+{
+    if (inst->group_size != 1)
+        return core->error(TUTTI_ERR_UNSUPPORTED, "testgroup: %s runs in a "
+                           "group of one, not of %d", name, inst->group_size);
+    dcopy_t *s = malloc(sizeof(*s));
+    if (s == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    s->name = name;
+    s->bytes = inst->count * tutti_dtype_size(inst->dtype);
+    *state_out = s;
+    return TUTTI_OK;
+}
+
+static tutti_status_t copy_init(const tutti_alg_instance_t *inst,
+                                const tutti_core_ops_t *core,
+                                const void *details, size_t details_len,
+                                void **state_out)
+{
+    (void)details;
+    (void)details_len;
+    return dcopy_init(inst, core, "TestDeviceCopy", state_out);
+}
+
+static tutti_status_t late_init(const tutti_alg_instance_t *inst,
+                                const tutti_core_ops_t *core,
+                                const void *details, size_t details_len,
+                                void **state_out)
+{
+    (void)details;
+    (void)details_len;
+    return dcopy_init(inst, core, "TestDeviceLate", state_out);
+}
+
+/* The execution's work, queued on exec->stream as it is now. */
+static tutti_status_t dcopy_queue(const dcopy_t *s, tutti_alg_exec_t *x)
+{
+    if (fake_cuda_device_copy == NULL)
+        return x->core->error(TUTTI_ERR_UNSUPPORTED, "testgroup: %s needs "
+                              "fake_cuda_device_copy, the CUDA double of "
+                              "the tests, which this program lacks",
+                              s->name);
+    if (x->sendbuf == x->recvbuf || s->bytes == 0)
+        return TUTTI_OK;
+    int err = fake_cuda_device_copy(x->stream, x->recvbuf, x->sendbuf,
+                                    s->bytes);
+    if (err != 0)
+        return x->core->error(TUTTI_ERR_IO, "testgroup: %s: queuing a copy "
+                              "of %zu bytes: cuda error %d", s->name,
+                              s->bytes, err);
+    return TUTTI_OK;
+}
+
+static tutti_status_t copy_run(void *state, tutti_alg_exec_t *x)
+{
+    return dcopy_queue(state, x);
+}
+
+static tutti_status_t copy_progress(void *state, tutti_alg_exec_t *x)
+{
+    /* run never leaves anything to do. */
+    dcopy_t *s = state;
+    return x->core->error(TUTTI_ERR_INTERNAL, "testgroup: %s: progress "
+                          "called after run returned TUTTI_OK", s->name);
+}
+
+/* Nothing is queued yet: the core must hold the caller's stream. */
+static tutti_status_t late_run(void *state, tutti_alg_exec_t *x)
+{
+    (void)state;
+    (void)x;
+    return TUTTI_INPROGRESS;
+}
+
+static tutti_status_t late_progress(void *state, tutti_alg_exec_t *x)
+{
+    return dcopy_queue(state, x);
+}
+
+static void dcopy_fini(void *state)
+{
+    free(state);
+}
+
+static const tutti_alg_ops_t copy_ops = {
+    .size = sizeof(tutti_alg_ops_t), .init_context = copy_init,
+    .run = copy_run, .progress = copy_progress, .fini_context = dcopy_fini};
+
+static const tutti_alg_ops_t late_ops = {
+    .size = sizeof(tutti_alg_ops_t), .init_context = late_init,
+    .run = late_run, .progress = late_progress, .fini_context = dcopy_fini};
+
 #define BOTH (TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU) |                             \
               TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA))
 
@@ -229,6 +345,14 @@ static const tutti_alg_impl_t impls[] = {
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &sum_ops, 0, NULL, 0},
     {"TestDeclines", "test: the same, declining int8",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &declining_ops, 0, NULL, 0},
+    {"TestDeviceCopy", "test: a group of one's allreduce, a copy queued on "
+     "the stream in run", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA), &copy_ops, 0, NULL,
+     TUTTI_IMPL_DEVICE_MEMORY},
+    {"TestDeviceLate", "test: the same copy, queued in progress",
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA), &late_ops, 0, NULL,
+     TUTTI_IMPL_DEVICE_MEMORY},
 };
 
 TUTTI_MODULE_DEFINE_WITH_GROUP("testgroup", "1.0.0", impls, &group_ops);
