@@ -90,7 +90,7 @@ tutti_status_t tutti_execute(tutti_group_t *g,
         memcpy(r->recv_counts, params->counts,
                (size_t)g->size * sizeof(size_t));
     r->stream = params->stream;
-    if ((st = tutti__cuda_issue(r)) != TUTTI_OK) {
+    if (g->cuda != NULL && (st = tutti__cuda_issue(r)) != TUTTI_OK) {
         if (params->step == TUTTI_STEP_NEXT)
             inst->next_step--; /* the step was not taken */
         r->status = TUTTI_OK; /* never issued: back to the free list */
@@ -112,7 +112,8 @@ tutti_status_t tutti_execute(tutti_group_t *g,
             inst->queue_head = r;
         inst->queue_tail = r;
     }
-    tutti__cuda_issued(r);
+    if (g->cuda != NULL)
+        tutti__cuda_issued(r);
     *request_out = r;
     return TUTTI_OK;
 }
