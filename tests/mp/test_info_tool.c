@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "tutti-build.h"
 #include "test_util.h"
 
 #define INFO TUTTI_TEST_BUILDDIR "/tools/tutti-info"
@@ -274,9 +275,37 @@ static void test_listing_names_former_names(void **state)
     }
 }
 
+/* A call on CUDA devices, asked on this machine: where the nccl module is
+ * built and no GPU can be used it declines with the CUDA runtime's reason,
+ * and selection falls through to the host's ring (staged); in a build
+ * without NCCL its rule is skipped, naming the implementation. */
+static void test_explain_cuda_falls_through(void **state)
+{
+    char out[16384];
+    const char *cmd = INFO " --explain allreduce --device cuda --size 1M";
+    (void)state;
+    test_run_ok(cmd, 1, out, sizeof(out));
+    assert_non_null(strstr(out, "allreduce on cuda, float32, 1048576 bytes"));
+#if TUTTI_HAVE_NCCL
+    const char *no_gpu = "NcclAllreduce: no (NcclAllreduce (module nccl) "
+                         "declines: ";
+    if (strstr(out, "cudaError") != NULL || strstr(out, "no CUDA device"))
+        assert_non_null(strstr(out, no_gpu));
+    else /* a machine with a usable GPU: NCCL is chosen */
+        assert_non_null(strstr(out, "=> NcclAllreduce"));
+    if (strstr(out, no_gpu) != NULL)
+        assert_non_null(strstr(out, "=> RingAllreduce"));
+#else
+    assert_non_null(strstr(out, "NcclAllreduce: skipped (rule names "
+                                "implementation 'NcclAllreduce' that no "
+                                "loaded module provides)"));
+    assert_non_null(strstr(out, "=> RingAllreduce"));
+#endif
+}
+
 int main(void)
 {
-    struct CMUnitTest tests[NCASES + 4];
+    struct CMUnitTest tests[NCASES + 5];
     size_t k = 0;
     for (; k < NCASES; k++)
         tests[k] = (struct CMUnitTest){cases[k].name, run_case, NULL, NULL,
@@ -286,5 +315,7 @@ int main(void)
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_explain_per_rank);
     tests[k++] =
         (struct CMUnitTest)cmocka_unit_test(test_listing_names_former_names);
+    tests[k++] =
+        (struct CMUnitTest)cmocka_unit_test(test_explain_cuda_falls_through);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
