@@ -1,0 +1,64 @@
+/*
+ * Inside the coordinator (internal to core/job): the records of instances
+ * being agreed and of formed groups, shared by coordinator.c (groups and
+ * instances as members' frames bring them) and coord_decide.c (what is
+ * decided for an agreed instance).
+ */
+#ifndef TUTTI_CORE_JOB_COORD_DECIDE_H
+#define TUTTI_CORE_JOB_COORD_DECIDE_H
+
+#include <stdint.h>
+
+#include "device/device.h"
+#include "job/job.h"
+#include "job/wire.h"
+
+typedef struct coord_inst {
+    uint64_t group_key, instance_key;
+    int size, arrived;
+    tutti__inst_payload_t *by_rank;
+    int *task_of_rank;               /* -1: not arrived */
+    struct coord_inst *next;
+} coord_inst_t;
+
+/* What a formed group's decisions need: where its members are (for
+ * supports()) and the per-group details each module's init_group_params
+ * wrote, made once per group and module.  Replaced when a group of the
+ * same key forms again. */
+typedef struct coord_formed {
+    uint64_t key;
+    int size;
+    tutti_locality_t *members;        /* rank order */
+    char (*pci)[TUTTI__PCI_BUS_ID_LEN];
+    const char **pci_ids;             /* pointers into pci */
+    size_t num_modules;
+    struct coord_group_details {
+        int made;                     /* 1: ok, -1: init_group_params failed */
+        tutti_status_t status;
+        char error[256];
+        uint32_t len;
+        unsigned char bytes[TUTTI_GROUP_DETAILS_MAX];
+    } *details;                       /* per registry module, on demand */
+    struct coord_formed *next;
+} coord_formed_t;
+
+struct tutti__coord {
+    struct coord_group *groups;
+    coord_inst_t *insts;
+    coord_formed_t *formed;
+};
+
+/** Keeps what decisions for group @p key, just formed, need: its
+ *  @p size members in rank order and their GPUs' PCI bus ids
+ *  (tutti__pci_code), in place of an earlier group's of the same key, so
+ *  a group formed again gets its modules' group details afresh. */
+void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
+                                const tutti_locality_t *members,
+                                const uint32_t *pci);
+void tutti__coord_formed_free_all(tutti__coord_t *r);
+/** The implementation for an agreed instance, its plan and its module's
+ *  group details into @p d; a refusal's reason in d->detail. */
+tutti_status_t tutti__coord_choose(tutti__job_t *job, const coord_inst_t *ci,
+                                   tutti__decision_payload_t *d);
+
+#endif
