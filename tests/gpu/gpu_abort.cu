@@ -17,15 +17,15 @@
 #include <cuda_runtime.h>
 #include <tutti/tutti.h>
 
+#include "gpu_common.h"
+
 #define COUNT (1u << 16)
 #define REASON "gpu_abort: rank 1 gives up after 1 s"
 #define DEADLINE_S 5.0 /* after the abort */
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    return gpu_now_s();
 }
 
 /* Holds the stream until the host sets *flag. */
@@ -37,32 +37,25 @@ __global__ void stall(volatile unsigned *flag)
 
 static int cuda_failed(cudaError_t e, const char *what)
 {
-    if (e == cudaSuccess)
-        return 0;
-    fprintf(stderr, "gpu_abort: %s: %s: %s\n", what, cudaGetErrorName(e),
-            cudaGetErrorString(e));
-    return 1;
+    return gpu_cuda_failed("gpu_abort", e, what);
 }
 
 int main(void)
 {
     tutti_context_t *ctx = NULL;
     tutti_group_t *g = NULL;
-    tutti_group_params_t gp;
     tutti_instance_params_t p;
     tutti_request_t *r = NULL;
     tutti_status_t st;
     cudaStream_t s = NULL;
     float *in = NULL, *out = NULL;
     unsigned *flag = NULL, *dflag = NULL;
-    const char *lr = getenv("TUTTI_LOCAL_RANK");
-    int ndev = 0, dev, rank = -1, rc = 1;
+    int dev, rank = -1, rc = 1;
     double t0, t_abort, t_end;
     char detail[1024];
 
     alarm(60); /* a hang fails the test rather than the whole run */
-    if (cuda_failed(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount") ||
-        (st = tutti_context_create(NULL, &ctx)) != TUTTI_OK) {
+    if ((st = tutti_context_create(NULL, &ctx)) != TUTTI_OK) {
         fprintf(stderr, "gpu_abort: %s\n", tutti_last_error());
         return 1;
     }
@@ -70,8 +63,8 @@ int main(void)
         fprintf(stderr, "gpu_abort: run under tutti-run -n 2\n");
         goto out;
     }
-    dev = (lr != NULL ? atoi(lr) : tutti_context_task(ctx)) % ndev;
-    if (cuda_failed(cudaSetDevice(dev), "cudaSetDevice") ||
+    if (gpu_join("gpu_abort", ctx, 0x677075616272ULL /* "gpuabr" */, 2,
+                 TUTTI_ORDER_TASK, &dev, &g) != 0 ||
         cuda_failed(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
                     "cudaStreamCreateWithFlags") ||
         cuda_failed(cudaHostAlloc((void **)&flag, sizeof(*flag),
@@ -83,24 +76,8 @@ int main(void)
         cuda_failed(cudaMemset(in, 0, COUNT * sizeof(float)), "cudaMemset"))
         goto out;
     *flag = 0;
-    tutti_group_params_init(&gp);
-    gp.group_key = 0x677075616272ULL; /* "gpuabr" */
-    gp.group_size = 2;
-    gp.device_type = TUTTI_DEVICE_CUDA;
-    gp.device_index = dev;
-    if ((st = tutti_group_join(ctx, &gp, &g)) != TUTTI_OK) {
-        fprintf(stderr, "gpu_abort: joining: %s: %s\n", tutti_strerror(st),
-                tutti_last_error());
-        goto out;
-    }
     rank = tutti_group_rank(g);
-    tutti_instance_params_init(&p);
-    p.instance_key = 1;
-    p.collective = TUTTI_COLL_ALLREDUCE;
-    p.dtype = TUTTI_FLOAT32;
-    p.op = TUTTI_OP_SUM;
-    p.count = COUNT;
-    p.stream = s;
+    gpu_allreduce_params(&p, COUNT, s);
     /* A first execution sets the instance up: the abort below meets the
      * data path, not the set-up. */
     if ((st = tutti_execute(g, &p, in, out, &r)) != TUTTI_OK ||

@@ -14,14 +14,14 @@
 #include <cuda_runtime.h>
 #include <tutti/tutti.h>
 
+#include "gpu_common.h"
+
 #define COUNT (1u << 20)
 #define SPIN_MS 50
 
 static double now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+    return gpu_now_s() * 1e3;
 }
 
 /* Spins @p cycles clocks, then writes rank + 1 + i % 7. */
@@ -44,11 +44,7 @@ __global__ void consume(float *dst, const float *src, unsigned n)
 
 static int cuda_failed(cudaError_t e, const char *what)
 {
-    if (e == cudaSuccess)
-        return 0;
-    fprintf(stderr, "gpu_order: %s: %s: %s\n", what, cudaGetErrorName(e),
-            cudaGetErrorString(e));
-    return 1;
+    return gpu_cuda_failed("gpu_order", e, what);
 }
 
 /* One execution of the instance on @p stream, waited for. */
@@ -70,24 +66,22 @@ int main(void)
 {
     tutti_context_t *ctx = NULL;
     tutti_group_t *g = NULL;
-    tutti_group_params_t gp;
     tutti_instance_params_t p;
     tutti_request_t *r = NULL;
     tutti_status_t st;
     cudaStream_t s = NULL;
     float *in = NULL, *out = NULL, *copy = NULL, *host = NULL;
-    const char *lr = getenv("TUTTI_LOCAL_RANK");
-    int ndev = 0, dev, rank, n, khz = 0, rc = 1;
+    int dev, rank, n, khz = 0, rc = 1;
     double exec_ms, t0;
     size_t wrong = 0, first = 0;
 
-    if (cuda_failed(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount") ||
-        (st = tutti_context_create(NULL, &ctx)) != TUTTI_OK) {
+    if ((st = tutti_context_create(NULL, &ctx)) != TUTTI_OK) {
         fprintf(stderr, "gpu_order: %s\n", tutti_last_error());
         return 1;
     }
-    dev = (lr != NULL ? atoi(lr) : tutti_context_task(ctx)) % ndev;
-    if (cuda_failed(cudaSetDevice(dev), "cudaSetDevice") ||
+    if (gpu_join("gpu_order", ctx, 0x6770756f72646572ULL /* "gpuorder" */,
+                 tutti_context_num_tasks(ctx), TUTTI_ORDER_TOPOLOGY, &dev,
+                 &g) != 0 ||
         cuda_failed(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev),
                     "cudaDeviceGetAttribute") ||
         cuda_failed(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
@@ -98,26 +92,9 @@ int main(void)
         goto out;
     if ((host = (float *)malloc(COUNT * sizeof(float))) == NULL)
         goto out;
-    tutti_group_params_init(&gp);
-    gp.group_key = 0x6770756f72646572ULL; /* "gpuorder" */
-    gp.group_size = tutti_context_num_tasks(ctx);
-    gp.device_type = TUTTI_DEVICE_CUDA;
-    gp.device_index = dev;
-    gp.device_order = TUTTI_ORDER_TOPOLOGY;
-    if ((st = tutti_group_join(ctx, &gp, &g)) != TUTTI_OK) {
-        fprintf(stderr, "gpu_order: joining: %s: %s\n", tutti_strerror(st),
-                tutti_last_error());
-        goto out;
-    }
     rank = tutti_group_rank(g);
     n = tutti_group_size(g);
-    tutti_instance_params_init(&p);
-    p.instance_key = 1;
-    p.collective = TUTTI_COLL_ALLREDUCE;
-    p.dtype = TUTTI_FLOAT32;
-    p.op = TUTTI_OP_SUM;
-    p.count = COUNT;
-    p.stream = s;
+    gpu_allreduce_params(&p, COUNT, s);
     /* A first execution sets the instance up (NCCL's communicator, the
      * staging buffers), so that the timed one measures the call alone. */
     produce<<<64, 256, 0, s>>>(in, COUNT, rank, 0);
