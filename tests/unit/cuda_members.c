@@ -59,8 +59,8 @@ void run_members(tutti_context_t *ctx, uint64_t key, int n,
                         const int *devices, tutti_device_order_t order,
                         cm_fn fn, const void *arg, cm_t *m)
 {
-    static volatile int shared;
-    shared = 0;
+    static atomic_int shared;
+    atomic_store(&shared, 0);
     for (int i = 0; i < n; i++) {
         memset(&m[i], 0, sizeof(m[i]));
         m[i].ctx = ctx;

@@ -9,6 +9,7 @@
 #ifndef TUTTI_TEST_CUDA_MEMBERS_H
 #define TUTTI_TEST_CUDA_MEMBERS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,7 +32,7 @@ struct cm {
     tutti_device_order_t order;
     cm_fn run;
     const void *arg;
-    volatile int *shared;   /* a word the members of a test share */
+    atomic_int *shared;     /* a word the members of a test share */
     tutti_status_t join_st;
     char join_err[512];
     int rank;

@@ -583,11 +583,11 @@ static void abort_body(cm_t *m, tutti_group_t *g)
         st = tutti_execute(g, &p, buf, buf, &r);
         CHECK(m, st == TUTTI_OK, "second: %s", tutti_last_error());
         if (st != TUTTI_OK) {
-            *m->shared = 1;
+            atomic_store(m->shared, 1);
             return;
         }
         fake_cuda_enqueue_copy(m->stream, seen, buf, sizeof(seen));
-        *m->shared = 1;
+        atomic_store(m->shared, 1);
         st = tutti_request_wait(r);
         CHECK(m, st == TUTTI_ERR_ABORTED, "in flight: %s (%s), expected "
               "TUTTI_ERR_ABORTED", tutti_status_name(st), tutti_last_error());
@@ -597,7 +597,7 @@ static void abort_body(cm_t *m, tutti_group_t *g)
               "the caller's stream is still held after the abort (%zu "
               "operations queued)", fake_cuda_queued(m->stream));
     } else {
-        while (!*m->shared)
+        while (!atomic_load(m->shared))
             usleep(1000);
         usleep(50 * 1000);
         tutti_abort(m->ctx, "the test aborts");
