@@ -327,13 +327,43 @@ static int host_index(coord_group_t *cg, const char *name)
     return cg->num_hosts++;
 }
 
+/* A join as the wire brought it, made safe to read (strings ended within
+ * their fields); 0 with why for one no member sends. */
+static int join_ok(tutti__join_payload_t *j, char *why, size_t len)
+{
+    j->host[sizeof(j->host) - 1] = '\0';
+    for (int k = 0; k < TUTTI__MAX_FINGERPRINTS; k++) {
+        j->mods[k].name[sizeof(j->mods[k].name) - 1] = '\0';
+        j->mods[k].version[sizeof(j->mods[k].version) - 1] = '\0';
+    }
+    if (j->num_mods < 0 || j->num_mods > TUTTI__MAX_FINGERPRINTS ||
+        (unsigned)j->device_type >= TUTTI_DEVICE_COUNT ||
+        j->device_index < 0 || (j->has_order != 0 && j->has_order != 1) ||
+        (j->device_order != TUTTI_ORDER_TASK &&
+         j->device_order != TUTTI_ORDER_TOPOLOGY)) {
+        snprintf(why, len, "a malformed join (%d modules, device type %d, "
+                 "index %d, order %d/%d)", j->num_mods, j->device_type,
+                 j->device_index, j->has_order, j->device_order);
+        return 0;
+    }
+    return 1;
+}
+
 static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 {
-    const tutti__join_payload_t *j =
-        (const tutti__join_payload_t *)msg->payload;
+    tutti__join_payload_t copy;
+    const tutti__join_payload_t *j = &copy;
     tutti__coord_t *r = job->coord;
     int task = msg->from_task;
     char why[512];
+
+    memcpy(&copy, msg->payload, sizeof(copy));
+    if (!join_ok(&copy, why, sizeof(why))) {
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "group 0x%llx: task %d sent "
+                   "%s; ignored", (unsigned long long)msg->group_key, task,
+                   why);
+        return;
+    }
 
     int most = j->device_type == TUTTI_DEVICE_CUDA ? TUTTI__MAX_CUDA_MEMBERS
                                                     : TUTTI__MAX_MEMBERS;
@@ -610,11 +640,26 @@ static void coord_inst_timeout(tutti__job_t *job,
 
 static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
 {
-    const tutti__inst_payload_t *p =
-        (const tutti__inst_payload_t *)msg->payload;
+    tutti__inst_payload_t copy;
+    const tutti__inst_payload_t *p = &copy;
     tutti__coord_t *r = job->coord;
-    if (p->size < 1 || p->rank < 0 || p->rank >= p->size)
+    memcpy(&copy, msg->payload, sizeof(copy));
+    copy.algorithm[sizeof(copy.algorithm) - 1] = '\0';
+    /* Members check what they propose (tutti__coll_check_instance): a
+     * proposal out of these ranges came from no member. */
+    if (p->size < 1 || p->size > TUTTI__MAX_MEMBERS || p->rank < 0 ||
+        p->rank >= p->size || p->num_tasks < 1 ||
+        p->num_tasks > job->num_tasks ||
+        (unsigned)p->collective >= TUTTI_COLL_COUNT ||
+        (unsigned)p->dtype >= TUTTI_DTYPE_COUNT ||
+        (unsigned)p->op >= TUTTI_OP_COUNT ||
+        (unsigned)p->device_type >= TUTTI_DEVICE_COUNT) {
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "instance 0x%llx of group "
+                   "0x%llx: task %d sent a malformed proposal; ignored",
+                   (unsigned long long)msg->instance_key,
+                   (unsigned long long)msg->group_key, msg->from_task);
         return;
+    }
     coord_inst_t *ci = coord_inst_get(r, msg->group_key, msg->instance_key,
                                       p->size);
     if (ci == NULL || p->size != ci->size || ci->task_of_rank[p->rank] >= 0)

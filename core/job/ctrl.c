@@ -65,6 +65,31 @@ static void check_peers(tutti__ctrl_t *c)
     }
 }
 
+int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int num_tasks,
+                       char *why, size_t len)
+{
+    /* The connection names the sender, whatever the frame says. */
+    msg->from_task = from;
+    if (from < 0 || from >= num_tasks) {
+        snprintf(why, len, "from task %d of %d", from, num_tasks);
+        return 0;
+    }
+    if (msg->type == 0 || msg->type >= TUTTI_CTRL_TYPES ||
+        msg->type == TUTTI_CTRL_TASK_DEAD) {
+        snprintf(why, len, "type %u is not one a task sends", msg->type);
+        return 0;
+    }
+    if (msg->len > TUTTI_CTRL_PAYLOAD) {
+        snprintf(why, len, "payload of %u bytes, at most %d", msg->len,
+                 TUTTI_CTRL_PAYLOAD);
+        return 0;
+    }
+    /* Handlers read the payload as a struct: what the sender left unused
+     * reads as zeros, never as a previous frame's bytes. */
+    memset(msg->payload + msg->len, 0, TUTTI_CTRL_PAYLOAD - msg->len);
+    return 1;
+}
+
 static tutti_status_t post_recv(tutti__ctrl_t *c, int task)
 {
     recv_slot_t *r = &c->in[task];
@@ -121,8 +146,13 @@ static int ctrl_progress(tutti__ctrl_t *c)
         recv_slot_t *r = &c->in[t];
         if (t == c->p.task || r->op.status == TUTTI_INPROGRESS)
             continue;
-        if (r->op.status == TUTTI_OK)
+        char why[160];
+        if (r->op.status == TUTTI_OK &&
+            tutti__ctrl_accept(&r->msg, t, c->p.num_tasks, why, sizeof(why)))
             c->p.handle(c->p.arg, &r->msg);
+        else if (r->op.status == TUTTI_OK)
+            tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
+                       "dropped: %s", t, why);
         else
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
                        "failed: %s", t, tutti_strerror(r->op.status));

@@ -55,6 +55,14 @@ _Static_assert(sizeof(tutti__ctrl_msg_t) == TUTTI_CTRL_FRAME, "frame size");
 
 typedef struct tutti__ctrl tutti__ctrl_t;
 
+/** A frame received from task @p from on the wire, made safe to hand to
+ *  the handlers: from_task set to @p from (the connection names the
+ *  sender), the unused payload zeroed.  0, with why in @p why, for a frame
+ *  no task sends (type unknown or internal, a payload longer than the
+ *  frame, a sender outside 0..@p num_tasks - 1). */
+int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int num_tasks,
+                       char *why, size_t len);
+
 /** Connect this task to every other task and start the control thread
  *  (none for a single task).  @p handle is called for every message that
  *  arrives, from the control thread, with the context's resolver lock held. */

@@ -53,8 +53,7 @@ tutti_status_t tutti__job_part(tutti__job_t *job, const void *state,
     return TUTTI_OK;
 }
 
-/* Runs with the job's lock held, in the control thread or in place. */
-static void dispatch(void *arg, const tutti__ctrl_msg_t *msg)
+void tutti__job_dispatch(void *arg, const tutti__ctrl_msg_t *msg)
 {
     tutti__job_t *job = arg;
     if (msg->type < TUTTI_CTRL_TYPES && job->handlers[msg->type] != NULL) {
@@ -76,7 +75,7 @@ tutti_status_t tutti__job_start(tutti__job_t *job)
         .config = job->cfg,
         .transports = &job->transports,
         .lock = &job->lock,
-        .handle = dispatch,
+        .handle = tutti__job_dispatch,
         .arg = job,
     };
     return tutti__ctrl_start(&p, &job->ctrl);

@@ -74,6 +74,10 @@ struct tutti__job {
     int num_groups;                 /* joined and not left */
 };
 
+/** Hands @p msg to the handler of its type (the job, as void *, in
+ *  @p arg); runs with the job's lock held, in the control thread or in
+ *  place. */
+void tutti__job_dispatch(void *arg, const tutti__ctrl_msg_t *msg);
 /** Sets up @p job for task @p task of @p num_tasks (identity, config and
  *  modules as given); the frames' handlers are registered next, then
  *  tutti__job_start() connects the control plane. */

@@ -46,6 +46,22 @@ static void member_group(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
                       sizeof(d->detail));
         } else {
             const tutti__group_payload_t *gp = (const void *)msg->payload;
+            if (gp->size < 1 || gp->size > TUTTI__MAX_MEMBERS ||
+                gp->num_hosts < 0 || gp->num_hosts > TUTTI_MAX_HOSTS ||
+                gp->num_tasks < 1 ||
+                sizeof(*gp) + (size_t)gp->size * sizeof(tutti_locality_t) +
+                        (size_t)gp->num_hosts * TUTTI_HOST_NAME_MAX +
+                        (gp->has_pci ? (size_t)gp->size * 4 : 0) >
+                    msg->len) {
+                w->status = TUTTI_ERR_INTERNAL;
+                snprintf(w->error, sizeof(w->error), "group 0x%llx: the "
+                         "coordinator's table is malformed (%d members, %d "
+                         "hosts in %u bytes)",
+                         (unsigned long long)msg->group_key, gp->size,
+                         gp->num_hosts, msg->len);
+                tutti__job_wake(job);
+                return;
+            }
             size_t bytes = (size_t)gp->size * sizeof(tutti_locality_t);
             size_t hbytes = (size_t)gp->num_hosts * TUTTI_HOST_NAME_MAX;
             size_t pbytes = gp->has_pci ? (size_t)gp->size * 4 : 0;
