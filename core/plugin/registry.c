@@ -1,15 +1,22 @@
 /* Module loader and implementation registry. */
+#define _GNU_SOURCE
 #include <dirent.h>
-#include <stddef.h>
+#include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
+#include "base/paths.h"
 #include "base/strlist.h"
 #include "config/setting.h"
+#include "plugin/check.h"
 #include "plugin/registry.h"
 
 #define REASON_MAX 512
@@ -281,6 +288,18 @@ tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
     return tutti__config_modules_done(cfg);
 }
 
+#define VERSION_MAX 63
+
+/* The module's name and version, which listings and logs print. */
+static int head_text_ok(const char *name, const char *version, char *why,
+                        size_t len)
+{
+    return tutti__name_check("malformed descriptor: module name", name, why,
+                             len) &&
+           tutti__text_check("malformed descriptor: version", version,
+                             VERSION_MAX, 0, why, len);
+}
+
 /* Checks a transport module's descriptor; writes why it is refused. */
 static int tp_desc_ok(const tutti__registry_t *reg,
                       const tutti_tp_module_desc_t *d, char *why, size_t len)
@@ -289,29 +308,24 @@ static int tp_desc_ok(const tutti__registry_t *reg,
     if (!abi_ok("transport", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
                 TUTTI_TP_ABI_MINOR, why, len))
         return 0;
-    if (d->size < TP_DESC_2_0_SIZE || !name_ok(d->name) ||
-        d->version == NULL) {
-        snprintf(why, len, "malformed transport descriptor: size %u (core "
-                 "reads %zu), name or version missing", d->size,
-                 TP_DESC_2_0_SIZE);
-        return 0;
-    }
-    if (!tp_settings_ok(d, why, len))
+    if (!head_text_ok(d->name, d->version, why, len) ||
+        !tp_settings_ok(d, why, len))
         return 0;
     if (ops == NULL || ops->size < offsetof(tutti_tp_ops_t, peer_alive) ||
-        !name_ok(ops->name) || ops->connect == NULL || ops->send == NULL ||
-        ops->recv == NULL || ops->progress == NULL ||
-        ops->disconnect == NULL) {
+        ops->connect == NULL || ops->send == NULL || ops->recv == NULL ||
+        ops->progress == NULL || ops->disconnect == NULL) {
         snprintf(why, len, "malformed transport table: it needs a name and "
                  "connect, send, recv, progress and disconnect");
         return 0;
     }
-    if (!name_free(reg, d->name, why, len))
+    if (!tutti__name_check("malformed transport table: transport name",
+                           ops->name, why, len) ||
+        !name_free(reg, d->name, why, len))
         return 0;
-    if (strcmp(ops->name, "local") == 0 ||
-        tutti__registry_find_tp(reg, ops->name) != NULL) {
-        snprintf(why, len, "transport '%s' already provided%s", ops->name,
-                 strcmp(ops->name, "local") == 0 ? " by the core" : "");
+    const tutti__module_t *other = tp_module(reg, ops->name);
+    if (strcmp(ops->name, "local") == 0 || other != NULL) {
+        snprintf(why, len, "transport '%s' already provided by %s", ops->name,
+                 other != NULL ? other->path : "the core");
         return 0;
     }
     return 1;
@@ -325,11 +339,16 @@ static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
     const uint32_t all_devs = (1u << TUTTI_DEVICE_COUNT) - 1;
     const tutti_alg_ops_t *ops = impl->ops;
 
-    if (!name_ok(impl->name)) {
-        snprintf(why, len, "malformed table: implementation %u has an empty "
-                 "or over-long name", index);
+    char what[96];
+    snprintf(what, sizeof(what), "malformed table: implementation %u's name",
+             index + 1);
+    if (!tutti__name_check(what, impl->name, why, len))
         return 0;
-    }
+    snprintf(what, sizeof(what), "malformed table: description of "
+             "implementation '%s'", impl->name);
+    if (!tutti__text_check(what, impl->description, TUTTI__DESCRIPTION_MAX, 1,
+                           why, len))
+        return 0;
     if (impl->collectives == 0 || (impl->collectives & ~all_colls) != 0 ||
         (impl->per_rank_collectives & ~impl->collectives) != 0 ||
         impl->device_types == 0 || (impl->device_types & ~all_devs) != 0) {
@@ -403,6 +422,11 @@ static const char *name_taken(const tutti__registry_t *reg,
                      "empty or over-long alias", impl->name);
             return n ? n : "";
         }
+        char what[128];
+        snprintf(what, sizeof(what), "malformed table: alias %d of "
+                 "implementation '%s'", k + 1, impl->name);
+        if (k >= 0 && !tutti__name_check(what, n, why, len))
+            return n;
         for (int m = -1; m < k; m++) {
             if (strcmp(m < 0 ? impl->name : impl->aliases[m], n) == 0) {
                 snprintf(why, len, "malformed table: implementation '%s' "
@@ -436,13 +460,6 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
     if (!abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
                 TUTTI_MODULE_ABI_MINOR, why, len))
         return 0;
-    if (d->size < desc_size(d->abi_minor) ||
-        d->kind != TUTTI_MODULE_KIND_ALG) {
-        snprintf(why, len, "malformed descriptor: size %u (core reads %zu), "
-                 "kind %u (expected %d)", d->size, desc_size(d->abi_minor),
-                 d->kind, TUTTI_MODULE_KIND_ALG);
-        return 0;
-    }
     const tutti_alg_group_ops_t *g = desc_group_ops(d);
     if (g != NULL && (g->size < sizeof(*g) ||
                       (g->init_group == NULL) != (g->fini_group == NULL))) {
@@ -451,11 +468,8 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
                  sizeof(*g));
         return 0;
     }
-    if (!name_ok(d->name) || d->version == NULL) {
-        snprintf(why, len, "malformed descriptor: module name empty or over "
-                 "%d characters, or no version", TUTTI_NAME_MAX - 1);
+    if (!head_text_ok(d->name, d->version, why, len))
         return 0;
-    }
     if (d->impls == NULL || d->num_impls == 0 ||
         d->num_impls > MAX_IMPLS_PER_MODULE) {
         snprintf(why, len, "malformed table: %u implementations at %p "
@@ -514,11 +528,160 @@ static tutti_status_t add_impls(tutti__registry_t *reg, size_t module)
     return TUTTI_OK;
 }
 
+/* The shared object a .la names, tried in libtool's loader's order: the
+ * uninstalled one in .libs/ beside it, the installed one in its libdir,
+ * the one beside it.  1 with the file in @p file, else 0 and why. */
+static int la_target(const char *la, char *file, size_t flen, char *why,
+                     size_t len)
+{
+    char line[PATH_MAX + 32], dlname[256] = "", libdir[PATH_MAX] = "";
+    int n = 0;
+    int installed = 0;
+    FILE *f = fopen(la, "r");
+    if (f == NULL) {
+        snprintf(why, len, "cannot read its .la: %s", strerror(errno));
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "dlname='%255[^']'", dlname) == 1 ||
+            sscanf(line, "libdir='%4095[^']'", libdir) == 1)
+            continue;
+        if (strncmp(line, "installed=yes", 13) == 0)
+            installed = 1;
+    }
+    fclose(f);
+    if (dlname[0] == '\0' || strchr(dlname, '/') != NULL) {
+        snprintf(why, len, "its .la names no shared object (dlname)");
+        return 0;
+    }
+    const char *slash = strrchr(la, '/');
+    int dir_len = slash ? (int)(slash - la) : 1;
+    const char *dir = slash ? la : ".";
+    for (int i = 0; i < 3; i++) {
+        if (i == 0 && !installed)
+            n = snprintf(file, flen, "%.*s/.libs/%s", dir_len, dir, dlname);
+        else if (i == 1 && installed && libdir[0] != '\0')
+            n = snprintf(file, flen, "%s/%s", libdir, dlname);
+        else if (i == 2)
+            n = snprintf(file, flen, "%.*s/%s", dir_len, dir, dlname);
+        else
+            continue;
+        if (n > 0 && (size_t)n < flen && access(file, F_OK) == 0)
+            return 1;
+    }
+    snprintf(why, len, "cannot open: its .la names %.200s, found neither in "
+             ".libs/ nor beside it%s", dlname,
+             installed ? " nor in its libdir" : "");
+    return 0;
+}
+
+/* The file to map for module @p stem: what stem.la names, else stem.so. */
+static int module_file(const char *stem, char *file, size_t flen, char *why,
+                       size_t len)
+{
+    char la[PATH_MAX + 8];
+    int n = snprintf(la, sizeof(la), "%s.la", stem);
+    if (n > 0 && (size_t)n < sizeof(la) && access(la, F_OK) == 0)
+        return la_target(la, file, flen, why, len);
+    n = snprintf(file, flen, "%s.so", stem);
+    if (n < 0 || (size_t)n >= flen) {
+        snprintf(why, len, "path too long");
+        return 0;
+    }
+    return 1;
+}
+
+/* What every descriptor starts with (plugin.h). */
+typedef struct {
+    uint32_t abi_major, abi_minor, size, kind;
+} desc_head_t;
+
+/* Bytes a transport descriptor of ABI minor @p minor has: 2.1 added the
+ * settings at its end. */
+static size_t tp_desc_size(uint32_t minor)
+{
+    return minor == 0 ? TP_DESC_2_0_SIZE : sizeof(tutti_tp_module_desc_t);
+}
+
+/* Whether @p bytes from @p p lie in the object mapped at @p base: the
+ * module's own image, so reading them cannot fault. */
+static int in_image(const void *p, size_t bytes, const void *base)
+{
+    Dl_info a, b;
+    if (p == NULL || bytes == 0)
+        return 0;
+    return dladdr(p, &a) != 0 && a.dli_fbase == base &&
+           dladdr((const char *)p + bytes - 1, &b) != 0 &&
+           b.dli_fbase == base;
+}
+
+/* Reads the descriptor @p sym within the size it declares (and, where the
+ * dynamic symbol table says, within its symbol): its head first, then as
+ * much of the rest as its kind's minor needs.  Returns a zeroed copy the
+ * size of this core's descriptor, or NULL with why. */
+static void *read_desc(tutti__module_t *m, const void *sym, char *why,
+                       size_t len)
+{
+    desc_head_t h;
+    Dl_info info;
+    const ElfW(Sym) *es = NULL;
+    size_t sym_size = 0; /* 0: not known */
+    if (dladdr1(sym, &info, (void **)&es, RTLD_DL_SYMENT) != 0 && es != NULL)
+        sym_size = es->st_size;
+    if (sym_size != 0 && sym_size < sizeof(h)) {
+        snprintf(why, len, "descriptor symbol '%s' is %zu bytes, shorter than "
+                 "the %zu-byte head every descriptor starts with (ABI major, "
+                 "minor, size, kind)", TUTTI_MODULE_SYMBOL_NAME, sym_size,
+                 sizeof(h));
+        return NULL;
+    }
+    memcpy(&h, sym, sizeof(h));
+    m->abi_major = h.abi_major;
+    m->abi_minor = h.abi_minor;
+    m->kind = h.kind;
+    int tp = h.kind == TUTTI_MODULE_KIND_TP;
+    if (h.kind != TUTTI_MODULE_KIND_ALG && !tp) {
+        snprintf(why, len, "malformed descriptor: kind %u, expected %d "
+                 "(algorithm) or %d (transport)", h.kind,
+                 TUTTI_MODULE_KIND_ALG, TUTTI_MODULE_KIND_TP);
+        return NULL;
+    }
+    if (tp ? !abi_ok("transport", h.abi_major, h.abi_minor,
+                     TUTTI_TP_ABI_MAJOR, TUTTI_TP_ABI_MINOR, why, len)
+           : !abi_ok("module", h.abi_major, h.abi_minor,
+                     TUTTI_MODULE_ABI_MAJOR, TUTTI_MODULE_ABI_MINOR, why,
+                     len))
+        return NULL;
+    size_t need = tp ? tp_desc_size(h.abi_minor) : desc_size(h.abi_minor);
+    if (h.size < need) {
+        snprintf(why, len, "malformed descriptor: %u bytes; %s ABI %u.%u "
+                 "needs %zu", h.size, tp ? "transport" : "module",
+                 h.abi_major, h.abi_minor, need);
+        return NULL;
+    }
+    if (sym_size != 0 && h.size > sym_size) {
+        snprintf(why, len, "malformed descriptor: it declares %u bytes, its "
+                 "symbol '%s' holds %zu", h.size, TUTTI_MODULE_SYMBOL_NAME,
+                 sym_size);
+        return NULL;
+    }
+    size_t have = tp ? sizeof(tutti_tp_module_desc_t)
+                     : sizeof(tutti_module_desc_t);
+    void *copy = calloc(1, have);
+    if (copy == NULL) {
+        snprintf(why, len, "no memory to read its descriptor");
+        return NULL;
+    }
+    memcpy(copy, sym, h.size < have ? h.size : have);
+    return copy;
+}
+
 /* Opens one module file and registers it, or records why not. */
 static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
                                const tutti__strlist_t *load_only)
 {
     char why[REASON_MAX] = "";
+    char file[PATH_MAX + 256];
     tutti__module_t *m =
         tutti__grow(&reg->modules, reg->num_modules, sizeof(*m));
     if (m == NULL)
@@ -528,37 +691,53 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         return TUTTI_ERR_NO_MEMORY;
     reg->num_modules++;
 
-    lt_dladvise advise;
-    lt_dladvise_init(&advise);
-    lt_dladvise_ext(&advise);
-    lt_dladvise_local(&advise);
-    m->handle = lt_dlopenadvise(path, advise);
-    lt_dladvise_destroy(&advise);
+    if (!module_file(path, file, sizeof(file), why, sizeof(why)) ||
+        !tutti__elf_check(file, why, sizeof(why)))
+        goto refuse;
+    /* Every symbol bound now: one that nothing defines refuses the module
+     * here, named, rather than ending the process on its first call.
+     * libltdl cannot ask for this (its dlopen loader passes RTLD_LAZY, a
+     * build-time choice), hence dlopen itself. */
+    dlerror();
+    m->handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (m->handle == NULL) {
-        snprintf(why, sizeof(why), "cannot open: %s", lt_dlerror());
+        const char *err = dlerror();
+        snprintf(why, sizeof(why), "cannot open: %s",
+                 err ? err : "unknown error");
         goto refuse;
     }
-    const tutti_module_desc_t *d =
-        lt_dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
-    if (d == NULL) {
+    const void *sym = dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
+    if (sym == NULL) {
         snprintf(why, sizeof(why), "no descriptor: symbol '%s' not found",
                  TUTTI_MODULE_SYMBOL_NAME);
         goto refuse;
     }
-    m->abi_major = d->abi_major;
-    m->abi_minor = d->abi_minor;
-    m->kind = d->kind;
-    /* The first six fields are common to both kinds of descriptor. */
+    m->desc_copy = read_desc(m, sym, why, sizeof(why));
+    if (m->desc_copy == NULL)
+        goto refuse;
+    const tutti_module_desc_t *d = m->desc_copy;
+    const tutti_tp_module_desc_t *td = m->desc_copy;
     int tp = d->kind == TUTTI_MODULE_KIND_TP;
-    const tutti_tp_module_desc_t *td = (const void *)d;
-    if (d->abi_major == (tp ? TUTTI_TP_ABI_MAJOR : TUTTI_MODULE_ABI_MAJOR) &&
-        name_ok(d->name)) {
+    /* Kept for refused modules too (tutti-info, sections of the
+     * configuration), once they are safe to print. */
+    if (head_text_ok(d->name, d->version, why, sizeof(why))) {
         m->name = strdup(d->name);
-        m->version = d->version ? strdup(d->version) : NULL;
+        m->version = strdup(d->version);
     }
-    if (!tp && d->abi_major == TUTTI_MODULE_ABI_MAJOR && d->impls != NULL &&
-        d->num_impls > 0 && d->num_impls <= MAX_IMPLS_PER_MODULE)
+    if (!tp && d->impls != NULL && d->num_impls > 0 &&
+        d->num_impls <= MAX_IMPLS_PER_MODULE) {
+        Dl_info info;
+        size_t bytes = d->num_impls * row_size(d->abi_minor);
+        if (dladdr(sym, &info) == 0 ||
+            !in_image(d->impls, bytes, info.dli_fbase)) {
+            snprintf(why, sizeof(why), "malformed table: %u implementations "
+                     "of %zu bytes at %p lie outside the module",
+                     d->num_impls, row_size(d->abi_minor),
+                     (const void *)d->impls);
+            goto refuse;
+        }
         m->rows = read_rows(d);
+    }
     if (tp ? !tp_desc_ok(reg, td, why, sizeof(why))
            : !desc_ok(reg, d, m->rows, why, sizeof(why)))
         goto refuse;
@@ -566,11 +745,10 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         snprintf(why, sizeof(why), "not listed in modules.load");
         goto refuse;
     }
-    const lt_dlinfo *info = lt_dlgetinfo(m->handle);
-    m->file_hash = file_hash(info ? info->filename : NULL);
+    m->file_hash = file_hash(file);
     tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded %s module '%s' %s from %s "
                "(hash %016llx)", tp ? "transport" : "algorithm", d->name,
-               d->version, path, (unsigned long long)m->file_hash);
+               d->version, file, (unsigned long long)m->file_hash);
     if (tp) {
         m->tp = td;
         return TUTTI_OK;
@@ -583,9 +761,11 @@ refuse:
     m->reason = strdup(why);
     free(m->rows);
     m->rows = NULL;
+    free(m->desc_copy);
+    m->desc_copy = NULL;
     tutti__log(TUTTI_LOG_WARN, "registry", "module %s refused: %s", path, why);
     if (m->handle != NULL) {
-        lt_dlclose(m->handle);
+        dlclose(m->handle);
         m->handle = NULL;
     }
     return m->reason ? TUTTI_OK : TUTTI_ERR_NO_MEMORY;
@@ -628,20 +808,43 @@ static tutti_status_t load_dir(tutti__registry_t *reg, const char *dir,
     return st;
 }
 
+/* Whether @p dir is one of the shipped module directories (the build
+ * tree's or the install directory). */
+static int is_shipped(const char *dir)
+{
+    char real[PATH_MAX], other[PATH_MAX], item[PATH_MAX];
+    const char *p = tutti__default_module_path();
+    if (realpath(dir, real) == NULL)
+        return 0;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < sizeof(item)) {
+            memcpy(item, p, n);
+            item[n] = '\0';
+            if (realpath(item, other) != NULL && strcmp(real, other) == 0)
+                return 1;
+        }
+        p += n + (p[n] == ':');
+    }
+    return 0;
+}
+
 tutti_status_t tutti__registry_load(tutti__registry_t *reg,
                                     const tutti__strlist_t *dirs,
                                     const tutti__strlist_t *load_only)
 {
     memset(reg, 0, sizeof(*reg));
-    if (lt_dlinit() != 0)
-        return tutti__error(TUTTI_ERR_MODULE, "registry",
-                            "cannot start the module loader: %s", lt_dlerror());
-    reg->ltdl_ready = 1;
-    for (size_t i = 0; i < dirs->count; i++) {
-        tutti_status_t st = load_dir(reg, dirs->items[i], load_only);
-        if (st != TUTTI_OK)
-            return tutti__error(st, "registry", "out of memory loading %s",
-                                dirs->items[i]);
+    /* Shipped modules first: the first to register a name keeps it, and a
+     * module found elsewhere must not take a shipped one's names. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < dirs->count; i++) {
+            if (is_shipped(dirs->items[i]) != (pass == 0))
+                continue;
+            tutti_status_t st = load_dir(reg, dirs->items[i], load_only);
+            if (st != TUTTI_OK)
+                return tutti__error(st, "registry", "out of memory loading "
+                                    "%s", dirs->items[i]);
+        }
     }
     return TUTTI_OK;
 }
@@ -718,16 +921,15 @@ void tutti__registry_free(tutti__registry_t *reg)
     for (size_t i = 0; i < reg->num_modules; i++) {
         tutti__module_t *m = &reg->modules[i];
         if (m->handle != NULL)
-            lt_dlclose(m->handle);
+            dlclose(m->handle);
         free(m->path);
         free(m->name);
         free(m->version);
         free(m->reason);
         free(m->rows);
+        free(m->desc_copy);
     }
     free(reg->modules);
     free(reg->impls);
-    if (reg->ltdl_ready)
-        lt_dlexit();
     memset(reg, 0, sizeof(*reg));
 }
