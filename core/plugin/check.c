@@ -1,9 +1,12 @@
-/* Checks of a module file before it is mapped, and of the names and text
- * its descriptor holds before they are printed. */
+/* Checks of a module file before it is mapped, of its descriptor before
+ * the core reads it, and of the names and text it holds before they are
+ * printed. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,9 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <tutti/plugin.h>
+#include <tutti/module.h>
+#include <tutti/transport.h>
 
 #include "plugin/check.h"
+#include "plugin/registry.h"
 
 /* This machine's e_machine, where the build knows it; 0: not checked. */
 #if defined(__x86_64__)
@@ -229,4 +234,248 @@ int tutti__text_check(const char *what, const char *text, size_t max,
         return 0;
     }
     return 1;
+}
+
+/* A transport descriptor of ABI 2.0 ends before its settings. */
+#define TP_DESC_2_0_SIZE offsetof(tutti_tp_module_desc_t, settings)
+
+/* Checks a descriptor's ABI version against the core's (@p what: "module"
+ * or "transport"); writes why not. */
+int tutti__abi_ok(const char *what, unsigned major, unsigned minor,
+                  unsigned core_major, unsigned core_minor, char *why,
+                  size_t len)
+{
+    if (major != core_major) {
+        snprintf(why, len, "%s ABI %u.%u, core %sABI %u.%u: major versions "
+                 "differ", what, major, minor,
+                 strcmp(what, "module") == 0 ? "" : "transport ", core_major,
+                 core_minor);
+        return 0;
+    }
+    if (minor > core_minor) {
+        snprintf(why, len, "%s ABI %u.%u is newer than the core's %u.%u",
+                 what, major, minor, core_major, core_minor);
+        return 0;
+    }
+    return 1;
+}
+
+#define VERSION_MAX 63
+
+/* The module's name and version, which listings and logs print. */
+int tutti__head_text_ok(const char *name, const char *version, char *why,
+                        size_t len)
+{
+    return tutti__name_check("malformed descriptor: module name", name, why,
+                             len) &&
+           tutti__text_check("malformed descriptor: version", version,
+                             VERSION_MAX, 0, why, len);
+}
+
+/* Checks one implementation entry; writes why it is malformed. */
+int tutti__impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
+                   size_t len)
+{
+    const uint32_t all_colls = (1u << TUTTI_COLL_COUNT) - 1;
+    const uint32_t all_devs = (1u << TUTTI_DEVICE_COUNT) - 1;
+    const tutti_alg_ops_t *ops = impl->ops;
+
+    char what[96];
+    snprintf(what, sizeof(what), "malformed table: implementation %u's name",
+             index + 1);
+    if (!tutti__name_check(what, impl->name, why, len))
+        return 0;
+    snprintf(what, sizeof(what), "malformed table: description of "
+             "implementation '%s'", impl->name);
+    if (!tutti__text_check(what, impl->description, TUTTI__DESCRIPTION_MAX, 1,
+                           why, len))
+        return 0;
+    if (impl->collectives == 0 || (impl->collectives & ~all_colls) != 0 ||
+        (impl->per_rank_collectives & ~impl->collectives) != 0 ||
+        impl->device_types == 0 || (impl->device_types & ~all_devs) != 0) {
+        snprintf(why, len, "malformed table: implementation '%s' has "
+                 "collectives 0x%x (per-rank 0x%x) / device types 0x%x "
+                 "outside the known sets", impl->name, impl->collectives,
+                 impl->per_rank_collectives, impl->device_types);
+        return 0;
+    }
+    /* supports (ABI 1.3) is optional: a table may end before it. */
+    if (ops == NULL || ops->size < offsetof(tutti_alg_ops_t, supports) ||
+        ops->init_context == NULL || ops->run == NULL ||
+        ops->progress == NULL || ops->fini_context == NULL) {
+        snprintf(why, len, "malformed table: implementation '%s' lacks an "
+                 "ops table with init_context, run, progress and "
+                 "fini_context", impl->name);
+        return 0;
+    }
+    return 1;
+}
+
+/* Bytes of one implementation row as a module of ABI minor @p minor laid
+ * it out: each minor grew the row at its end. */
+size_t tutti__row_size(uint32_t minor)
+{
+    if (minor == 0)
+        return offsetof(tutti_alg_impl_t, per_rank_collectives);
+    if (minor == 1)
+        return offsetof(tutti_alg_impl_t, aliases);
+    if (minor == 2)
+        return offsetof(tutti_alg_impl_t, flags);
+    return sizeof(tutti_alg_impl_t);
+}
+
+/* Bytes of the descriptor a module of ABI minor @p minor has: 1.3 added
+ * group_ops at its end. */
+size_t tutti__desc_size(uint32_t minor)
+{
+    return minor < 3 ? offsetof(tutti_module_desc_t, group_ops)
+                     : sizeof(tutti_module_desc_t);
+}
+
+/* The shared object a .la names, tried in libtool's loader's order: the
+ * uninstalled one in .libs/ beside it, the installed one in its libdir,
+ * the one beside it.  1 with the file in @p file, else 0 and why. */
+static int la_target(const char *la, char *file, size_t flen, char *why,
+                     size_t len)
+{
+    char line[PATH_MAX + 32], dlname[256] = "", libdir[PATH_MAX] = "";
+    int n = 0;
+    int installed = 0;
+    FILE *f = fopen(la, "r");
+    if (f == NULL) {
+        snprintf(why, len, "cannot read its .la: %s", strerror(errno));
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "dlname='%255[^']'", dlname) == 1 ||
+            sscanf(line, "libdir='%4095[^']'", libdir) == 1)
+            continue;
+        if (strncmp(line, "installed=yes", 13) == 0)
+            installed = 1;
+    }
+    fclose(f);
+    if (dlname[0] == '\0' || strchr(dlname, '/') != NULL) {
+        snprintf(why, len, "its .la names no shared object (dlname)");
+        return 0;
+    }
+    const char *slash = strrchr(la, '/');
+    int dir_len = slash ? (int)(slash - la) : 1;
+    const char *dir = slash ? la : ".";
+    for (int i = 0; i < 3; i++) {
+        if (i == 0 && !installed)
+            n = snprintf(file, flen, "%.*s/.libs/%s", dir_len, dir, dlname);
+        else if (i == 1 && installed && libdir[0] != '\0')
+            n = snprintf(file, flen, "%s/%s", libdir, dlname);
+        else if (i == 2)
+            n = snprintf(file, flen, "%.*s/%s", dir_len, dir, dlname);
+        else
+            continue;
+        if (n > 0 && (size_t)n < flen && access(file, F_OK) == 0)
+            return 1;
+    }
+    snprintf(why, len, "cannot open: its .la names %.200s, found neither in "
+             ".libs/ nor beside it%s", dlname,
+             installed ? " nor in its libdir" : "");
+    return 0;
+}
+
+/* The file to map for module @p stem: what stem.la names, else stem.so. */
+int tutti__module_file(const char *stem, char *file, size_t flen, char *why,
+                       size_t len)
+{
+    char la[PATH_MAX + 8];
+    int n = snprintf(la, sizeof(la), "%s.la", stem);
+    if (n > 0 && (size_t)n < sizeof(la) && access(la, F_OK) == 0)
+        return la_target(la, file, flen, why, len);
+    n = snprintf(file, flen, "%s.so", stem);
+    if (n < 0 || (size_t)n >= flen) {
+        snprintf(why, len, "path too long");
+        return 0;
+    }
+    return 1;
+}
+
+/* What every descriptor starts with (plugin.h). */
+typedef struct {
+    uint32_t abi_major, abi_minor, size, kind;
+} desc_head_t;
+
+/* Bytes a transport descriptor of ABI minor @p minor has: 2.1 added the
+ * settings at its end. */
+static size_t tp_desc_size(uint32_t minor)
+{
+    return minor == 0 ? TP_DESC_2_0_SIZE : sizeof(tutti_tp_module_desc_t);
+}
+
+/* Whether @p bytes from @p p lie in the object mapped at @p base: the
+ * module's own image, so reading them cannot fault. */
+int tutti__in_image(const void *p, size_t bytes, const void *base)
+{
+    Dl_info a, b;
+    if (p == NULL || bytes == 0)
+        return 0;
+    return dladdr(p, &a) != 0 && a.dli_fbase == base &&
+           dladdr((const char *)p + bytes - 1, &b) != 0 &&
+           b.dli_fbase == base;
+}
+
+/* Reads the descriptor @p sym within the size it declares (and, where the
+ * dynamic symbol table says, within its symbol): its head first, then as
+ * much of the rest as its kind's minor needs.  Returns a zeroed copy the
+ * size of this core's descriptor, or NULL with why. */
+void *tutti__read_desc(tutti__module_t *m, const void *sym, char *why,
+                       size_t len)
+{
+    desc_head_t h;
+    Dl_info info;
+    const ElfW(Sym) *es = NULL;
+    size_t sym_size = 0; /* 0: not known */
+    if (dladdr1(sym, &info, (void **)&es, RTLD_DL_SYMENT) != 0 && es != NULL)
+        sym_size = es->st_size;
+    if (sym_size != 0 && sym_size < sizeof(h)) {
+        snprintf(why, len, "descriptor symbol '%s' is %zu bytes, shorter than "
+                 "the %zu-byte head every descriptor starts with (ABI major, "
+                 "minor, size, kind)", TUTTI_MODULE_SYMBOL_NAME, sym_size,
+                 sizeof(h));
+        return NULL;
+    }
+    memcpy(&h, sym, sizeof(h));
+    m->abi_major = h.abi_major;
+    m->abi_minor = h.abi_minor;
+    m->kind = h.kind;
+    int tp = h.kind == TUTTI_MODULE_KIND_TP;
+    if (h.kind != TUTTI_MODULE_KIND_ALG && !tp) {
+        snprintf(why, len, "malformed descriptor: kind %u, expected %d "
+                 "(algorithm) or %d (transport)", h.kind,
+                 TUTTI_MODULE_KIND_ALG, TUTTI_MODULE_KIND_TP);
+        return NULL;
+    }
+    if (tp ? !tutti__abi_ok("transport", h.abi_major, h.abi_minor,
+                     TUTTI_TP_ABI_MAJOR, TUTTI_TP_ABI_MINOR, why, len)
+           : !tutti__abi_ok("module", h.abi_major, h.abi_minor,
+                     TUTTI_MODULE_ABI_MAJOR, TUTTI_MODULE_ABI_MINOR, why,
+                     len))
+        return NULL;
+    size_t need = tp ? tp_desc_size(h.abi_minor) : tutti__desc_size(h.abi_minor);
+    if (h.size < need) {
+        snprintf(why, len, "malformed descriptor: %u bytes; %s ABI %u.%u "
+                 "needs %zu", h.size, tp ? "transport" : "module",
+                 h.abi_major, h.abi_minor, need);
+        return NULL;
+    }
+    if (sym_size != 0 && h.size > sym_size) {
+        snprintf(why, len, "malformed descriptor: it declares %u bytes, its "
+                 "symbol '%s' holds %zu", h.size, TUTTI_MODULE_SYMBOL_NAME,
+                 sym_size);
+        return NULL;
+    }
+    size_t have = tp ? sizeof(tutti_tp_module_desc_t)
+                     : sizeof(tutti_module_desc_t);
+    void *copy = calloc(1, have);
+    if (copy == NULL) {
+        snprintf(why, len, "no memory to read its descriptor");
+        return NULL;
+    }
+    memcpy(copy, sym, h.size < have ? h.size : have);
+    return copy;
 }
