@@ -1,15 +1,19 @@
 /* Module loader and implementation registry. */
+#define _GNU_SOURCE
 #include <dirent.h>
-#include <stddef.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "base/paths.h"
 #include "base/strlist.h"
 #include "config/setting.h"
+#include "plugin/check.h"
 #include "plugin/registry.h"
 
 #define REASON_MAX 512
@@ -146,27 +150,6 @@ tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
     return TUTTI_OK;
 }
 
-/* Checks a descriptor's ABI version against the core's (@p what: "module"
- * or "transport"); writes why not. */
-static int abi_ok(const char *what, unsigned major, unsigned minor,
-                  unsigned core_major, unsigned core_minor, char *why,
-                  size_t len)
-{
-    if (major != core_major) {
-        snprintf(why, len, "%s ABI %u.%u, core %sABI %u.%u: major versions "
-                 "differ", what, major, minor,
-                 strcmp(what, "module") == 0 ? "" : "transport ", core_major,
-                 core_minor);
-        return 0;
-    }
-    if (minor > core_minor) {
-        snprintf(why, len, "%s ABI %u.%u is newer than the core's %u.%u",
-                 what, major, minor, core_major, core_minor);
-        return 0;
-    }
-    return 1;
-}
-
 /* 1 if no module registered @p name yet, else writes who did. */
 static int name_free(const tutti__registry_t *reg, const char *name,
                      char *why, size_t len)
@@ -179,8 +162,6 @@ static int name_free(const tutti__registry_t *reg, const char *name,
     return 0;
 }
 
-/* A transport descriptor of ABI 2.0 ends before its settings. */
-#define TP_DESC_2_0_SIZE offsetof(tutti_tp_module_desc_t, settings)
 #define TP_SETTINGS_MAX 64
 #define TP_SETTINGS_BYTES_MAX (64u << 10)
 
@@ -286,90 +267,30 @@ static int tp_desc_ok(const tutti__registry_t *reg,
                       const tutti_tp_module_desc_t *d, char *why, size_t len)
 {
     const tutti_tp_ops_t *ops = d->ops;
-    if (!abi_ok("transport", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
+    if (!tutti__abi_ok("transport", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
                 TUTTI_TP_ABI_MINOR, why, len))
         return 0;
-    if (d->size < TP_DESC_2_0_SIZE || !name_ok(d->name) ||
-        d->version == NULL) {
-        snprintf(why, len, "malformed transport descriptor: size %u (core "
-                 "reads %zu), name or version missing", d->size,
-                 TP_DESC_2_0_SIZE);
-        return 0;
-    }
-    if (!tp_settings_ok(d, why, len))
+    if (!tutti__head_text_ok(d->name, d->version, why, len) ||
+        !tp_settings_ok(d, why, len))
         return 0;
     if (ops == NULL || ops->size < offsetof(tutti_tp_ops_t, peer_alive) ||
-        !name_ok(ops->name) || ops->connect == NULL || ops->send == NULL ||
-        ops->recv == NULL || ops->progress == NULL ||
-        ops->disconnect == NULL) {
+        ops->connect == NULL || ops->send == NULL || ops->recv == NULL ||
+        ops->progress == NULL || ops->disconnect == NULL) {
         snprintf(why, len, "malformed transport table: it needs a name and "
                  "connect, send, recv, progress and disconnect");
         return 0;
     }
-    if (!name_free(reg, d->name, why, len))
+    if (!tutti__name_check("malformed transport table: transport name",
+                           ops->name, why, len) ||
+        !name_free(reg, d->name, why, len))
         return 0;
-    if (strcmp(ops->name, "local") == 0 ||
-        tutti__registry_find_tp(reg, ops->name) != NULL) {
-        snprintf(why, len, "transport '%s' already provided%s", ops->name,
-                 strcmp(ops->name, "local") == 0 ? " by the core" : "");
-        return 0;
-    }
-    return 1;
-}
-
-/* Checks one implementation entry; writes why it is malformed. */
-static int impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
-                   size_t len)
-{
-    const uint32_t all_colls = (1u << TUTTI_COLL_COUNT) - 1;
-    const uint32_t all_devs = (1u << TUTTI_DEVICE_COUNT) - 1;
-    const tutti_alg_ops_t *ops = impl->ops;
-
-    if (!name_ok(impl->name)) {
-        snprintf(why, len, "malformed table: implementation %u has an empty "
-                 "or over-long name", index);
-        return 0;
-    }
-    if (impl->collectives == 0 || (impl->collectives & ~all_colls) != 0 ||
-        (impl->per_rank_collectives & ~impl->collectives) != 0 ||
-        impl->device_types == 0 || (impl->device_types & ~all_devs) != 0) {
-        snprintf(why, len, "malformed table: implementation '%s' has "
-                 "collectives 0x%x (per-rank 0x%x) / device types 0x%x "
-                 "outside the known sets", impl->name, impl->collectives,
-                 impl->per_rank_collectives, impl->device_types);
-        return 0;
-    }
-    /* supports (ABI 1.3) is optional: a table may end before it. */
-    if (ops == NULL || ops->size < offsetof(tutti_alg_ops_t, supports) ||
-        ops->init_context == NULL || ops->run == NULL ||
-        ops->progress == NULL || ops->fini_context == NULL) {
-        snprintf(why, len, "malformed table: implementation '%s' lacks an "
-                 "ops table with init_context, run, progress and "
-                 "fini_context", impl->name);
+    const tutti__module_t *other = tp_module(reg, ops->name);
+    if (strcmp(ops->name, "local") == 0 || other != NULL) {
+        snprintf(why, len, "transport '%s' already provided by %s", ops->name,
+                 other != NULL ? other->path : "the core");
         return 0;
     }
     return 1;
-}
-
-/* Bytes of one implementation row as a module of ABI minor @p minor laid
- * it out: each minor grew the row at its end. */
-static size_t row_size(uint32_t minor)
-{
-    if (minor == 0)
-        return offsetof(tutti_alg_impl_t, per_rank_collectives);
-    if (minor == 1)
-        return offsetof(tutti_alg_impl_t, aliases);
-    if (minor == 2)
-        return offsetof(tutti_alg_impl_t, flags);
-    return sizeof(tutti_alg_impl_t);
-}
-
-/* Bytes of the descriptor a module of ABI minor @p minor has: 1.3 added
- * group_ops at its end. */
-static size_t desc_size(uint32_t minor)
-{
-    return minor < 3 ? offsetof(tutti_module_desc_t, group_ops)
-                     : sizeof(tutti_module_desc_t);
 }
 
 static const tutti_alg_group_ops_t *
@@ -382,7 +303,7 @@ desc_group_ops(const tutti_module_desc_t *d)
  * minor may be older), or NULL when memory runs out. */
 static tutti_alg_impl_t *read_rows(const tutti_module_desc_t *d)
 {
-    size_t stride = row_size(d->abi_minor);
+    size_t stride = tutti__row_size(d->abi_minor);
     tutti_alg_impl_t *rows = calloc(d->num_impls, sizeof(*rows));
     for (uint32_t i = 0; rows != NULL && i < d->num_impls; i++)
         memcpy(&rows[i], (const char *)d->impls + i * stride, stride);
@@ -403,6 +324,11 @@ static const char *name_taken(const tutti__registry_t *reg,
                      "empty or over-long alias", impl->name);
             return n ? n : "";
         }
+        char what[128];
+        snprintf(what, sizeof(what), "malformed table: alias %d of "
+                 "implementation '%s'", k + 1, impl->name);
+        if (k >= 0 && !tutti__name_check(what, n, why, len))
+            return n;
         for (int m = -1; m < k; m++) {
             if (strcmp(m < 0 ? impl->name : impl->aliases[m], n) == 0) {
                 snprintf(why, len, "malformed table: implementation '%s' "
@@ -433,16 +359,9 @@ static const char *name_taken(const tutti__registry_t *reg,
 static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
                    const tutti_alg_impl_t *rows, char *why, size_t len)
 {
-    if (!abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
+    if (!tutti__abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
                 TUTTI_MODULE_ABI_MINOR, why, len))
         return 0;
-    if (d->size < desc_size(d->abi_minor) ||
-        d->kind != TUTTI_MODULE_KIND_ALG) {
-        snprintf(why, len, "malformed descriptor: size %u (core reads %zu), "
-                 "kind %u (expected %d)", d->size, desc_size(d->abi_minor),
-                 d->kind, TUTTI_MODULE_KIND_ALG);
-        return 0;
-    }
     const tutti_alg_group_ops_t *g = desc_group_ops(d);
     if (g != NULL && (g->size < sizeof(*g) ||
                       (g->init_group == NULL) != (g->fini_group == NULL))) {
@@ -451,11 +370,8 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
                  sizeof(*g));
         return 0;
     }
-    if (!name_ok(d->name) || d->version == NULL) {
-        snprintf(why, len, "malformed descriptor: module name empty or over "
-                 "%d characters, or no version", TUTTI_NAME_MAX - 1);
+    if (!tutti__head_text_ok(d->name, d->version, why, len))
         return 0;
-    }
     if (d->impls == NULL || d->num_impls == 0 ||
         d->num_impls > MAX_IMPLS_PER_MODULE) {
         snprintf(why, len, "malformed table: %u implementations at %p "
@@ -470,7 +386,7 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
     if (!name_free(reg, d->name, why, len))
         return 0;
     for (uint32_t i = 0; i < d->num_impls; i++) {
-        if (!impl_ok(&rows[i], i, why, len) ||
+        if (!tutti__impl_ok(&rows[i], i, why, len) ||
             name_taken(reg, rows, i, why, len) != NULL)
             return 0;
     }
@@ -519,6 +435,7 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
                                const tutti__strlist_t *load_only)
 {
     char why[REASON_MAX] = "";
+    char file[PATH_MAX + 256];
     tutti__module_t *m =
         tutti__grow(&reg->modules, reg->num_modules, sizeof(*m));
     if (m == NULL)
@@ -528,37 +445,53 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         return TUTTI_ERR_NO_MEMORY;
     reg->num_modules++;
 
-    lt_dladvise advise;
-    lt_dladvise_init(&advise);
-    lt_dladvise_ext(&advise);
-    lt_dladvise_local(&advise);
-    m->handle = lt_dlopenadvise(path, advise);
-    lt_dladvise_destroy(&advise);
+    if (!tutti__module_file(path, file, sizeof(file), why, sizeof(why)) ||
+        !tutti__elf_check(file, why, sizeof(why)))
+        goto refuse;
+    /* Every symbol bound now: one that nothing defines refuses the module
+     * here, named, rather than ending the process on its first call.
+     * libltdl cannot ask for this (its dlopen loader passes RTLD_LAZY, a
+     * build-time choice), hence dlopen itself. */
+    dlerror();
+    m->handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (m->handle == NULL) {
-        snprintf(why, sizeof(why), "cannot open: %s", lt_dlerror());
+        const char *err = dlerror();
+        snprintf(why, sizeof(why), "cannot open: %s",
+                 err ? err : "unknown error");
         goto refuse;
     }
-    const tutti_module_desc_t *d =
-        lt_dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
-    if (d == NULL) {
+    const void *sym = dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
+    if (sym == NULL) {
         snprintf(why, sizeof(why), "no descriptor: symbol '%s' not found",
                  TUTTI_MODULE_SYMBOL_NAME);
         goto refuse;
     }
-    m->abi_major = d->abi_major;
-    m->abi_minor = d->abi_minor;
-    m->kind = d->kind;
-    /* The first six fields are common to both kinds of descriptor. */
+    m->desc_copy = tutti__read_desc(m, sym, why, sizeof(why));
+    if (m->desc_copy == NULL)
+        goto refuse;
+    const tutti_module_desc_t *d = m->desc_copy;
+    const tutti_tp_module_desc_t *td = m->desc_copy;
     int tp = d->kind == TUTTI_MODULE_KIND_TP;
-    const tutti_tp_module_desc_t *td = (const void *)d;
-    if (d->abi_major == (tp ? TUTTI_TP_ABI_MAJOR : TUTTI_MODULE_ABI_MAJOR) &&
-        name_ok(d->name)) {
+    /* Kept for refused modules too (tutti-info, sections of the
+     * configuration), once they are safe to print. */
+    if (tutti__head_text_ok(d->name, d->version, why, sizeof(why))) {
         m->name = strdup(d->name);
-        m->version = d->version ? strdup(d->version) : NULL;
+        m->version = strdup(d->version);
     }
-    if (!tp && d->abi_major == TUTTI_MODULE_ABI_MAJOR && d->impls != NULL &&
-        d->num_impls > 0 && d->num_impls <= MAX_IMPLS_PER_MODULE)
+    if (!tp && d->impls != NULL && d->num_impls > 0 &&
+        d->num_impls <= MAX_IMPLS_PER_MODULE) {
+        Dl_info info;
+        size_t bytes = d->num_impls * tutti__row_size(d->abi_minor);
+        if (dladdr(sym, &info) == 0 ||
+            !tutti__in_image(d->impls, bytes, info.dli_fbase)) {
+            snprintf(why, sizeof(why), "malformed table: %u implementations "
+                     "of %zu bytes at %p lie outside the module",
+                     d->num_impls, tutti__row_size(d->abi_minor),
+                     (const void *)d->impls);
+            goto refuse;
+        }
         m->rows = read_rows(d);
+    }
     if (tp ? !tp_desc_ok(reg, td, why, sizeof(why))
            : !desc_ok(reg, d, m->rows, why, sizeof(why)))
         goto refuse;
@@ -566,11 +499,10 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         snprintf(why, sizeof(why), "not listed in modules.load");
         goto refuse;
     }
-    const lt_dlinfo *info = lt_dlgetinfo(m->handle);
-    m->file_hash = file_hash(info ? info->filename : NULL);
+    m->file_hash = file_hash(file);
     tutti__log(TUTTI_LOG_DEBUG, "registry", "loaded %s module '%s' %s from %s "
                "(hash %016llx)", tp ? "transport" : "algorithm", d->name,
-               d->version, path, (unsigned long long)m->file_hash);
+               d->version, file, (unsigned long long)m->file_hash);
     if (tp) {
         m->tp = td;
         return TUTTI_OK;
@@ -583,9 +515,11 @@ refuse:
     m->reason = strdup(why);
     free(m->rows);
     m->rows = NULL;
+    free(m->desc_copy);
+    m->desc_copy = NULL;
     tutti__log(TUTTI_LOG_WARN, "registry", "module %s refused: %s", path, why);
     if (m->handle != NULL) {
-        lt_dlclose(m->handle);
+        dlclose(m->handle);
         m->handle = NULL;
     }
     return m->reason ? TUTTI_OK : TUTTI_ERR_NO_MEMORY;
@@ -628,20 +562,43 @@ static tutti_status_t load_dir(tutti__registry_t *reg, const char *dir,
     return st;
 }
 
+/* Whether @p dir is one of the shipped module directories (the build
+ * tree's or the install directory). */
+static int is_shipped(const char *dir)
+{
+    char real[PATH_MAX], other[PATH_MAX], item[PATH_MAX];
+    const char *p = tutti__default_module_path();
+    if (realpath(dir, real) == NULL)
+        return 0;
+    while (*p != '\0') {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < sizeof(item)) {
+            memcpy(item, p, n);
+            item[n] = '\0';
+            if (realpath(item, other) != NULL && strcmp(real, other) == 0)
+                return 1;
+        }
+        p += n + (p[n] == ':');
+    }
+    return 0;
+}
+
 tutti_status_t tutti__registry_load(tutti__registry_t *reg,
                                     const tutti__strlist_t *dirs,
                                     const tutti__strlist_t *load_only)
 {
     memset(reg, 0, sizeof(*reg));
-    if (lt_dlinit() != 0)
-        return tutti__error(TUTTI_ERR_MODULE, "registry",
-                            "cannot start the module loader: %s", lt_dlerror());
-    reg->ltdl_ready = 1;
-    for (size_t i = 0; i < dirs->count; i++) {
-        tutti_status_t st = load_dir(reg, dirs->items[i], load_only);
-        if (st != TUTTI_OK)
-            return tutti__error(st, "registry", "out of memory loading %s",
-                                dirs->items[i]);
+    /* Shipped modules first: the first to register a name keeps it, and a
+     * module found elsewhere must not take a shipped one's names. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < dirs->count; i++) {
+            if (is_shipped(dirs->items[i]) != (pass == 0))
+                continue;
+            tutti_status_t st = load_dir(reg, dirs->items[i], load_only);
+            if (st != TUTTI_OK)
+                return tutti__error(st, "registry", "out of memory loading "
+                                    "%s", dirs->items[i]);
+        }
     }
     return TUTTI_OK;
 }
@@ -718,16 +675,15 @@ void tutti__registry_free(tutti__registry_t *reg)
     for (size_t i = 0; i < reg->num_modules; i++) {
         tutti__module_t *m = &reg->modules[i];
         if (m->handle != NULL)
-            lt_dlclose(m->handle);
+            dlclose(m->handle);
         free(m->path);
         free(m->name);
         free(m->version);
         free(m->reason);
         free(m->rows);
+        free(m->desc_copy);
     }
     free(reg->modules);
     free(reg->impls);
-    if (reg->ltdl_ready)
-        lt_dlexit();
     memset(reg, 0, sizeof(*reg));
 }

@@ -1,13 +1,12 @@
 /*
- * Module registry (internal): scans directories for module files, loads
- * them with libltdl, checks each descriptor, and maps implementation names
- * to implementations.  Refused modules are kept with their reason so
+ * Module registry (internal): scans directories for module files, checks
+ * each file (plugin/check.h) and maps it with every symbol bound at once,
+ * checks each descriptor, and maps implementation names to
+ * implementations.  Refused modules are kept with their reason so
  * tutti-info can show them.
  */
 #ifndef TUTTI_CORE_REGISTRY_H
 #define TUTTI_CORE_REGISTRY_H
-
-#include <ltdl.h>
 
 #include <tutti/module.h>
 #include <tutti/transport.h>
@@ -16,14 +15,16 @@
 #include "transport/mux.h"
 
 typedef struct {
-    char *path;        /* file as opened (stem without extension) */
+    char *path;        /* as found (stem without extension) */
     char *name;        /* from the descriptor, or NULL if unreadable */
     char *version;
     unsigned abi_major, abi_minor;
     char *reason;      /* NULL: loaded */
-    lt_dlhandle handle;
+    void *handle;      /* dlopen's */
     const tutti_module_desc_t *desc;      /* algorithm module, or NULL */
     const tutti_tp_module_desc_t *tp;     /* transport module, or NULL */
+    void *desc_copy;   /* the descriptor as far as its size says, the
+                          fields it lacks zero: what desc or tp points to */
     uint32_t kind;       /* TUTTI_MODULE_KIND_*, 0 if unreadable */
     tutti_alg_impl_t *rows; /* its implementations as this core reads them:
                                rows of an older minor copied, with the fields
@@ -43,16 +44,23 @@ typedef struct {
     size_t num_modules;
     tutti__impl_entry_t *impls;
     size_t num_impls;
-    int ltdl_ready;
 } tutti__registry_t;
 
 /**
- * Scan @p dirs in order; load every module file (*.la or *.so) found,
- * sorted by name within a directory.  The first module to register a
- * module or implementation name wins; a later one is refused and logged
- * with both paths.  When @p load_only is not empty, modules whose names it
- * does not list are refused with that reason.  A directory that does not
- * exist is skipped quietly.  Fails only when ltdl cannot start.
+ * Scan @p dirs, the shipped ones (tutti__default_module_path(): the build
+ * tree's or the install directory) first, then the others in order; load
+ * every module file (*.la or *.so) found, sorted by name within a
+ * directory.  A .la names its shared object as libtool's loader would find
+ * it (the uninstalled one in .libs/, else the one in libdir, else the one
+ * beside the .la).  The file is checked before it is mapped, and mapped
+ * with RTLD_NOW | RTLD_LOCAL, so a symbol nothing defines refuses it here.
+ * The first module to register a module, implementation or transport name
+ * wins, so a shipped module's names cannot be taken by a module found
+ * elsewhere; the later one is refused and logged with both paths.  When
+ * @p load_only is not empty, modules whose names it does not list are
+ * refused with that reason (and their names are free for others: that is
+ * how a configuration replaces a shipped module).  A directory that does
+ * not exist is skipped quietly.  Fails only when memory runs out.
  */
 tutti_status_t tutti__registry_load(tutti__registry_t *reg,
                                     const tutti__strlist_t *dirs,

@@ -57,6 +57,19 @@
  * runs one of its implementations, aborted when the group fails, finished
  * when the member leaves.
  *
+ * Loading.  The loader checks the file before mapping it (a readable
+ * regular ELF shared object of this machine, whole) and maps it with every
+ * symbol bound at once, so a symbol nothing defines refuses the module,
+ * named.  It reads the descriptor's head (ABI major, minor, size, kind)
+ * first and no byte beyond the size it declares, and refuses one smaller
+ * than its minor needs.  Names (module, implementation, alias, transport)
+ * are 1 to 63 of [A-Za-z0-9_.-]; versions and descriptions printable
+ * ASCII.  Shipped modules (the build tree's, or the install directory's)
+ * load before those of modules.path or TUTTI_MODULE_PATH, and the first
+ * module to register a name keeps it: a later module that repeats one is
+ * refused, both paths named.  To replace a shipped module, leave it out of
+ * modules.load.
+ *
  * ABI versions (plugin.h says the rule): 1.1 added per-rank counts, 1.2
  * aliases, 1.3 devices (flags, streams, group state, supports), each at the
  * end of its struct; the loader reads a module's rows at its own minor's

@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <elf.h>
+#include <link.h>
 
 #include <tutti/module.h>
 #include <tutti/transport.h>
@@ -22,6 +25,7 @@
 
 #define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"
 #define BAD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/bad"
+#define SHADOW_DIR TUTTI_TEST_BUILDDIR "/tests/modules/shadow"
 
 static tutti_context_t *open_ctx(const char *config_path, const char *modules)
 {
@@ -585,6 +589,148 @@ static void test_details_made_once_for_all(void **state)
     }
 }
 
+/* A module with an undefined symbol is refused at load, the symbol named
+ * by the dynamic loader; bound lazily it loaded, and the process exited
+ * 127 on its first call. */
+static void test_undefined_symbol_refused(void **state)
+{
+    assert_refused(*state, "mod_undef", "cannot open: ");
+    assert_refused(*state, "mod_undef",
+                   "undefined symbol: tutti_test_undefined_symbol");
+}
+
+/* A descriptor is read only within what it declares: a symbol shorter
+ * than the head is refused before any field is read, and a 1.0
+ * descriptor declaring fewer bytes than 1.0 needs is refused naming both
+ * sizes (before, the loader read 48 bytes of each: ASan reported both). */
+static void test_short_descriptor_refused(void **state)
+{
+    char want[160];
+    assert_refused(*state, "mod_tinydesc",
+                   "descriptor symbol 'tutti_module_descriptor' is 4 bytes, "
+                   "shorter than the 16-byte head");
+    snprintf(want, sizeof(want), "malformed descriptor: 4 bytes; module ABI "
+             "1.0 needs %zu", offsetof(tutti_module_desc_t, group_ops));
+    assert_refused(*state, "mod_shortdesc", want);
+    /* Nothing read past the head reaches the listing. */
+    assert_null(module_by_stem(*state, "mod_shortdesc").name);
+    assert_null(module_by_stem(*state, "mod_tinydesc").name);
+}
+
+/* Names are [A-Za-z0-9_.-], descriptions printable ASCII: a newline or an
+ * escape sequence is refused with the field and the byte's place, and
+ * never printed. */
+static void test_forged_names_refused(void **state)
+{
+    assert_refused(*state, "mod_badname", "implementation 1's name: byte 11 "
+                   "is 0x0a; expected 1 to 63 of [A-Za-z0-9_.-]");
+    assert_refused(*state, "mod_baddesc", "description of implementation "
+                   "'TestBadDesc': byte 7 is 0x1b; expected printable "
+                   "ASCII");
+    for (size_t i = 0;; i++) {
+        tutti_impl_info_t im;
+        if (tutti_info_impl(*state, i, &im) != TUTTI_OK)
+            break;
+        if (strchr(im.name, '\n') != NULL ||
+            strcmp(im.name, "TestBadDesc") == 0)
+            fail_msg("implementation %zu of a refused module registered", i);
+    }
+}
+
+/* Writes @p n bytes of @p data to <@p dir>/<@p name>. */
+static void write_bytes(const char *dir, const char *name, const void *data,
+                        size_t n)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A module file cut short, or no shared object at all, is refused with
+ * the reason before dlopen maps it: a cut one crashed the process with
+ * SIGBUS inside dlopen, a FIFO blocked it for ever. */
+static void test_truncated_file_refused(void **state)
+{
+    test_tmp_t t;
+    char path[256];
+    static char so[1 << 20];
+    (void)state;
+    FILE *f = fopen(GOOD_DIR "/.libs/mod_good.so", "rb");
+    assert_non_null(f);
+    size_t n = fread(so, 1, sizeof(so), f);
+    fclose(f);
+    /* Cut at 8 KiB, its later segments lie past the end. */
+    assert_true(n > 16384 && n < sizeof(so));
+    test_tmp_make(&t, "cut", "", NULL);
+
+    write_bytes(t.dir, "mod_cut0.so", so, 0);
+    write_bytes(t.dir, "mod_cut40.so", so, 40);
+    write_bytes(t.dir, "mod_cut64.so", so, 64);
+    write_bytes(t.dir, "mod_cut8k.so", so, 8192);
+    /* With no section headers to give it away, the loadable segments
+     * must: dlopen maps them, past the end of the file. */
+    ((ElfW(Ehdr) *)so)->e_shnum = 0;
+    write_bytes(t.dir, "mod_cutseg.so", so, 8192);
+    memset(path, '#', sizeof(path));
+    memcpy(path, "#!/bin/sh", 9);
+    write_bytes(t.dir, "mod_text.so", path, 128);
+    snprintf(path, sizeof(path), "%s/mod_fifo.so", t.dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+
+    tutti_context_t *ctx = open_ctx("", t.dir);
+    assert_refused(ctx, "mod_cut0", "truncated: 0 bytes, shorter than an "
+                                    "ELF header (64)");
+    assert_refused(ctx, "mod_cut40", "truncated: 40 bytes, shorter than an "
+                                     "ELF header (64)");
+    assert_refused(ctx, "mod_cut64", "truncated or malformed: ");
+    assert_refused(ctx, "mod_cut64", "program headers of 56 bytes at offset "
+                                     "64, in a file of 64 bytes");
+    assert_refused(ctx, "mod_cut8k", "truncated or malformed: ");
+    assert_refused(ctx, "mod_cut8k", "section headers");
+    assert_refused(ctx, "mod_cutseg", "truncated: segment ");
+    assert_refused(ctx, "mod_cutseg", "the file ends at ");
+    assert_refused(ctx, "mod_text", "not an ELF file: its first bytes are "
+                                    "23 21 2f 62, expected 7f 45 4c 46");
+    assert_refused(ctx, "mod_fifo", "a FIFO, expected a shared object file");
+    /* The shipped modules load beside them. */
+    assert_null(module_by_stem(ctx, "alg_ring").reason);
+    tutti_context_destroy(ctx);
+    unlink(path);
+    test_rmtree(t.dir);
+}
+
+/* A module searched before the shipped ones that repeats a shipped
+ * implementation's name is the one refused, both paths named; leaving the
+ * shipped module out of modules.load lets it take the name. */
+static void test_shipped_module_wins(void **state)
+{
+    test_tmp_t t;
+    (void)state;
+    tutti_context_t *ctx = open_ctx("", SHADOW_DIR);
+    tutti_module_info_t ring = module_by_stem(ctx, "alg_ring");
+    assert_null(ring.reason);
+    assert_refused(ctx, "mod_shadow", "implementation 'RingAllreduce' "
+                   "already registered by module 'ring' (");
+    assert_refused(ctx, "mod_shadow", ring.path);
+    assert_string_equal(impl_by_name(ctx, "RingAllreduce").module, "ring");
+    tutti_context_destroy(ctx);
+
+    test_tmp_make(&t, "shadow", "t.yaml",
+                  "modules: { load: [testshadow, tree] }\n"
+                  "selection:\n"
+                  "  - { collective: allreduce, algorithm: RingAllreduce }\n");
+    ctx = open_ctx(t.path, SHADOW_DIR);
+    assert_null(module_by_stem(ctx, "mod_shadow").reason);
+    assert_refused(ctx, "alg_ring", "not listed in modules.load");
+    assert_string_equal(impl_by_name(ctx, "RingAllreduce").module,
+                        "testshadow");
+    tutti_context_destroy(ctx);
+    test_rmtree(t.dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -604,6 +750,11 @@ int main(void)
         cmocka_unit_test(test_section_of_unloaded_module_warns),
         cmocka_unit_test(test_per_rank_falls_through),
         cmocka_unit_test(test_details_made_once_for_all),
+        cmocka_unit_test(test_undefined_symbol_refused),
+        cmocka_unit_test(test_short_descriptor_refused),
+        cmocka_unit_test(test_forged_names_refused),
+        cmocka_unit_test(test_truncated_file_refused),
+        cmocka_unit_test(test_shipped_module_wins),
     };
     return cmocka_run_group_tests_name("registry", tests, setup, teardown);
 }
