@@ -126,9 +126,16 @@ static void knock(int port, const char *job, int *silent, int *nsilent)
     hs.version = TCP_VERSION;
     hs.kind = TCP_KIND_DATA;
     snprintf(hs.job_id, sizeof(hs.job_id), "%s", job);
-    memcpy(hs.secret, "not-the-secret-of-this-job", 26);
-    if ((fd = connect_port(port)) >= 0) { /* wrong secret */
+    memset(hs.nonce, 0x5a, sizeof(hs.nonce));
+    if ((fd = connect_port(port)) >= 0) { /* the right job, no secret */
+        tcp_chal_t ch;
+        tcp_proof_t guess;
+        struct timeval tv = {2, 0};
+        memset(&guess, 0xa5, sizeof(guess));
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         send(fd, &hs, sizeof(hs), MSG_NOSIGNAL);
+        if (recv(fd, &ch, sizeof(ch), MSG_WAITALL) == (ssize_t)sizeof(ch))
+            send(fd, &guess, sizeof(guess), MSG_NOSIGNAL);
         close(fd);
     }
     for (size_t i = 0; i < sizeof(junk); i++)
@@ -196,7 +203,7 @@ static void test_strangers_refused(void **state)
         fail_msg("the job failed (%d):\n%s", rc, out);
     assert_true(perf_rows_clean(out) >= 1);
     assert_true(test_file_has(log, "refused connection from 127.0.0.1:"));
-    assert_true(test_file_has(log, "wrong secret"));
+    assert_true(test_file_has(log, "secret mismatch"));
     assert_true(test_file_has(log, "bad magic"));
     assert_true(test_file_has(log, "closed after"));
     assert_true(test_file_has(log, "no handshake within the deadline"));

@@ -65,10 +65,13 @@ static void set_io_timeout(int fd, double seconds)
 typedef struct {
     int fd;
     int joined;               /* handshake passed */
+    int step;                 /* before: 0, its opening; 1, its proof */
     size_t got;
     double deadline;
+    tcp_hs_t hs;
+    tcp_chal_t chal;          /* what we answered its opening with */
     union {
-        tcp_hs_t hs;
+        tcp_proof_t proof;
         rdv_req_t req;
     } in;
     char from[64];
@@ -157,9 +160,12 @@ static int rdv_serve(rdv_client_t *c)
 static int rdv_read(size_t i)
 {
     rdv_client_t *c = &rdv.clients[i];
-    size_t want = c->joined ? sizeof(rdv_req_t) : sizeof(tcp_hs_t);
     for (;;) {
-        ssize_t n = recv(c->fd, (char *)&c->in + c->got, want - c->got, 0);
+        size_t want = c->joined ? sizeof(rdv_req_t)
+                      : c->step == 0 ? sizeof(tcp_hs_t) : sizeof(tcp_proof_t);
+        void *to = !c->joined && c->step == 0 ? (void *)&c->hs
+                                              : (void *)&c->in;
+        ssize_t n = recv(c->fd, (char *)to + c->got, want - c->got, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n <= 0) {
@@ -177,10 +183,23 @@ static int rdv_read(size_t i)
         if (c->got < want)
             continue;
         c->got = 0;
-        if (!c->joined) {
-            const char *why = tcp_hs_check(&c->in.hs, &rdv.cred, TCP_KIND_RDV);
+        if (!c->joined && c->step == 0) {
+            const char *why = tcp_hs_check(&c->hs, &rdv.cred, TCP_KIND_RDV);
+            if (why == NULL && tcp_chal_make(&c->hs, &rdv.cred, &c->chal) != 0)
+                why = "no random bytes for the challenge (getrandom)";
+            if (why == NULL && send(c->fd, &c->chal, sizeof(c->chal),
+                                    MSG_NOSIGNAL) != (ssize_t)sizeof(c->chal))
+                why = "closed before the challenge";
             if (why != NULL) {
                 rdv_drop(i, why);
+                return -1;
+            }
+            c->step = 1;
+        } else if (!c->joined) {
+            if (tcp_proof_check(&c->hs, &rdv.cred, &c->chal,
+                                &c->in.proof) != 0) {
+                rdv_drop(i, "secret mismatch (its proof is not of this "
+                            "job's secret)");
                 return -1;
             }
             c->joined = 1;
@@ -188,7 +207,6 @@ static int rdv_read(size_t i)
             rdv_drop(i, "malformed rendezvous request");
             return -1;
         }
-        want = sizeof(rdv_req_t);
     }
 }
 
@@ -435,7 +453,8 @@ static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl)
 }
 
 /* One session: register, then look up every wanted rank.  0: all found;
- * 1: try again; why says what went wrong. */
+ * 1: try again; -1: a rank never registered; -2: the other side is not
+ * this job's rendezvous (or no nonce); why says what went wrong. */
 static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
                        const tcp_reg_t *reg, const unsigned char *want,
                        double deadline, tcp_reg_t *peers, char *why,
@@ -444,6 +463,8 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
     char desc[300];
     tcp_addr_t a;
     tcp_hs_t hs;
+    tcp_chal_t chal;
+    tcp_proof_t proof;
     rdv_req_t q;
     rdv_rep_t rep;
     int fd, r = 0, nap = 2;
@@ -458,13 +479,35 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
         return 1;
     }
     set_io_timeout(fd, 5.0);
-    tcp_hs_fill(&hs, cred, TCP_KIND_RDV, g->group_key, g->rank, -1, 0, 0);
+    if (tcp_hs_fill(&hs, cred, TCP_KIND_RDV, g->group_key, g->rank, -1, 0,
+                    0) != 0) {
+        snprintf(why, wl, "no random bytes for the handshake (getrandom): "
+                 "%s", strerror(errno));
+        close(fd);
+        return -2;
+    }
     memset(&q, 0, sizeof(q));
     q.magic = RDV_REQ_MAGIC;
     q.type = RDV_REG;
     q.group_key = g->group_key;
     q.reg = *reg;
     if (tcp_write_full(fd, &hs, sizeof(hs)) != 0 ||
+        tcp_read_full(fd, &chal, sizeof(chal)) != 0)
+        goto lost;
+    /* Nothing that depends on the secret goes out before the other side
+     * proved it holds it: an impostor learns only our nonce. */
+    if (tcp_chal_check(&hs, cred, &chal, &proof) != 0) {
+        char peer[64];
+        tcp_peer_str(fd, peer, sizeof(peer));
+        if (snprintf(why, wl, "the rendezvous at %s (%s): secret mismatch "
+                     "(another job's or user's rendezvous, or "
+                     "TUTTI_JOB_SECRET differs between the tasks)", peer,
+                     desc) >= (int)wl)
+            why[wl - 1] = '\0'; /* cut: the start names the peer */
+        close(fd);
+        return -2;
+    }
+    if (tcp_write_full(fd, &proof, sizeof(proof)) != 0 ||
         tcp_write_full(fd, &q, sizeof(q)) != 0)
         goto lost;
     q.type = RDV_GET;
@@ -525,6 +568,10 @@ tutti_status_t tcp_rendezvous(const tutti_tp_group_t *g,
                          sizeof(why));
         if (rc == 0)
             return TUTTI_OK;
+        if (rc == -2)
+            return g->core->error(TUTTI_ERR_PEER, "tcp", "group 0x%llx rank "
+                                  "%d: %s", (unsigned long long)g->group_key,
+                                  g->rank, why);
         if (rc < 0 || g->core->now() > deadline)
             break;
         g->core->log(3, "tcp", "rank %d: rendezvous: %s; retrying", g->rank,
