@@ -1,7 +1,8 @@
 /*
  * tcp transport module: what its files share.  tcp_net.c holds the
  * socket helpers, the job secret and the connection handshake;
- * tcp_rendezvous.c the rendezvous (server and client); tp_tcp.c the
+ * tcp_rendezvous.c the rendezvous (server and client), tcp_rdvfile.c its
+ * one-host file, tcp_hmac.c the MAC of the handshake; tp_tcp.c the
  * settings' rows, and with its parts (tcp_ep.h) the endpoints and the
  * data path.
  * Outside transports/tcp only tests/mp/test_tcp.c includes this header,
