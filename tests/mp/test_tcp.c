@@ -5,8 +5,12 @@
  * from a joined peer (TUTTI_TCP_TEST_GARBLE, a test-only hook), and the
  * settings reaching the module (tcp.family, tcp.ports and tcp.connections,
  * from the debug lines of each endpoint: "listening on ADDRESS", "joined
- * with P peer(s) by N socket(s)").
+ * with P peer(s) by N socket(s)"); the rendezvous against another local
+ * user (uid 65534 pre-creating its directory and files), a fake
+ * rendezvous that captures a rank's handshake (no secret in it), and a
+ * SIGKILLed tutti-run (its rendezvous file removed).
  */
+#define _GNU_SOURCE /* memmem, setresuid */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <setjmp.h>
@@ -16,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,9 +133,16 @@ static void knock(int port, const char *job, int *silent, int *nsilent)
     hs.version = TCP_VERSION;
     hs.kind = TCP_KIND_DATA;
     snprintf(hs.job_id, sizeof(hs.job_id), "%s", job);
-    memcpy(hs.secret, "not-the-secret-of-this-job", 26);
-    if ((fd = connect_port(port)) >= 0) { /* wrong secret */
+    memset(hs.nonce, 0x5a, sizeof(hs.nonce));
+    if ((fd = connect_port(port)) >= 0) { /* the right job, no secret */
+        tcp_chal_t ch;
+        tcp_proof_t guess;
+        struct timeval tv = {2, 0};
+        memset(&guess, 0xa5, sizeof(guess));
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         send(fd, &hs, sizeof(hs), MSG_NOSIGNAL);
+        if (recv(fd, &ch, sizeof(ch), MSG_WAITALL) == (ssize_t)sizeof(ch))
+            send(fd, &guess, sizeof(guess), MSG_NOSIGNAL);
         close(fd);
     }
     for (size_t i = 0; i < sizeof(junk); i++)
@@ -196,7 +210,7 @@ static void test_strangers_refused(void **state)
         fail_msg("the job failed (%d):\n%s", rc, out);
     assert_true(perf_rows_clean(out) >= 1);
     assert_true(test_file_has(log, "refused connection from 127.0.0.1:"));
-    assert_true(test_file_has(log, "wrong secret"));
+    assert_true(test_file_has(log, "secret mismatch"));
     assert_true(test_file_has(log, "bad magic"));
     assert_true(test_file_has(log, "closed after"));
     assert_true(test_file_has(log, "no handshake within the deadline"));
@@ -417,6 +431,336 @@ static void test_control_plane_across_hosts(void **state)
     unlink(log);
 }
 
+/* ---- the rendezvous against other users ------------------------------------ */
+
+#define NOBODY 65534
+
+/* A loopback listener that takes connections and never answers: a fake
+ * rendezvous.  Its port in *port. */
+static int fake_listener(int *port)
+{
+    struct sockaddr_in a;
+    socklen_t al = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* Connections waiting on @p lfd (each closed). */
+static int count_knocks(int lfd)
+{
+    int n = 0, fd;
+    while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+        close(fd);
+        n++;
+    }
+    return n;
+}
+
+/* As uid/gid 65534 in a child: makes each directory of @p dirs (mode
+ * @p mode) and writes @p text to each file of @p files; its exit status. */
+static int as_nobody(const char *const *dirs, int ndirs, mode_t mode,
+                     const char *const *files, int nfiles, const char *text)
+{
+    int st;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        umask(0);
+        if (setresgid(NOBODY, NOBODY, NOBODY) != 0 ||
+            setresuid(NOBODY, NOBODY, NOBODY) != 0)
+            _exit(3);
+        for (int i = 0; i < ndirs; i++)
+            if (mkdir(dirs[i], mode) != 0)
+                _exit(4);
+        for (int i = 0; i < nfiles; i++) {
+            int fd = open(files[i], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || write(fd, text, strlen(text)) < 0 || close(fd))
+                _exit(5);
+        }
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* A directory others may write to, as /tmp is (mode 1777). */
+static void sticky_tmpdir(char *dir, size_t len, const char *stem)
+{
+    assert_int_equal(test_tmpdir(dir, len, stem), 0);
+    assert_int_equal(chmod(dir, 01777), 0);
+}
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Another local user (65534) got there first.  (1) It owns the directory
+ * the job would use (TMPDIR/tutti-0, mode 0777) and files pointing at a
+ * listener of its own (there and the old fixed name /tmp/tutti-rdv-JOB):
+ * the job fails at once naming the directory and its owner, and nothing
+ * connects to that listener.  (2) It owns XDG_RUNTIME_DIR with a file in
+ * XDG_RUNTIME_DIR/tutti: the job ignores it (not this user's), runs in
+ * its own directory, succeeds, and leaves that user's file as it was. */
+static void test_other_user_first(void **state)
+{
+    char tmp[64], xdgparent[64], dir[128], xdg[160], xdgt[192], file[320];
+    char xfile[320], old[128], text[64], job[64], cmd[1024], out[16384];
+    char back[64] = "";
+    int port, lfd = fake_listener(&port), rc;
+    double t0;
+    (void)state;
+    if (geteuid() != 0) {
+        print_message("not root: cannot play another user; skipped\n");
+        close(lfd);
+        return;
+    }
+    snprintf(job, sizeof(job), "tcpother%ld", (long)getpid());
+    snprintf(text, sizeof(text), "127.0.0.1 %d\n", port);
+    sticky_tmpdir(tmp, sizeof(tmp), "tcpother");
+    snprintf(dir, sizeof(dir), "%s/tutti-0", tmp);
+    snprintf(file, sizeof(file), "%s/rdv-%s", dir, job);
+    snprintf(old, sizeof(old), "/tmp/tutti-rdv-%s", job);
+    const char *dirs1[] = {dir};
+    const char *files1[] = {file, old};
+    assert_int_equal(as_nobody(dirs1, 1, 0777, files1, 2, text), 0);
+
+    t0 = mono_now();
+    snprintf(cmd, sizeof(cmd), "env -u XDG_RUNTIME_DIR TMPDIR=%s "
+             "TUTTI_TRANSPORTS=tcp TUTTI_TIMEOUT=30 %s --timeout 120 "
+             "--job-id %s -n 2 %s --selection-only allreduce", tmp, RUN, job,
+             WORKER);
+    rc = test_run(cmd, 1, out, sizeof(out));
+    double took = mono_now() - t0;
+    int knocks = count_knocks(lfd);
+    unlink(old);
+    unlink(file);
+    rmdir(dir);
+    if (rc == 0 || took > 10.0 || strstr(out, dir) == NULL ||
+        strstr(out, "uid 65534") == NULL || knocks != 0)
+        fail_msg("with %s owned by uid 65534: expected a failure within "
+                 "10 s naming it and its owner, and no connection to that "
+                 "user's listener; got status %d after %.1f s, %d "
+                 "connection(s):\n%s", dir, rc, took, knocks, out);
+
+    /* (2) XDG_RUNTIME_DIR of another user. */
+    sticky_tmpdir(xdgparent, sizeof(xdgparent), "tcpxdg");
+    snprintf(xdg, sizeof(xdg), "%s/run", xdgparent);
+    snprintf(xdgt, sizeof(xdgt), "%s/tutti", xdg);
+    snprintf(xfile, sizeof(xfile), "%s/rdv-%s", xdgt, job);
+    const char *dirs2[] = {xdg, xdgt};
+    const char *files2[] = {xfile, old};
+    assert_int_equal(as_nobody(dirs2, 2, 0700, files2, 2, text), 0);
+    snprintf(cmd, sizeof(cmd), "XDG_RUNTIME_DIR=%s TMPDIR=%s "
+             "TUTTI_TRANSPORTS=tcp TUTTI_TIMEOUT=30 %s --timeout 120 "
+             "--job-id %s -n 2 %s --selection-only allreduce", xdg, tmp, RUN,
+             job, WORKER);
+    rc = test_run(cmd, 1, out, sizeof(out));
+    knocks = count_knocks(lfd);
+    close(lfd);
+    FILE *f = fopen(xfile, "r");
+    if (f != NULL) {
+        if (fgets(back, sizeof(back), f) == NULL)
+            back[0] = '\0';
+        fclose(f);
+    }
+    unlink(xfile);
+    unlink(old);
+    rmdir(xdgt);
+    rmdir(xdg);
+    rmdir(xdgparent);
+    test_rmtree(dir);
+    rmdir(tmp);
+    if (rc != 0 || knocks != 0)
+        fail_msg("XDG_RUNTIME_DIR of uid 65534: expected the job to succeed "
+                 "in its own directory without connecting to that user's "
+                 "listener; got status %d, %d connection(s):\n%s", rc, knocks,
+                 out);
+    assert_string_equal(back, text);
+    expect_clean(out, 2);
+}
+
+/* A rank meets a fake rendezvous (TUTTI_RENDEZVOUS_FILE pointing at a
+ * listener of this test) that answers its handshake with random bytes:
+ * every byte the rank sends is captured, and the secret is not among
+ * them; the rank fails naming the peer and "secret mismatch". */
+static void test_handshake_hides_secret(void **state)
+{
+    static const char secret[] = "c0ffee5ecret0123456789abcdef4242";
+    char path[96], log[96], text[64], got[4096], out[16384];
+    size_t have = 0;
+    int port, lfd = fake_listener(&port), fd = -1;
+    pid_t pid;
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/tutti-tcp-fake-%ld", (long)getpid());
+    snprintf(log, sizeof(log), "/tmp/tutti-tcp-fake-%ld.log", (long)getpid());
+    snprintf(text, sizeof(text), "127.0.0.1 %d\n", port);
+    test_write_file(path, text);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(o, 2);
+        setenv("TUTTI_RENDEZVOUS_FILE", path, 1);
+        setenv("TUTTI_JOB_SECRET", secret, 1);
+        setenv("TUTTI_JOB_ID", "fakerdv", 1);
+        setenv("TUTTI_TRANSPORTS", "tcp", 1);
+        setenv("TUTTI_TIMEOUT", "8", 1);
+        setenv("TUTTI_RANK", "1", 1);
+        setenv("TUTTI_SIZE", "2", 1);
+        setenv("TUTTI_LOCAL_RANK", "0", 1);
+        setenv("TUTTI_LOCAL_SIZE", "1", 1);
+        execl(WORKER, WORKER, "--selection-only", "allreduce", (char *)NULL);
+        _exit(127);
+    }
+    /* Take its connection; answer its opening with garbage; read on until
+     * it closes or 5 s pass. */
+    double until = mono_now() + 10.0;
+    while (fd < 0 && mono_now() < until) {
+        fd = accept(lfd, NULL, NULL);
+        if (fd < 0)
+            usleep(10000);
+    }
+    if (fd >= 0) {
+        struct timeval tv = {0, 200000};
+        unsigned char junk[sizeof(tcp_chal_t)];
+        int answered = 0;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        until = mono_now() + 5.0;
+        while (mono_now() < until && have < sizeof(got)) {
+            ssize_t n = recv(fd, got + have, sizeof(got) - have, 0);
+            if (n == 0)
+                break;
+            if (n > 0)
+                have += (size_t)n;
+            if (!answered && have >= sizeof(tcp_hs_t) - 64) {
+                for (size_t i = 0; i < sizeof(junk); i++)
+                    junk[i] = (unsigned char)(rand() & 0xff);
+                send(fd, junk, sizeof(junk), MSG_NOSIGNAL);
+                answered = 1;
+            }
+        }
+        close(fd);
+    }
+    close(lfd);
+    until = mono_now() + 15.0; /* it says why, then exits */
+    while (waitpid(pid, NULL, WNOHANG) == 0) {
+        if (mono_now() > until) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            break;
+        }
+        usleep(20000);
+    }
+    FILE *f = fopen(log, "r");
+    size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+    unlink(log);
+    unlink(path);
+    if (have == 0)
+        fail_msg("the rank never sent its handshake to the fake "
+                 "rendezvous; its output:\n%s", out);
+    if (memmem(got, have, secret, strlen(secret)) != NULL)
+        fail_msg("the secret is in the %zu bytes the rank sent", have);
+    if (memmem(got, have, secret, 16) != NULL)
+        fail_msg("part of the secret is in the %zu bytes the rank sent",
+                 have);
+    char peer[64];
+    snprintf(peer, sizeof(peer), "127.0.0.1:%d", port);
+    if (strstr(out, "secret mismatch") == NULL || strstr(out, peer) == NULL)
+        fail_msg("no error naming %s and \"secret mismatch\":\n%s", peer,
+                 out);
+}
+
+/* A job over tcp whose tutti-run is SIGKILLed leaves no rendezvous file
+ * (a watcher removes it); a file left by a dead writer with the job's id
+ * is replaced by the next job, which succeeds. */
+static void test_killed_run_leaves_no_file(void **state)
+{
+    char tmp[64], file[192], old[96], job[64], cmd[1024], out[16384];
+    pid_t pid, dead;
+    const char *seen = NULL;
+    double until;
+    (void)state;
+    sticky_tmpdir(tmp, sizeof(tmp), "tcpkill");
+    snprintf(job, sizeof(job), "tcpkill%ld", (long)getpid());
+    snprintf(file, sizeof(file), "%s/tutti-%u/rdv-%s", tmp,
+             (unsigned)geteuid(), job);
+    snprintf(old, sizeof(old), "/tmp/tutti-rdv-%s", job);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        unsetenv("XDG_RUNTIME_DIR");
+        setenv("TMPDIR", tmp, 1);
+        setenv("TUTTI_TRANSPORTS", "tcp", 1);
+        execl(RUN, RUN, "--job-id", job, "-n", "2", PERF, "-b", "256K", "-e",
+              "256K", "-n", "1000000", "-w", "1", (char *)NULL);
+        _exit(127);
+    }
+    until = mono_now() + 20.0;
+    while (seen == NULL && mono_now() < until) {
+        if (access(file, F_OK) == 0)
+            seen = file;
+        else if (access(old, F_OK) == 0)
+            seen = old;
+        else
+            usleep(20000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (seen == NULL)
+        fail_msg("no rendezvous file appeared within 20 s");
+    until = mono_now() + 5.0;
+    while (access(seen, F_OK) == 0 && mono_now() < until)
+        usleep(20000);
+    int left = access(seen, F_OK) == 0;
+    unlink(old);
+    unlink(file);
+    if (left)
+        fail_msg("tutti-run was SIGKILLed; %s is still there 5 s later",
+                 seen);
+
+    /* A dead writer's file (pid of an ended child) is replaced. */
+    if ((dead = fork()) == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    char text[96];
+    snprintf(text, sizeof(text), "127.0.0.1 1 %ld 12345\n", (long)dead);
+    int fd = open(file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    snprintf(cmd, sizeof(cmd), "env -u XDG_RUNTIME_DIR TMPDIR=%s "
+             "TUTTI_TRANSPORTS=tcp TUTTI_TIMEOUT=30 %s --timeout 120 "
+             "--job-id %s -n 2 %s --selection-only allreduce", tmp, RUN, job,
+             WORKER);
+    test_run_ok(cmd, 1, out, sizeof(out));
+    expect_clean(out, 2);
+    int stays = access(file, F_OK) == 0;
+    char mine[96];
+    snprintf(mine, sizeof(mine), "%s/tutti-%u", tmp, (unsigned)geteuid());
+    test_rmtree(mine);
+    rmdir(tmp);
+    if (stays)
+        fail_msg("%s is still there after its job ended", file);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +776,9 @@ int main(void)
         cmocka_unit_test(test_connections),
         cmocka_unit_test(test_rendezvous_file),
         cmocka_unit_test(test_control_plane_across_hosts),
+        cmocka_unit_test(test_other_user_first),
+        cmocka_unit_test(test_handshake_hides_secret),
+        cmocka_unit_test(test_killed_run_leaves_no_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,17 @@ int ensure_fd_limit(int np);
  * Returns 0, or -1 after saying why on stderr. */
 int start_rank(struct job *job, int i);
 
+/* ---- run_clean.c ------------------------------------------------------ */
+
+/* Starts the watcher that removes the job's tcp rendezvous file when
+ * tutti-run ends, even by SIGKILL.  Returns 0, or -1 (the job runs
+ * without it). */
+int clean_start(const char *job_id);
+/* Tells the watcher a rank's pid, to wait for it. */
+void clean_note_rank(pid_t pid);
+/* Removes the job's tcp rendezvous file if its writer is gone. */
+void clean_rendezvous(const char *job_id);
+
 /* ---- every part ------------------------------------------------------- */
 
 /* Seconds on the monotonic clock. */

@@ -14,7 +14,8 @@
  *
  * This file holds the job's main loop and main; run_args.c reads the
  * command line, run_spawn.c starts the ranks, run_output.c forwards their
- * tagged output and run_signals.c routes signals into the self-pipe.
+ * tagged output, run_signals.c routes signals into the self-pipe and
+ * run_clean.c removes the tcp transport's rendezvous file.
  * run.h holds what they share.
  *
  * This program does not link libtutti.
@@ -369,10 +370,8 @@ static void remove_job_shm(const char *job_id)
         fprintf(stderr, "tutti-run: removed %d shared-memory segment%s left "
                 "by job %s\n", removed, removed == 1 ? "" : "s", job_id);
     /* The tcp transport's one-host rendezvous file, if task 0 died before
-     * removing it (job ids need no escaping: [A-Za-z0-9_-]). */
-    char rdv[MAX_JOB_ID + 32];
-    snprintf(rdv, sizeof rdv, "/tmp/tutti-rdv-%s", job_id);
-    unlink(rdv);
+     * removing it. */
+    clean_rendezvous(job_id);
 }
 
 /*
@@ -431,6 +430,9 @@ int main(int argc, char **argv)
 
     if (opt.timeout > 0)
         job.deadline = now_s() + opt.timeout;
+    if (clean_start(opt.job_id) != 0)
+        fprintf(stderr, "tutti-run: warning: no watcher for the job's "
+                "rendezvous file: %s\n", strerror(errno));
     start_ranks(&job);
     run_job(&job);
     reap_strays();

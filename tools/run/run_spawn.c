@@ -132,6 +132,7 @@ int start_rank(struct job *job, int i)
 
     /* EACCES: the child has exec'd, after its own setpgid */
     setpgid(pid, pid);
+    clean_note_rank(pid);
     r->pid = pid;
     r->running = true;
     job->running++;

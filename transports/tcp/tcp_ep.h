@@ -56,10 +56,17 @@ typedef struct conn {
     int kind, fd, peer, index;
     double deadline;
     char from[64];
-    size_t hs_got;
-    union {
-        tcp_hs_t hs;
-        uint32_t ack;
+    size_t hs_got;                  /* bytes of the awaited part */
+    int hs_step;                    /* 0: awaiting the opening (accepted)
+                                       or the challenge (opened); 1: the
+                                       proof (accepted) or the answer */
+    struct {
+        tcp_hs_t hs;                /* the opening, sent or received */
+        tcp_chal_t chal;            /* the challenge, sent or received */
+        union {
+            tcp_proof_t proof;
+            uint32_t ack;
+        } in;
     } hs;
     struct conn *next_pending;
     /* sending */

@@ -1,7 +1,8 @@
 /*
  * tcp transport module: what its files share.  tcp_net.c holds the
  * socket helpers, the job secret and the connection handshake;
- * tcp_rendezvous.c the rendezvous (server and client); tp_tcp.c the
+ * tcp_rendezvous.c the rendezvous (server and client), tcp_rdvfile.c its
+ * one-host file, tcp_hmac.c the MAC of the handshake; tp_tcp.c the
  * settings' rows, and with its parts (tcp_ep.h) the endpoints and the
  * data path.
  * Outside transports/tcp only tests/mp/test_tcp.c includes this header,
@@ -17,12 +18,15 @@
 #include <tutti/transport.h>
 
 #define TCP_MAGIC 0x50435454u       /* "TTCP": every handshake */
-#define TCP_VERSION 1u
+#define TCP_VERSION 2u              /* 2: challenge-response, no secret
+                                       on the wire */
 #define TCP_KIND_RDV 1u             /* a connection to the rendezvous */
 #define TCP_KIND_DATA 2u            /* a connection between two members */
 #define TCP_JOB_MAX 64              /* job id bytes, NUL included */
 #define TCP_SECRET_MAX 128          /* secret bytes */
 #define TCP_SECRET_MIN 16
+#define TCP_NONCE 32                /* random bytes each side adds */
+#define TCP_MAC 32                  /* HMAC-SHA256 */
 #define TCP_HOST_MAX 64
 #define TCP_ADDRS_MAX 8             /* listen addresses one endpoint offers */
 #define TCP_HS_TIMEOUT 3.0          /* seconds a new connection may stay
@@ -30,9 +34,13 @@
 #define TCP_CONNS_MAX 16            /* sockets per peer pair, at most (the
                                        connections setting's bound) */
 
-/** First bytes on every connection, in both directions' host order (the
- *  members of one job share an architecture; a peer of the other byte
- *  order fails the magic check and is refused). */
+/** First bytes on every connection, from the side that opened it, in
+ *  host order (the members of one job share an architecture; a peer of
+ *  the other byte order fails the magic check and is refused).  The secret
+ *  never crosses the wire: the side that accepted answers with a
+ *  tcp_chal_t, the opener checks it and answers with a tcp_proof_t; each
+ *  MAC covers both nonces, the job id, the group key, the ranks and the
+ *  direction (tcp_net.c), so neither can be replayed or reflected. */
 typedef struct {
     uint32_t magic;
     uint16_t version;
@@ -40,9 +48,21 @@ typedef struct {
     uint64_t group_key;
     int32_t from_rank, to_rank;     /* -1 on the rendezvous */
     uint32_t conn_index, nconn;     /* data: which socket of the pair */
-    char job_id[TCP_JOB_MAX];
-    unsigned char secret[TCP_SECRET_MAX]; /* zero-padded */
+    char job_id[TCP_JOB_MAX];       /* zero-padded */
+    unsigned char nonce[TCP_NONCE]; /* the opener's */
 } tcp_hs_t;
+
+/** The accepting side's answer to a tcp_hs_t: its nonce, and its proof
+ *  that it holds the secret. */
+typedef struct {
+    unsigned char nonce[TCP_NONCE];
+    unsigned char mac[TCP_MAC];
+} tcp_chal_t;
+
+/** The opener's proof, sent once the tcp_chal_t checked out. */
+typedef struct {
+    unsigned char mac[TCP_MAC];
+} tcp_proof_t;
 
 /** Answer to a data handshake from a member with the right secret. */
 enum {
@@ -98,15 +118,30 @@ extern const int tcp_family_af[];
 tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
                              const char *job_id, tcp_cred_t *out);
 
-/** Fill @p hs for a connection of @p kind. */
-void tcp_hs_fill(tcp_hs_t *hs, const tcp_cred_t *cred, uint32_t kind,
-                 uint64_t group_key, int from, int to, uint32_t index,
-                 uint32_t nconn);
+/** Fill @p hs for a connection of @p kind, with a fresh nonce; 0, or -1
+ *  when getrandom(2) gives none. */
+int tcp_hs_fill(tcp_hs_t *hs, const tcp_cred_t *cred, uint32_t kind,
+                uint64_t group_key, int from, int to, uint32_t index,
+                uint32_t nconn);
 
-/** NULL if @p hs is a handshake of @p kind from this job with our secret,
- *  else why not (a static string). */
+/** NULL if @p hs is a handshake of @p kind of this job, else why not (a
+ *  static string).  The secret is checked by the exchange that follows. */
 const char *tcp_hs_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
                          uint32_t kind);
+
+/** The accepting side's answer to @p hs; 0, or -1 without randomness. */
+int tcp_chal_make(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                  tcp_chal_t *out);
+
+/** The opener's check of @p ch: 0 and its own proof in @p proof_out if
+ *  the other side holds our secret, else -1 ("secret mismatch"). */
+int tcp_chal_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                   const tcp_chal_t *ch, tcp_proof_t *proof_out);
+
+/** The accepting side's check of the opener's proof @p p, @p ch being
+ *  what it sent: 0 if the opener holds our secret, else -1. */
+int tcp_proof_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                    const tcp_chal_t *ch, const tcp_proof_t *p);
 
 /** "1.2.3.4:5" / "[::1]:5" for logs. */
 void tcp_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);

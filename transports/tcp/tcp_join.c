@@ -1,8 +1,10 @@
 /*
  * tcp transport: joining, how an endpoint gets its sockets to each peer.
  * The lower rank of each pair opens tcp.connections sockets and sends the
- * handshake (job id, secret, group key, both ranks, socket index); the
- * higher accepts them, checks the handshake and answers it.  A connection
+ * handshake (job id, group key, both ranks, socket index, a nonce); the
+ * higher accepts them, checks the handshake and challenges it (its own
+ * nonce and MAC), the opener checks that and proves it holds the secret
+ * too, and the higher answers.  A connection
  * silent past its deadline is dropped; connect() waits until every peer
  * it serves has all its sockets joined.
  */
@@ -74,11 +76,12 @@ static void setup_fail(tcp_ep_t *ep, tutti_status_t st, const char *text)
     pthread_mutex_unlock(&ep->lock);
 }
 
-/* An accepted connection's handshake is complete: join it or refuse it. */
+/* An accepted connection proved it holds the secret: join it or refuse
+ * it. */
 static void check_incoming(tcp_ep_t *ep, conn_t *c)
 {
     const tcp_hs_t *h = &c->hs.hs;
-    const char *why = tcp_hs_check(h, &ep->cred, TCP_KIND_DATA);
+    const char *why = NULL;
     char text[300];
     uint32_t ack = TCP_ACK_OK;
     int from = h->from_rank;
@@ -117,20 +120,95 @@ static void check_incoming(tcp_ep_t *ep, conn_t *c)
     join(ep, c, from, h->conn_index);
 }
 
+/* The opener's answer is in: join, or say why not. */
+static void check_answer(tcp_ep_t *ep, conn_t *c)
+{
+    char why[200];
+    if (c->hs.in.ack == TCP_ACK_OK) {
+        join(ep, c, c->peer, (unsigned)c->index);
+        return;
+    }
+    snprintf(why, sizeof(why), "rank %d at %s refused socket %d: %s",
+             c->peer, c->from, c->index,
+             c->hs.in.ack == TCP_ACK_NCONN ? "tcp.connections differs "
+             "between the tasks; expected the same value everywhere"
+                                           : "already joined");
+    setup_fail(ep, TUTTI_ERR_MISMATCH, why);
+    tcp_pending_drop(ep, c, NULL);
+}
+
+/* A part of the exchange is in (the opening, the challenge or the
+ * proof): check it and send the next; 0 to read on, -1 when @p c is
+ * gone. */
+static int step_done(tcp_ep_t *ep, conn_t *c)
+{
+    char why[300];
+    const void *next = NULL;
+    size_t next_len = 0;
+
+    if (c->kind == C_IN) {
+        const char *bad = tcp_hs_check(&c->hs.hs, &ep->cred, TCP_KIND_DATA);
+        if (bad == NULL && tcp_chal_make(&c->hs.hs, &ep->cred,
+                                         &c->hs.chal) != 0)
+            bad = "no random bytes for the challenge (getrandom)";
+        if (bad != NULL) {
+            tcp_pending_drop(ep, c, bad);
+            return -1;
+        }
+        next = &c->hs.chal;
+        next_len = sizeof(c->hs.chal);
+    } else {
+        if (tcp_chal_check(&c->hs.hs, &ep->cred, &c->hs.chal,
+                           &c->hs.in.proof) != 0) {
+            snprintf(why, sizeof(why), "rank %d at %s: secret mismatch "
+                     "(its answer to our challenge is not this job's; "
+                     "TUTTI_JOB_SECRET must be the same for every task)",
+                     c->peer, c->from);
+            setup_fail(ep, TUTTI_ERR_PEER, why);
+            tcp_pending_drop(ep, c, NULL);
+            return -1;
+        }
+        next = &c->hs.in.proof;
+        next_len = sizeof(c->hs.in.proof);
+    }
+    /* A few dozen bytes on a socket nothing else was sent on: they fit. */
+    if (send(c->fd, next, next_len, MSG_NOSIGNAL) != (ssize_t)next_len) {
+        if (c->kind == C_IN) {
+            tcp_pending_drop(ep, c, "closed before the challenge");
+        } else {
+            snprintf(why, sizeof(why), "rank %d at %s closed the connection "
+                     "before our proof", c->peer, c->from);
+            setup_fail(ep, TUTTI_ERR_PEER, why);
+            tcp_pending_drop(ep, c, NULL);
+        }
+        return -1;
+    }
+    c->hs_step = 1;
+    c->hs_got = 0;
+    return 0;
+}
+
 void tcp_read_pending(tcp_ep_t *ep, conn_t *c)
 {
-    size_t want = c->kind == C_IN ? sizeof(tcp_hs_t) : sizeof(uint32_t);
     for (;;) {
-        ssize_t n = recv(c->fd, (char *)&c->hs + c->hs_got, want - c->hs_got, 0);
+        int in = c->kind == C_IN;
+        void *to = c->hs_step == 0 ? (in ? (void *)&c->hs.hs
+                                         : (void *)&c->hs.chal)
+                                   : (void *)&c->hs.in;
+        size_t want = c->hs_step == 0
+                          ? (in ? sizeof(tcp_hs_t) : sizeof(tcp_chal_t))
+                          : (in ? sizeof(tcp_proof_t) : sizeof(uint32_t));
+        ssize_t n = recv(c->fd, (char *)to + c->hs_got, want - c->hs_got, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             char why[256];
-            snprintf(why, sizeof(why), "closed after %zu of %zu handshake "
-                     "bytes", c->hs_got, want);
-            if (c->kind == C_OUT) {
+            snprintf(why, sizeof(why), "closed after %zu of %zu %s bytes",
+                     c->hs_got, want, c->hs_step == 0 ? "handshake"
+                                                      : "proof");
+            if (!in) {
                 snprintf(why, sizeof(why), "rank %d at %s closed the "
                          "connection instead of accepting its handshake "
                          "(another job or secret?)", c->peer, c->from);
@@ -144,19 +222,19 @@ void tcp_read_pending(tcp_ep_t *ep, conn_t *c)
         c->hs_got += (size_t)n;
         if (c->hs_got < want)
             continue;
-        if (c->kind == C_IN) {
-            check_incoming(ep, c);
-        } else if (c->hs.ack == TCP_ACK_OK) {
-            join(ep, c, c->peer, (unsigned)c->index);
+        if (c->hs_step == 0) {
+            if (step_done(ep, c) != 0)
+                return;
+            continue;
+        }
+        if (!in) {
+            check_answer(ep, c);
+        } else if (tcp_proof_check(&c->hs.hs, &ep->cred, &c->hs.chal,
+                                   &c->hs.in.proof) != 0) {
+            tcp_pending_drop(ep, c, "secret mismatch (its proof is not of "
+                                    "this job's secret)");
         } else {
-            char why[200];
-            snprintf(why, sizeof(why), "rank %d at %s refused socket %d: %s",
-                     c->peer, c->from, c->index,
-                     c->hs.ack == TCP_ACK_NCONN ? "tcp.connections differs "
-                     "between the tasks; expected the same value everywhere"
-                                                : "already joined");
-            setup_fail(ep, TUTTI_ERR_MISMATCH, why);
-            tcp_pending_drop(ep, c, NULL);
+            check_incoming(ep, c);
         }
         return;
     }
@@ -226,8 +304,14 @@ tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
             fd = tcp_connect_addr(a, 2.0, why, sizeof(why));
         }
         tcp_hs_t hs;
-        tcp_hs_fill(&hs, &ep->cred, TCP_KIND_DATA, ep->group_key, ep->rank,
-                    peer, i, (uint32_t)ep->set.connections);
+        if (tcp_hs_fill(&hs, &ep->cred, TCP_KIND_DATA, ep->group_key,
+                        ep->rank, peer, i,
+                        (uint32_t)ep->set.connections) != 0 && fd >= 0) {
+            snprintf(why, sizeof(why), "no random bytes for the handshake "
+                     "(getrandom): %s", strerror(errno));
+            close(fd);
+            fd = -1;
+        }
         if (fd >= 0 && tcp_write_full(fd, &hs, sizeof(hs)) != 0) {
             snprintf(why, sizeof(why), "writing the handshake: %s",
                      strerror(errno));
@@ -256,6 +340,7 @@ tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
         c->fd = fd;
         c->peer = peer;
         c->index = (int)i;
+        c->hs.hs = hs; /* its MACs cover it */
         c->deadline = deadline;
         snprintf(c->from, sizeof(c->from), "%s", addr);
         pthread_mutex_lock(&ep->lock);

@@ -1,6 +1,6 @@
 /*
  * tcp transport: sockets and addresses, the job secret and the connection
- * handshake, as the rendezvous (tcp_rendezvous.c) and the endpoints
+ * handshake (a challenge-response: the secret is a key, never sent), as the rendezvous (tcp_rendezvous.c) and the endpoints
  * (tp_tcp.c and its parts) use them.
  */
 #include <arpa/inet.h>
@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tcp_hmac.h"
 #include "tcp_int.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -191,9 +193,23 @@ tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
     return TUTTI_OK;
 }
 
-void tcp_hs_fill(tcp_hs_t *hs, const tcp_cred_t *cred, uint32_t kind,
-                 uint64_t group_key, int from, int to, uint32_t index,
-                 uint32_t nconn)
+static int random_bytes(unsigned char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = getrandom(buf, len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int tcp_hs_fill(tcp_hs_t *hs, const tcp_cred_t *cred, uint32_t kind,
+                uint64_t group_key, int from, int to, uint32_t index,
+                uint32_t nconn)
 {
     memset(hs, 0, sizeof(*hs));
     hs->magic = TCP_MAGIC;
@@ -205,13 +221,12 @@ void tcp_hs_fill(tcp_hs_t *hs, const tcp_cred_t *cred, uint32_t kind,
     hs->conn_index = index;
     hs->nconn = nconn;
     snprintf(hs->job_id, sizeof(hs->job_id), "%s", cred->job_id);
-    memcpy(hs->secret, cred->secret, sizeof(hs->secret));
+    return random_bytes(hs->nonce, sizeof(hs->nonce));
 }
 
 const char *tcp_hs_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
                          uint32_t kind)
 {
-    unsigned char diff = 0;
     if (hs->magic != TCP_MAGIC)
         return "not a tutti handshake (bad magic)";
     if (hs->version != TCP_VERSION)
@@ -222,9 +237,55 @@ const char *tcp_hs_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
     if (memchr(hs->job_id, '\0', sizeof(hs->job_id)) == NULL ||
         strcmp(hs->job_id, cred->job_id) != 0)
         return "wrong job id";
-    for (size_t i = 0; i < TCP_SECRET_MAX; i++) /* constant time */
-        diff |= (unsigned char)(hs->secret[i] ^ cred->secret[i]);
-    return diff != 0 ? "wrong secret" : NULL;
+    return NULL;
+}
+
+/* Which side a MAC speaks for: an answer is never valid as the other. */
+enum { DIR_ACCEPTER = 1, DIR_OPENER = 2 };
+
+/* HMAC-SHA256(secret, label, direction, the whole opening (the opener's
+ * nonce, job id, group key, both ranks, socket index, kind), the
+ * accepting side's nonce). */
+static void hs_mac(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                   const unsigned char nonce_a[TCP_NONCE], unsigned char dir,
+                   unsigned char out[TCP_MAC])
+{
+    static const char label[] = "tutti-tcp-2";
+    tcp_hmac_t m;
+    tcp_hmac_init(&m, cred->secret, cred->secret_len);
+    tcp_hmac_update(&m, label, sizeof(label));
+    tcp_hmac_update(&m, &dir, 1);
+    tcp_hmac_update(&m, hs, sizeof(*hs));
+    tcp_hmac_update(&m, nonce_a, TCP_NONCE);
+    tcp_hmac_final(&m, out);
+}
+
+int tcp_chal_make(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                  tcp_chal_t *out)
+{
+    if (random_bytes(out->nonce, sizeof(out->nonce)) != 0)
+        return -1;
+    hs_mac(hs, cred, out->nonce, DIR_ACCEPTER, out->mac);
+    return 0;
+}
+
+int tcp_chal_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                   const tcp_chal_t *ch, tcp_proof_t *proof_out)
+{
+    unsigned char want[TCP_MAC];
+    hs_mac(hs, cred, ch->nonce, DIR_ACCEPTER, want);
+    if (!tcp_equal_ct(want, ch->mac, TCP_MAC))
+        return -1;
+    hs_mac(hs, cred, ch->nonce, DIR_OPENER, proof_out->mac);
+    return 0;
+}
+
+int tcp_proof_check(const tcp_hs_t *hs, const tcp_cred_t *cred,
+                    const tcp_chal_t *ch, const tcp_proof_t *p)
+{
+    unsigned char want[TCP_MAC];
+    hs_mac(hs, cred, ch->nonce, DIR_OPENER, want);
+    return tcp_equal_ct(want, p->mac, TCP_MAC) ? 0 : -1;
 }
 
 /* ---- listening ---------------------------------------------------------- */

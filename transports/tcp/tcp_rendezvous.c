@@ -12,7 +12,6 @@
  */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "tcp_int.h"
+#include "tcp_rdvfile.h"
 
 #define RDV_REQ_MAGIC 0x52564452u /* "RDVR" */
 #define RDV_REP_MAGIC 0x50564452u /* "RDVP" */
@@ -65,10 +65,13 @@ static void set_io_timeout(int fd, double seconds)
 typedef struct {
     int fd;
     int joined;               /* handshake passed */
+    int step;                 /* before: 0, its opening; 1, its proof */
     size_t got;
     double deadline;
+    tcp_hs_t hs;
+    tcp_chal_t chal;          /* what we answered its opening with */
     union {
-        tcp_hs_t hs;
+        tcp_proof_t proof;
         rdv_req_t req;
     } in;
     char from[64];
@@ -157,9 +160,12 @@ static int rdv_serve(rdv_client_t *c)
 static int rdv_read(size_t i)
 {
     rdv_client_t *c = &rdv.clients[i];
-    size_t want = c->joined ? sizeof(rdv_req_t) : sizeof(tcp_hs_t);
     for (;;) {
-        ssize_t n = recv(c->fd, (char *)&c->in + c->got, want - c->got, 0);
+        size_t want = c->joined ? sizeof(rdv_req_t)
+                      : c->step == 0 ? sizeof(tcp_hs_t) : sizeof(tcp_proof_t);
+        void *to = !c->joined && c->step == 0 ? (void *)&c->hs
+                                              : (void *)&c->in;
+        ssize_t n = recv(c->fd, (char *)to + c->got, want - c->got, 0);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return 0;
         if (n <= 0) {
@@ -177,10 +183,23 @@ static int rdv_read(size_t i)
         if (c->got < want)
             continue;
         c->got = 0;
-        if (!c->joined) {
-            const char *why = tcp_hs_check(&c->in.hs, &rdv.cred, TCP_KIND_RDV);
+        if (!c->joined && c->step == 0) {
+            const char *why = tcp_hs_check(&c->hs, &rdv.cred, TCP_KIND_RDV);
+            if (why == NULL && tcp_chal_make(&c->hs, &rdv.cred, &c->chal) != 0)
+                why = "no random bytes for the challenge (getrandom)";
+            if (why == NULL && send(c->fd, &c->chal, sizeof(c->chal),
+                                    MSG_NOSIGNAL) != (ssize_t)sizeof(c->chal))
+                why = "closed before the challenge";
             if (why != NULL) {
                 rdv_drop(i, why);
+                return -1;
+            }
+            c->step = 1;
+        } else if (!c->joined) {
+            if (tcp_proof_check(&c->hs, &rdv.cred, &c->chal,
+                                &c->in.proof) != 0) {
+                rdv_drop(i, "secret mismatch (its proof is not of this "
+                            "job's secret)");
                 return -1;
             }
             c->joined = 1;
@@ -188,7 +207,6 @@ static int rdv_read(size_t i)
             rdv_drop(i, "malformed rendezvous request");
             return -1;
         }
-        want = sizeof(rdv_req_t);
     }
 }
 
@@ -251,39 +269,48 @@ static int split_hostport(const char *s, char *host, size_t hl, char *port,
     return 0;
 }
 
-static void rdv_file_path(const char *job, char *buf, size_t len)
+/* The rendezvous file: TUTTI_RENDEZVOUS_FILE (shared between hosts),
+ * else this job's in the user's private directory; 0, or -1 with why
+ * (the directory is not private). */
+static int rdv_file_path(const char *job, char *buf, size_t len, int *shared,
+                         char *why, size_t wl)
 {
     const char *f = getenv("TUTTI_RENDEZVOUS_FILE");
-    if (f != NULL && *f != '\0') {
+    char dir[TCP_RDV_PATH_MAX];
+    *shared = f != NULL && *f != '\0';
+    if (*shared) {
         snprintf(buf, len, "%s", f);
-        return;
+        return 0;
     }
-    snprintf(buf, len, "/tmp/tutti-rdv-%s", job);
-    for (char *c = buf + strlen("/tmp/tutti-rdv-"); *c; c++) {
-        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_')
-            *c = '_';
-    }
+    if (tcp_rdv_dir(dir, sizeof(dir), why, wl) != 0)
+        return -1;
+    tcp_rdv_path(dir, job, buf, len);
+    return 0;
 }
 
 /* The default file is this job's alone: remove it when task 0 ends. */
-static char rdv_default_file[256];
+static char rdv_default_file[TCP_RDV_PATH_MAX];
 static void rdv_unlink_default(void)
 {
     if (rdv_default_file[0] != '\0')
         unlink(rdv_default_file);
 }
 
-/* Writes "<address> <port>" to the rendezvous file, atomically. */
+/* Writes "<address> <port>" to the rendezvous file: the shared one
+ * atomically replaced (a later job's task 0 takes it over), the private
+ * one created anew with this process's pid and start time. */
 static tutti_status_t rdv_publish(const tcp_reg_t *reg)
 {
-    char path[256], tmp[300], addr[INET6_ADDRSTRLEN];
+    char path[TCP_RDV_PATH_MAX], tmp[TCP_RDV_PATH_MAX + 32];
+    char addr[INET6_ADDRSTRLEN], why[TCP_RDV_PATH_MAX * 2];
     const tcp_addr_t *a = &reg->addrs[0];
-    int shared = getenv("TUTTI_RENDEZVOUS_FILE") != NULL &&
-                 *getenv("TUTTI_RENDEZVOUS_FILE") != '\0';
+    int shared;
     tcp_addr_t lo;
     FILE *f;
 
-    rdv_file_path(rdv.job, path, sizeof(path));
+    if (rdv_file_path(rdv.job, path, sizeof(path), &shared, why,
+                      sizeof(why)) != 0)
+        return rdv.core->error(TUTTI_ERR_IO, "tcp", "task 0: %s", why);
     if (!shared) { /* one host: loopback of the listener's family */
         memset(&lo, 0, sizeof(lo));
         lo.family = a->family;
@@ -307,20 +334,24 @@ static tutti_status_t rdv_publish(const tcp_reg_t *reg)
         a = &lo;
     }
     inet_ntop(a->family, a->addr, addr, sizeof(addr));
+    if (!shared) {
+        if (tcp_rdv_create(path, addr, a->port, why, sizeof(why)) != 0)
+            return rdv.core->error(TUTTI_ERR_IO, "tcp", "task 0: %s", why);
+        if (rdv_default_file[0] == '\0') {
+            snprintf(rdv_default_file, sizeof(rdv_default_file), "%s", path);
+            atexit(rdv_unlink_default);
+        }
+        return TUTTI_OK;
+    }
     snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-    f = fopen(tmp, "w");
+    f = fopen(tmp, "wx");
     if (f == NULL || fprintf(f, "%s %u\n", addr, (unsigned)a->port) < 0 ||
         fclose(f) != 0 || rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
         return rdv.core->error(TUTTI_ERR_IO, "tcp", "cannot write the "
-                               "rendezvous file '%s'%s: %s", path,
-                               shared ? " (TUTTI_RENDEZVOUS_FILE)" : "",
-                               strerror(e));
-    }
-    if (!shared && rdv_default_file[0] == '\0') {
-        snprintf(rdv_default_file, sizeof(rdv_default_file), "%s", path);
-        atexit(rdv_unlink_default);
+                               "rendezvous file '%s' (TUTTI_RENDEZVOUS_FILE)"
+                               ": %s", path, strerror(e));
     }
     return TUTTI_OK;
 }
@@ -395,11 +426,14 @@ static tutti_status_t rdv_start(const tutti_tp_group_t *g,
 
 /* ---- rendezvous client ---------------------------------------------------------- */
 
-/* Where the rendezvous is now: from TUTTI_RENDEZVOUS or the file. */
-static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl)
+/* Where the rendezvous is now: from TUTTI_RENDEZVOUS or the file.  0;
+ * -1: not yet; -2: never (why says so: a file or directory another user
+ * owns, a link). */
+static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl,
+                     char *why, size_t wl)
 {
     const char *env = getenv("TUTTI_RENDEZVOUS");
-    char host[256], port[16], path[256];
+    char host[256], port[16], path[TCP_RDV_PATH_MAX];
     struct addrinfo hints, *res = NULL;
 
     if (env != NULL && *env != '\0') {
@@ -407,16 +441,16 @@ static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl)
         if (split_hostport(env, host, sizeof(host), port, sizeof(port)) != 0)
             return -1;
     } else {
-        FILE *f;
         unsigned p = 0;
-        rdv_file_path(job, path, sizeof(path));
+        int shared;
+        if (rdv_file_path(job, path, sizeof(path), &shared, why, wl) != 0)
+            return -2;
         snprintf(desc, dl, "rendezvous file %s", path);
-        if ((f = fopen(path, "r")) == NULL)
-            return -1;
-        int ok = fscanf(f, "%255s %u", host, &p) == 2 && p > 0 && p < 65536;
-        fclose(f);
-        if (!ok)
-            return -1;
+        int st = tcp_rdv_read(path, host, &p, why, wl);
+        if (st == TCP_RDV_REFUSED)
+            return -2;
+        if (st != TCP_RDV_OK)
+            return -1; /* not written yet, or a dead job's */
         snprintf(port, sizeof(port), "%u", p);
     }
     memset(&hints, 0, sizeof(hints));
@@ -435,20 +469,26 @@ static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl)
 }
 
 /* One session: register, then look up every wanted rank.  0: all found;
- * 1: try again; why says what went wrong. */
+ * 1: try again; -1: a rank never registered; -2: the other side is not
+ * this job's rendezvous (or no nonce); why says what went wrong. */
 static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
                        const tcp_reg_t *reg, const unsigned char *want,
                        double deadline, tcp_reg_t *peers, char *why,
                        size_t wl)
 {
-    char desc[300];
+    char desc[TCP_RDV_PATH_MAX + 64];
     tcp_addr_t a;
     tcp_hs_t hs;
+    tcp_chal_t chal;
+    tcp_proof_t proof;
     rdv_req_t q;
     rdv_rep_t rep;
     int fd, r = 0, nap = 2;
 
-    if (rdv_where(g->job_id, &a, desc, sizeof(desc)) != 0) {
+    int where = rdv_where(g->job_id, &a, desc, sizeof(desc), why, wl);
+    if (where == -2)
+        return -2;
+    if (where != 0) {
         snprintf(why, wl, "%s not readable or not host:port yet", desc);
         return 1;
     }
@@ -458,13 +498,35 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
         return 1;
     }
     set_io_timeout(fd, 5.0);
-    tcp_hs_fill(&hs, cred, TCP_KIND_RDV, g->group_key, g->rank, -1, 0, 0);
+    if (tcp_hs_fill(&hs, cred, TCP_KIND_RDV, g->group_key, g->rank, -1, 0,
+                    0) != 0) {
+        snprintf(why, wl, "no random bytes for the handshake (getrandom): "
+                 "%s", strerror(errno));
+        close(fd);
+        return -2;
+    }
     memset(&q, 0, sizeof(q));
     q.magic = RDV_REQ_MAGIC;
     q.type = RDV_REG;
     q.group_key = g->group_key;
     q.reg = *reg;
     if (tcp_write_full(fd, &hs, sizeof(hs)) != 0 ||
+        tcp_read_full(fd, &chal, sizeof(chal)) != 0)
+        goto lost;
+    /* Nothing that depends on the secret goes out before the other side
+     * proved it holds it: an impostor learns only our nonce. */
+    if (tcp_chal_check(&hs, cred, &chal, &proof) != 0) {
+        char peer[64];
+        tcp_peer_str(fd, peer, sizeof(peer));
+        if (snprintf(why, wl, "the rendezvous at %s (%s): secret mismatch "
+                     "(another job's or user's rendezvous, or "
+                     "TUTTI_JOB_SECRET differs between the tasks)", peer,
+                     desc) >= (int)wl)
+            why[wl - 1] = '\0'; /* cut: the start names the peer */
+        close(fd);
+        return -2;
+    }
+    if (tcp_write_full(fd, &proof, sizeof(proof)) != 0 ||
         tcp_write_full(fd, &q, sizeof(q)) != 0)
         goto lost;
     q.type = RDV_GET;
@@ -514,7 +576,7 @@ tutti_status_t tcp_rendezvous(const tutti_tp_group_t *g,
                               const unsigned char *want, double deadline,
                               tcp_reg_t *peers_out)
 {
-    char why[512] = "";
+    char why[2 * TCP_RDV_PATH_MAX + 256] = "";
     tutti_status_t st;
     int rc;
 
@@ -525,6 +587,10 @@ tutti_status_t tcp_rendezvous(const tutti_tp_group_t *g,
                          sizeof(why));
         if (rc == 0)
             return TUTTI_OK;
+        if (rc == -2)
+            return g->core->error(TUTTI_ERR_PEER, "tcp", "group 0x%llx rank "
+                                  "%d: %s", (unsigned long long)g->group_key,
+                                  g->rank, why);
         if (rc < 0 || g->core->now() > deadline)
             break;
         g->core->log(3, "tcp", "rank %d: rendezvous: %s; retrying", g->rank,

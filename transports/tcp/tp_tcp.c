@@ -24,8 +24,8 @@
  *
  * Connecting: endpoints register at the rendezvous (tcp_rendezvous.c);
  * the lower rank of each pair opens the sockets, the higher accepts them
- * after the handshake (job id, secret, group key, both ranks, socket
- * index).
+ * after the handshake (job id, group key, both ranks, socket index, and
+ * a challenge-response on the secret, tcp_net.c).
  *
  * Test hooks, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
  * every group (not the control plane) corrupt the magic of its 3rd frame;
