@@ -54,6 +54,86 @@ bool tutti__cfg_valid_name(const char *s)
     return true;
 }
 
+/* Capacity max(4, the power of two at or above count): realloc only when
+ * count reaches it, so n pushes cost O(n) copies, not O(n^2). */
+void *tutti__cfg_grow(void *array, size_t count, size_t size)
+{
+    void **at = array;
+    size_t cap = count;
+
+    if (count == 0)
+        cap = 4;
+    else if (count >= 4 && (count & (count - 1)) == 0)
+        cap = 2 * count;
+    if (cap != count || *at == NULL) {
+        char *grown;
+        if (cap < count || cap > SIZE_MAX / size)
+            return NULL;
+        grown = realloc(*at, cap * size);
+        if (grown == NULL)
+            return NULL;
+        *at = grown;
+    }
+    memset((char *)*at + count * size, 0, size);
+    return (char *)*at + count * size;
+}
+
+/* FNV-1a. */
+static size_t name_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (size_t)h;
+}
+
+tutti_status_t tutti__cfg_names_init(tutti__cfg_names_t *h, size_t max)
+{
+    size_t cap = 8;
+
+    while (cap < 2 * max && cap < SIZE_MAX / 4)
+        cap *= 2;
+    h->names = calloc(cap, sizeof(*h->names));
+    h->values = calloc(cap, sizeof(*h->values));
+    h->mask = cap - 1;
+    if (h->names == NULL || h->values == NULL) {
+        tutti__cfg_names_free(h);
+        return tutti__cfg_oom();
+    }
+    return TUTTI_OK;
+}
+
+/* Open addressing, linear probing; the set is at most half full. */
+size_t *tutti__cfg_names_find(const tutti__cfg_names_t *h, const char *name)
+{
+    for (size_t i = name_hash(name) & h->mask; h->names[i] != NULL;
+         i = (i + 1) & h->mask) {
+        if (strcmp(h->names[i], name) == 0)
+            return &h->values[i];
+    }
+    return NULL;
+}
+
+void tutti__cfg_names_add(tutti__cfg_names_t *h, const char *name,
+                          size_t value)
+{
+    size_t i = name_hash(name) & h->mask;
+
+    while (h->names[i] != NULL)
+        i = (i + 1) & h->mask;
+    h->names[i] = name;
+    h->values[i] = value;
+}
+
+void tutti__cfg_names_free(tutti__cfg_names_t *h)
+{
+    free(h->names);
+    free(h->values);
+    h->names = NULL;
+    h->values = NULL;
+}
+
 /* ---- string lists, rules ------------------------------------------------ */
 
 void tutti__cfg_rule_init(tutti__rule_t *r)
@@ -88,7 +168,7 @@ void tutti__cfg_rules_free(tutti__rule_t *rules, size_t n)
 tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const char *key,
                                     const char *value)
 {
-    tutti__kv_t *kv = tutti__grow(&r->params, r->num_params, sizeof(*kv));
+    tutti__kv_t *kv = tutti__cfg_grow(&r->params, r->num_params, sizeof(*kv));
 
     if (kv == NULL)
         return tutti__cfg_oom();
@@ -131,7 +211,7 @@ static tutti_status_t rule_copy(tutti__rule_t *dst, const tutti__rule_t *src)
 tutti_status_t tutti__cfg_rules_push(tutti__rule_t **rules, size_t *n,
                                      tutti__rule_t *r)
 {
-    tutti__rule_t *slot = tutti__grow(rules, *n, sizeof(*slot));
+    tutti__rule_t *slot = tutti__cfg_grow(rules, *n, sizeof(*slot));
 
     if (slot == NULL)
         return tutti__cfg_oom();
@@ -230,6 +310,7 @@ void tutti__config_free(tutti__config_t *cfg)
     for (size_t i = 0; i < cfg->num_modules; i++)
         tutti__cfg_module_free(&cfg->modules[i]);
     free(cfg->modules);
+    free(cfg->load_found);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -237,7 +318,7 @@ tutti_status_t tutti__cfg_pending_add(tutti__config_t *cfg,
                                       const tutti__pending_t *from)
 {
     tutti__pending_t *p =
-        tutti__grow(&cfg->pending, cfg->num_pending, sizeof(*p));
+        tutti__cfg_grow(&cfg->pending, cfg->num_pending, sizeof(*p));
     if (p == NULL)
         return tutti__cfg_oom();
     *p = *from;

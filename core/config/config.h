@@ -98,6 +98,8 @@ typedef struct {
     size_t num_pending;
     tutti__module_settings_t *modules;
     size_t num_modules;
+    unsigned char *load_found;    /* per module_load item: a module found
+                                     answers to it (NULL: none yet) */
 } tutti__config_t;
 
 /** The core's rows (keys.c), TUTTI__CORE_SETTINGS of them, in the order of
@@ -150,8 +152,14 @@ tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
  *  @p why, rather than reported as unknown. */
 void tutti__config_module_absent(tutti__config_t *cfg, const char *section,
                                  const char *why);
-/** After every module's rows: a section of the file that no module took
- *  is an unknown key, reported with its place. */
+/** The registry found a module named @p name (loaded or refused): the
+ *  name in modules.load that asks for it, if any, is answered. */
+void tutti__config_module_found(tutti__config_t *cfg, const char *name);
+/** After every module's rows: a name in modules.load that no module
+ *  found answers to is refused (a typo loads nothing the user asked for,
+ *  like an unknown key), naming it, the key and where modules.load came
+ *  from; a section of the file that no module took is an unknown key,
+ *  reported with its place. */
 tutti_status_t tutti__config_modules_done(tutti__config_t *cfg);
 /** Module @p section's settings struct, or NULL. */
 const void *tutti__config_module_values(const tutti__config_t *cfg,
@@ -209,6 +217,30 @@ tutti_status_t tutti__cfg_set_str(char **field, const char *value);
 /** 1 to 63 printable characters without spaces. */
 bool tutti__cfg_valid_name(const char *s);
 
+/** Where *@p array holds @p count items of @p size bytes, a zeroed slot for
+ *  one more, or NULL when memory runs out (the array is then as it was).
+ *  The array grows by doubling, so that filling it is linear: it must only
+ *  ever have been grown by this function (its count may have shrunk). */
+void *tutti__cfg_grow(void *array, size_t count, size_t size);
+
+/** A set of names, hashed, each with a number: duplicate keys and YAML
+ *  anchors are found in constant time, not by a scan of those before.  The
+ *  names are the caller's and must outlive the set. */
+typedef struct {
+    const char **names;
+    size_t *values;
+    size_t mask;
+} tutti__cfg_names_t;
+
+/** Room for @p max names. */
+tutti_status_t tutti__cfg_names_init(tutti__cfg_names_t *h, size_t max);
+/** The number of @p name, or NULL when it is not in the set. */
+size_t *tutti__cfg_names_find(const tutti__cfg_names_t *h, const char *name);
+/** Adds @p name (not in the set; fewer than max names so far). */
+void tutti__cfg_names_add(tutti__cfg_names_t *h, const char *name,
+                          size_t value);
+void tutti__cfg_names_free(tutti__cfg_names_t *h);
+
 
 /** The variable whose rules come before the file's. */
 #define TUTTI__ALGO_ENV "TUTTI_ALGO"
@@ -253,6 +285,36 @@ tutti_status_t tutti__cfg_config_copy(tutti__config_t *dst,
 
 /** Free @p cfg and move @p tmp into it. */
 void tutti__cfg_config_replace(tutti__config_t *cfg, tutti__config_t *tmp);
+
+/* ---- limits of a YAML file (yaml_check.c) ------------------------------ */
+
+/* A config file is a few hundred lines: these are far above what one needs
+ * and far below what takes a reader long. */
+#define TUTTI__YAML_DEPTH_MAX 64           /* nested lists and mappings */
+#define TUTTI__YAML_ALIAS_NODES_MAX 100000 /* nodes seen through aliases */
+#define TUTTI__YAML_ANCHORS_MAX 1000
+#define TUTTI__STR_(x) #x
+#define TUTTI__STR(x) TUTTI__STR_(x)
+
+struct yaml_parser_s;
+
+/** Reads @p text as YAML events and refuses, naming path:line:column, the
+ *  key it is in and the limit: syntax errors, nesting deeper than
+ *  TUTTI__YAML_DEPTH_MAX (before libyaml's loader recurses into it),
+ *  aliases that make more than TUTTI__YAML_ALIAS_NODES_MAX nodes visible,
+ *  an alias inside its own anchor or to no anchor, more than
+ *  TUTTI__YAML_ANCHORS_MAX anchors or one defined twice. */
+tutti_status_t tutti__cfg_yaml_check(const char *path, const char *text,
+                                     size_t len);
+/** The error of parser @p ps, at path:line:column (a reader error's byte
+ *  offset too), in the value of @p key where not NULL or empty. */
+tutti_status_t tutti__cfg_yaml_syntax_error(const struct yaml_parser_s *ps,
+                                            const char *path,
+                                            const char *text, size_t len,
+                                            const char *key);
+/** @p n keys joined by dots into @p buf, empty ones passed over. */
+void tutti__cfg_yaml_key_path(const char *const *keys, int n, char *buf,
+                              size_t len);
 
 /* ---- the environment (env.c) --------------------------------------------- */
 

@@ -122,7 +122,7 @@ tutti_status_t tutti__config_add_module(tutti__config_t *cfg,
     if (st == TUTTI_OK)
         st = fill_module(cfg, &m);
     if (st == TUTTI_OK &&
-        (slot = tutti__grow(&cfg->modules, cfg->num_modules,
+        (slot = tutti__cfg_grow(&cfg->modules, cfg->num_modules,
                             sizeof(*slot))) == NULL)
         st = tutti__cfg_oom();
     if (st != TUTTI_OK) {
@@ -151,11 +151,54 @@ void tutti__config_module_absent(tutti__config_t *cfg, const char *section,
     }
 }
 
+void tutti__config_module_found(tutti__config_t *cfg, const char *name)
+{
+    const tutti__strlist_t *l = &cfg->module_load;
+
+    if (l->count == 0 || name == NULL)
+        return;
+    if (cfg->load_found == NULL &&
+        (cfg->load_found = calloc(l->count, 1)) == NULL)
+        return; /* then every name is reported: no worse than before */
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->items[i], name) == 0)
+            cfg->load_found[i] = 1;
+}
+
+/* A name in modules.load that no module found answers to. */
+static tutti_status_t check_load(const tutti__config_t *cfg)
+{
+    const tutti__strlist_t *l = &cfg->module_load;
+    const char *from;
+
+    switch (cfg->src[TUTTI__SET_MODULE_LOAD]) {
+    case TUTTI_SRC_ENV:
+        from = "TUTTI_MODULES_LOAD";
+        break;
+    case TUTTI_SRC_FILE:
+        from = cfg->path != NULL ? cfg->path : "the config file";
+        break;
+    default:
+        from = tutti__source_name(cfg->src[TUTTI__SET_MODULE_LOAD]);
+    }
+    for (size_t i = 0; i < l->count; i++) {
+        if (cfg->load_found != NULL && cfg->load_found[i])
+            continue;
+        return tutti__error(TUTTI_ERR_CONFIG, "config", "modules.load (from "
+                            "%s) names '%.60s', which no module found "
+                            "answers to; expected the name of a module in "
+                            "the module path (tutti-info lists them)", from,
+                            l->items[i]);
+    }
+    return TUTTI_OK;
+}
+
 tutti_status_t tutti__config_modules_done(tutti__config_t *cfg)
 {
     char found[160], expected[512];
-    if (cfg->num_pending == 0)
-        return TUTTI_OK;
+    tutti_status_t st = check_load(cfg);
+    if (st != TUTTI_OK || cfg->num_pending == 0)
+        return st;
     tutti__sbuf_t sb = {expected, sizeof(expected), 0};
     tutti__sbuf_printf(&sb, "one of log_level, timeout, modules, transports, "
                        "selection, or the section of a loaded module with "

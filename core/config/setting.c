@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "base/size.h"
 #include "base/strlist.h"
 #include "config/setting.h"
@@ -157,6 +158,15 @@ static tutti_status_t set_scalar(const tutti_setting_t *row, const char *t,
     case TUTTI_SETTING_SECONDS:
         if (!tutti__seconds_value(t, &d))
             return TUTTI_ERR_CONFIG;
+        /* Far more than any call may wait; what is more would overflow
+         * the deadlines it becomes.  Said where it happens: the caller
+         * only learns that the value was taken. */
+        if (d > TUTTI__SECONDS_MAX) {
+            tutti__log(TUTTI_LOG_WARN, "config", "%s: %s seconds is more "
+                       "than the most a call may wait; using %g",
+                       row->name, t, TUTTI__SECONDS_MAX);
+            d = TUTTI__SECONDS_MAX;
+        }
         memcpy(f, &d, sizeof(d));
         return TUTTI_OK;
     case TUTTI_SETTING_CHOICE:

@@ -25,6 +25,10 @@
 bool tutti__setting_row_ok(const tutti_setting_t *row, size_t size, char *why,
                            size_t len);
 
+/** The most seconds a SECONDS setting holds (11.6 days): a larger value
+ *  is taken as this, with a warning naming the setting and the value. */
+#define TUTTI__SECONDS_MAX 1e6
+
 /** Sets @p row's value in @p values from @p text (a list type: the whole
  *  list, split as the environment writes it).  TUTTI_ERR_CONFIG, with
  *  nothing recorded and nothing changed, if @p text is not a valid value:

@@ -5,11 +5,15 @@
  * what was found and what was expected.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -28,10 +32,45 @@
 
 /* ---- YAML: nodes and messages ------------------------------------------- */
 
+/* The keys whose values enclose the node being read ("selection",
+ * "params"), for messages; the walk goes only as deep as the keys do. */
+#define KEYS_MAX 8
+typedef struct {
+    const char *names[KEYS_MAX];
+    int count;
+} keys_t;
+
 typedef struct {
     const char *path;
     yaml_document_t *doc;
+    keys_t *keys;
 } parse_t;
+
+static void push_key(const parse_t *p, const char *name)
+{
+    if (p->keys->count < KEYS_MAX)
+        p->keys->names[p->keys->count] = name;
+    p->keys->count++;
+}
+
+static void pop_key(const parse_t *p)
+{
+    p->keys->count--;
+}
+
+/* " for 'selection.params.chunk'": the key a value was given for. */
+static const char *for_key(const parse_t *p, char *buf, size_t len)
+{
+    char path[200];
+    int n = p->keys->count < KEYS_MAX ? p->keys->count : KEYS_MAX;
+
+    tutti__cfg_yaml_key_path(p->keys->names, n, path, sizeof(path));
+    if (path[0] == '\0')
+        buf[0] = '\0';
+    else
+        snprintf(buf, len, " for '%s'", path);
+    return buf;
+}
 
 static tutti_status_t node_error(const parse_t *p, const yaml_node_t *node,
                                  const char *expected, const char *fmt, ...)
@@ -69,17 +108,19 @@ static bool is_null(const yaml_node_t *n)
 static tutti_status_t type_error(const parse_t *p, const yaml_node_t *n,
                                  const char *expected)
 {
+    char key[220];
     const char *v;
 
+    for_key(p, key, sizeof(key));
     if (n->type == YAML_SEQUENCE_NODE)
-        return node_error(p, n, expected, "found a list");
+        return node_error(p, n, expected, "found a list%s", key);
     if (n->type == YAML_MAPPING_NODE)
-        return node_error(p, n, expected, "found a mapping");
+        return node_error(p, n, expected, "found a mapping%s", key);
     if (is_null(n))
-        return node_error(p, n, expected, "found no value");
+        return node_error(p, n, expected, "found no value%s", key);
     v = (const char *)n->data.scalar.value;
-    return node_error(p, n, expected, "found '%.60s%s'", v,
-                      strlen(v) > 60 ? "..." : "");
+    return node_error(p, n, expected, "found '%.60s%s'%s", v,
+                      strlen(v) > 60 ? "..." : "", key);
 }
 
 static tutti_status_t get_scalar(const parse_t *p, const yaml_node_t *n,
@@ -87,8 +128,11 @@ static tutti_status_t get_scalar(const parse_t *p, const yaml_node_t *n,
 {
     if (n->type != YAML_SCALAR_NODE || is_null(n))
         return type_error(p, n, expected);
-    if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length)
-        return node_error(p, n, expected, "found a string with a NUL byte");
+    if (strlen((const char *)n->data.scalar.value) != n->data.scalar.length) {
+        char key[220];
+        return node_error(p, n, expected, "found a string with a NUL "
+                          "byte%s", for_key(p, key, sizeof(key)));
+    }
     *out = (const char *)n->data.scalar.value;
     return TUTTI_OK;
 }
@@ -112,8 +156,11 @@ static tutti_status_t for_each_item(const parse_t *p, yaml_node_t *n,
     if (n->type != YAML_SEQUENCE_NODE)
         return type_error(p, n, expected);
     it = n->data.sequence.items.start;
-    if (!allow_empty && it == n->data.sequence.items.top)
-        return node_error(p, n, expected, "found an empty list");
+    if (!allow_empty && it == n->data.sequence.items.top) {
+        char key[220];
+        return node_error(p, n, expected, "found an empty list%s",
+                          for_key(p, key, sizeof(key)));
+    }
     for (; it < n->data.sequence.items.top && st == TUTTI_OK; it++)
         st = fn(p, yaml_document_get_node(p->doc, *it), arg);
     return st;
@@ -140,23 +187,47 @@ static void key_names(const keydef_t *keys, char *buf, size_t len)
         tutti__sbuf_printf(&sb, "%s%s", sb.pos > 0 ? ", " : "", keys->name);
 }
 
-/* The key of @p pair as a name, refusing one seen earlier in @p map. */
-static tutti_status_t pair_key(const parse_t *p, const yaml_node_t *map,
-                               const yaml_node_pair_t *pair,
+/* The key of @p pair as a name (check_keys() refused duplicates). */
+static tutti_status_t pair_key(const parse_t *p, const yaml_node_pair_t *pair,
                                const char **name_out)
 {
-    yaml_node_t *key = yaml_document_get_node(p->doc, pair->key);
-    tutti_status_t st = get_scalar(p, key, "a key name", name_out);
-    const yaml_node_pair_t *q = map->data.mapping.pairs.start;
+    return get_scalar(p, yaml_document_get_node(p->doc, pair->key),
+                      "a key name", name_out);
+}
 
-    for (; st == TUTTI_OK && q < pair; q++) {
-        yaml_node_t *k = yaml_document_get_node(p->doc, q->key);
-        if (k->type == YAML_SCALAR_NODE &&
-            strcmp((const char *)k->data.scalar.value, *name_out) == 0)
-            st = node_error(p, key, "each key once",
-                            "duplicate key '%s' (first at line %zu)",
-                            *name_out, k->start_mark.line + 1);
+/* Refuses a mapping that gives a key twice, at the second, naming the
+ * first's line: hashed, as a mapping may have many keys.  @p what is
+ * "key" or "parameter". */
+static tutti_status_t check_keys(const parse_t *p, const yaml_node_t *map,
+                                 const char *what)
+{
+    const yaml_node_pair_t *start = map->data.mapping.pairs.start;
+    size_t n = (size_t)(map->data.mapping.pairs.top - start);
+    tutti__cfg_names_t seen;
+    tutti_status_t st;
+
+    if (n < 2)
+        return TUTTI_OK;
+    st = tutti__cfg_names_init(&seen, n);
+    for (size_t i = 0; i < n && st == TUTTI_OK; i++) {
+        const yaml_node_t *k = yaml_document_get_node(p->doc, start[i].key);
+        const char *name = (const char *)k->data.scalar.value;
+        const size_t *first;
+        if (k->type != YAML_SCALAR_NODE)
+            continue;
+        first = tutti__cfg_names_find(&seen, name);
+        if (first == NULL) {
+            tutti__cfg_names_add(&seen, name, i);
+            continue;
+        }
+        k = yaml_document_get_node(p->doc, start[*first].key);
+        st = node_error(p, yaml_document_get_node(p->doc, start[i].key),
+                        strcmp(what, "key") == 0 ? "each key once"
+                                                 : "each parameter once",
+                        "duplicate %s '%.60s' (first at line %zu)", what,
+                        name, k->start_mark.line + 1);
     }
+    tutti__cfg_names_free(&seen);
     return st;
 }
 
@@ -190,27 +261,33 @@ static tutti_status_t parse_section(const parse_t *p, yaml_node_t *map,
                   sizeof(expected) - strlen(expected));
         return type_error(p, map, expected);
     }
+    st = check_keys(p, map, "key");
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
          pair < map->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
         const char *name = NULL;
         const keydef_t *def = NULL;
-        st = pair_key(p, map, pair, &name);
+        st = pair_key(p, pair, &name);
         if (st == TUTTI_OK)
             st = section_key(p, sec, pair, name, &def);
-        if (st == TUTTI_OK)
-            st = def->fn(p, yaml_document_get_node(p->doc, pair->value),
-                         target);
+        if (st != TUTTI_OK)
+            break;
+        push_key(p, name);
+        st = def->fn(p, yaml_document_get_node(p->doc, pair->value), target);
+        pop_key(p);
     }
     return st;
 }
 
+/* A scalar of the right type but not a valid value. */
 static tutti_status_t value_error(const parse_t *p, const yaml_node_t *n,
-                                  const char *key, const char *expected)
+                                  const char *expected)
 {
+    char key[220];
     const char *v = (const char *)n->data.scalar.value;
 
-    return node_error(p, n, expected, "found '%.60s%s' for %s", v,
-                      strlen(v) > 60 ? "..." : "", key);
+    return node_error(p, n, expected, "found '%.60s%s'%s", v,
+                      strlen(v) > 60 ? "..." : "",
+                      for_key(p, key, sizeof(key)));
 }
 
 /* ---- YAML: selection rules ---------------------------------------------- */
@@ -232,7 +309,7 @@ static tutti_status_t mask_item(const parse_t *p, yaml_node_t *n, void *arg)
         return st;
     i = tutti__cfg_kind_lookup(a->kind, s);
     if (i < 0)
-        return value_error(p, n, a->kind->key, a->expected);
+        return value_error(p, n, a->expected);
     *a->mask |= 1u << i;
     return TUTTI_OK;
 }
@@ -341,7 +418,7 @@ static tutti_status_t key_algorithm(const parse_t *p, yaml_node_t *v,
     if (st != TUTTI_OK)
         return st;
     if (!tutti__cfg_valid_name(s))
-        return value_error(p, v, "algorithm", NAME_EXPECTED);
+        return value_error(p, v, NAME_EXPECTED);
     return tutti__cfg_set_str(&((tutti__rule_t *)target)->algorithm, s);
 }
 
@@ -359,13 +436,10 @@ static tutti_status_t param_pair(const parse_t *p, tutti__rule_t *r,
     if (st != TUTTI_OK)
         return st;
     if (!tutti__cfg_valid_name(key))
-        return value_error(p, kn, "a parameter name", NAME_EXPECTED);
-    for (size_t i = 0; i < r->num_params; i++) {
-        if (strcmp(r->params[i].key, key) == 0)
-            return node_error(p, kn, "each parameter once",
-                              "duplicate parameter '%s'", key);
-    }
+        return value_error(p, kn, "a parameter name, " NAME_EXPECTED);
+    push_key(p, key);
     st = get_scalar(p, vn, "a single value, e.g. 1M or 2", &value);
+    pop_key(p);
     if (st == TUTTI_OK)
         st = tutti__cfg_param_add(r, key, value);
     return st;
@@ -378,6 +452,7 @@ static tutti_status_t key_params(const parse_t *p, yaml_node_t *v,
 
     if (v->type != YAML_MAPPING_NODE)
         return type_error(p, v, PARAMS_EXPECTED);
+    st = check_keys(p, v, "parameter");
     for (yaml_node_pair_t *pair = v->data.mapping.pairs.start;
          pair < v->data.mapping.pairs.top && st == TUTTI_OK; pair++)
         st = param_pair(p, target, pair);
@@ -458,10 +533,8 @@ static tutti_status_t parse_row(const parse_t *p, const tutti_setting_t *row,
 {
     char expected[256];
     const char *s = "";
-    const char *name = strrchr(row->name, '.');
     tutti_status_t st;
 
-    name = name != NULL ? name + 1 : row->name;
     tutti__setting_expected(row, expected, sizeof(expected));
     if ((int)row->type == TUTTI__SETTING_PATHS ||
         (int)row->type == TUTTI__SETTING_NAMES) {
@@ -476,7 +549,7 @@ static tutti_status_t parse_row(const parse_t *p, const tutti_setting_t *row,
             return st;
         st = tutti__setting_set(row, s, cfg);
         if (st == TUTTI_ERR_CONFIG)
-            return value_error(p, v, name, expected);
+            return value_error(p, v, expected);
         if (st == TUTTI_ERR_NO_MEMORY)
             return tutti__cfg_oom();
     }
@@ -533,10 +606,11 @@ static tutti_status_t parse_core_section(const parse_t *p, const char *name,
         snprintf(expected, sizeof(expected), "a mapping with keys %s", keys);
         return type_error(p, map, expected);
     }
+    st = check_keys(p, map, "key");
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
          pair < map->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
         const char *key = NULL;
-        st = pair_key(p, map, pair, &key);
+        st = pair_key(p, pair, &key);
         if (st != TUTTI_OK)
             break;
         const tutti_setting_t *row = core_row(name, key);
@@ -546,8 +620,10 @@ static tutti_status_t parse_core_section(const parse_t *p, const char *name,
                               expected, "unknown key '%.60s' in %s", key,
                               name);
         }
+        push_key(p, key);
         st = parse_row(p, row, yaml_document_get_node(p->doc, pair->value),
                        cfg);
+        pop_key(p);
     }
     return st;
 }
@@ -569,14 +645,18 @@ static tutti_status_t parse_module_section(const parse_t *p,
     tutti_status_t st = tutti__cfg_pending_add(cfg, &e);
     if (is_null(map))
         return st;
+    if (st == TUTTI_OK)
+        st = check_keys(p, map, "key");
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start;
          pair < map->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
         const char *key = NULL, *value = "";
         const yaml_node_t *k = yaml_document_get_node(p->doc, pair->key);
         yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
-        st = pair_key(p, map, pair, &key);
+        st = pair_key(p, pair, &key);
+        push_key(p, key);
         if (st == TUTTI_OK && !is_null(v))
             st = get_scalar(p, v, "one value (a module's setting)", &value);
+        pop_key(p);
         e.key = (char *)key;
         e.value = (char *)value;
         e.line = (int)k->start_mark.line + 1;
@@ -599,14 +679,16 @@ static tutti_status_t parse_top(const parse_t *p, yaml_node_t *root,
     tutti_status_t st = TUTTI_OK;
     if (root->type != YAML_MAPPING_NODE)
         return type_error(p, root, "a mapping of settings, " TOP_EXPECTED);
+    st = check_keys(p, root, "key");
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
         const char *name = NULL;
         const tutti_setting_t *row;
         yaml_node_t *v = yaml_document_get_node(p->doc, pair->value);
-        st = pair_key(p, root, pair, &name);
+        st = pair_key(p, pair, &name);
         if (st != TUTTI_OK)
             break;
+        push_key(p, name);
         if (strcmp(name, "selection") == 0)
             st = key_selection(p, v, cfg);
         else if ((row = core_row(NULL, name)) != NULL)
@@ -623,50 +705,27 @@ static tutti_status_t parse_top(const parse_t *p, yaml_node_t *root,
             st = node_error(p, yaml_document_get_node(p->doc, pair->key),
                             TOP_EXPECTED, "unknown key '%.60s' at top level",
                             name);
+        pop_key(p);
     }
     return st;
 }
 
 /* ---- YAML: loading a file ----------------------------------------------- */
 
-static tutti_status_t syntax_error(const yaml_parser_t *ps, const char *path)
-{
-    const char *problem = ps->problem != NULL ? ps->problem : "unreadable";
-
-    if (ps->error == YAML_MEMORY_ERROR)
-        return tutti__cfg_oom();
-    if (ps->error == YAML_READER_ERROR)
-        return tutti__error(TUTTI_ERR_CONFIG, "config",
-                            "%s: byte %zu: %s; expected UTF-8 text", path,
-                            ps->problem_offset, problem);
-    if (ps->context != NULL &&
-        (ps->context_mark.line != ps->problem_mark.line ||
-         ps->context_mark.column != ps->problem_mark.column))
-        return tutti__error(TUTTI_ERR_CONFIG, "config",
-                            "%s:%zu:%zu: %s (%s started at line %zu, "
-                            "column %zu); expected well-formed YAML",
-                            path, ps->problem_mark.line + 1,
-                            ps->problem_mark.column + 1, problem, ps->context,
-                            ps->context_mark.line + 1,
-                            ps->context_mark.column + 1);
-    return tutti__error(TUTTI_ERR_CONFIG, "config",
-                        "%s:%zu:%zu: %s; expected well-formed YAML", path,
-                        ps->problem_mark.line + 1, ps->problem_mark.column + 1,
-                        problem);
-}
-
 /* A file holds one document: refuse anything after it. */
-static tutti_status_t check_no_more(yaml_parser_t *ps, const char *path)
+static tutti_status_t check_no_more(yaml_parser_t *ps, const char *path,
+                                    const char *text, size_t len)
 {
     yaml_document_t doc;
     yaml_node_t *root;
     tutti_status_t st = TUTTI_OK;
 
     if (!yaml_parser_load(ps, &doc))
-        return syntax_error(ps, path);
+        return tutti__cfg_yaml_syntax_error(ps, path, text, len, NULL);
     root = yaml_document_get_root_node(&doc);
     if (root != NULL) {
-        parse_t p = {path, &doc};
+        keys_t keys = {{NULL}, 0};
+        parse_t p = {path, &doc, &keys};
         st = node_error(&p, root, "one document per file",
                         "found a second YAML document");
     }
@@ -682,70 +741,118 @@ static tutti_status_t parse_text(tutti__config_t *cfg, const char *path,
     yaml_node_t *root;
     tutti_status_t st;
 
+    /* Limits first: libyaml's loader recurses and expands as it goes. */
+    st = tutti__cfg_yaml_check(path, text, len);
+    if (st != TUTTI_OK)
+        return st;
     if (!yaml_parser_initialize(&parser))
         return tutti__cfg_oom();
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
-        st = syntax_error(&parser, path);
+        st = tutti__cfg_yaml_syntax_error(&parser, path, text, len, NULL);
         goto out_parser;
     }
     root = yaml_document_get_root_node(&doc);
     st = TUTTI_OK;
     if (root != NULL && !is_null(root)) {
-        parse_t p = {path, &doc};
+        keys_t keys = {{NULL}, 0};
+        parse_t p = {path, &doc, &keys};
         st = parse_top(&p, root, cfg);
     }
     yaml_document_delete(&doc);
     if (st == TUTTI_OK)
-        st = check_no_more(&parser, path);
+        st = check_no_more(&parser, path, text, len);
 out_parser:
     yaml_parser_delete(&parser);
     return st;
 }
 
-static tutti_status_t grow_buffer(char **text, size_t *cap, const char *path)
+/* What a file that is not a regular one is, for the message. */
+static const char *file_kind(mode_t mode)
 {
-    size_t want = *cap != 0 ? *cap * 2 : 4096;
-    char *grown;
-
-    if (*cap >= CONFIG_FILE_MAX)
-        return tutti__error(TUTTI_ERR_CONFIG, "config",
-                            "config file '%s' is larger than 16M; expected a "
-                            "small YAML file",
-                            path);
-    grown = realloc(*text, want);
-    if (grown == NULL)
-        return tutti__cfg_oom();
-    *text = grown;
-    *cap = want;
-    return TUTTI_OK;
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
 }
 
-static tutti_status_t read_file(const char *path, char **text_out,
-                                size_t *len_out)
+/* Opened without blocking (a FIFO would wait for a writer), then refused
+ * unless a regular file no larger than CONFIG_FILE_MAX. */
+static tutti_status_t open_file(const char *path, int *fd_out, size_t *size_out)
 {
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    tutti_status_t st = TUTTI_OK;
-    FILE *f = fopen(path, "rb");
-    int err = errno; /* of fopen() */
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int err = errno;
 
-    if (f == NULL)
+    if (fd < 0)
         return tutti__error(err == ENOENT ? TUTTI_ERR_NOT_FOUND : TUTTI_ERR_IO,
                             "config", "cannot open config file '%s': %s",
                             path, strerror(err));
-    while (st == TUTTI_OK && !feof(f) && !ferror(f)) {
-        if (len == cap)
-            st = grow_buffer(&text, &cap, path);
-        if (st == TUTTI_OK)
-            len += fread(text + len, 1, cap - len, f);
+    if (fstat(fd, &sb) != 0) {
+        err = errno;
+        close(fd);
+        return tutti__error(TUTTI_ERR_IO, "config", "cannot read config "
+                            "file '%s': %s", path, strerror(err));
     }
-    err = errno;
-    if (st == TUTTI_OK && ferror(f))
-        st = tutti__error(TUTTI_ERR_IO, "config",
-                          "cannot read config file '%s': %s", path,
-                          strerror(err));
-    fclose(f);
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return tutti__error(TUTTI_ERR_IO, "config", "config file '%s' is "
+                            "%s; expected a regular file", path,
+                            file_kind(sb.st_mode));
+    }
+    if ((uintmax_t)sb.st_size > CONFIG_FILE_MAX) {
+        close(fd);
+        return tutti__error(TUTTI_ERR_CONFIG, "config", "config file '%s' "
+                            "has %jd bytes; expected a small YAML file (at "
+                            "most 16M)", path, (intmax_t)sb.st_size);
+    }
+    *fd_out = fd;
+    *size_out = (size_t)sb.st_size;
+    return TUTTI_OK;
+}
+
+/* The whole file, as long as fstat() said: one byte more is a file
+ * that grew while read, refused rather than cut. */
+static tutti_status_t read_file(const char *path, char **text_out,
+                                size_t *len_out)
+{
+    size_t size = 0, len = 0;
+    int fd = -1;
+    tutti_status_t st = open_file(path, &fd, &size);
+    char *text;
+
+    if (st != TUTTI_OK)
+        return st;
+    text = malloc(size + 1);
+    if (text == NULL) {
+        close(fd);
+        return tutti__cfg_oom();
+    }
+    while (len < size + 1) {
+        ssize_t n = read(fd, text + len, size + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            st = tutti__error(TUTTI_ERR_IO, "config", "cannot read config "
+                              "file '%s': %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (st == TUTTI_OK && len > size)
+        st = tutti__error(TUTTI_ERR_CONFIG, "config", "config file '%s' "
+                          "grew while it was read; expected a file that "
+                          "does not change", path);
     if (st != TUTTI_OK) {
         free(text);
         return st;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "job/job.h"
 
@@ -151,14 +152,7 @@ int tutti__job_poll(tutti__job_t *job)
 
 void tutti__job_deadline(struct timespec *ts, double seconds)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
-    double whole = (double)(time_t)seconds;
-    ts->tv_sec += (time_t)whole;
-    ts->tv_nsec += (long)((seconds - whole) * 1e9);
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    tutti__deadline(ts, seconds);
 }
 
 void tutti__job_copy_text(char *dst, size_t dst_len, const char *src,

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "job/sum.h"
 
@@ -104,8 +105,7 @@ tutti_status_t tutti__sum(tutti__job_t *job, uint64_t value,
     tutti_status_t st;
 
     s = &job->sum;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)job->cfg->timeout + 1;
+    tutti__deadline(&until, job->cfg->timeout + 1);
     pthread_mutex_lock(&job->lock);
     if (s->busy) {
         pthread_mutex_unlock(&job->lock);

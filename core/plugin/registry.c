@@ -255,6 +255,7 @@ tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
      * a warning saying why, unless a module of that name did load. */
     for (size_t i = 0; i < reg->num_modules; i++) {
         const tutti__module_t *m = &reg->modules[i];
+        tutti__config_module_found(cfg, m->name);
         if (m->reason != NULL && m->name != NULL &&
             find_module(reg, m->name) == NULL)
             tutti__config_module_absent(cfg, m->name, m->reason);

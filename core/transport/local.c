@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "transport/chan.h"
 #include "transport/local.h"
@@ -112,14 +113,7 @@ static tutti_status_t mesh_get(const tutti_tp_group_t *g, int expected,
 static tutti_status_t wait_complete(local_mesh_t *m, const tutti_tp_group_t *g)
 {
     struct timespec until;
-    double whole = (double)(time_t)g->timeout;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += (time_t)whole;
-    until.tv_nsec += (long)((g->timeout - whole) * 1e9);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    tutti__deadline(&until, g->timeout); /* any double the API gave */
     while (m->joined < m->expected) {
         if (pthread_cond_timedwait(&mesh_cond, &mesh_lock, &until) ==
             ETIMEDOUT && m->joined < m->expected) {

@@ -58,7 +58,7 @@ static const char full_yaml[] =
     "timeout: 2.5\n"
     "modules:\n"
     "  path: [/opt/a, /opt/b]\n"
-    "  load: [ring, tree]\n"
+    "  load: [tcp, shm]\n"
     "transports: [tcp, shm]\n"
     "shm: { slot_size: 1M, slots: 64 }\n"
     "selection:\n"
@@ -89,7 +89,7 @@ static void test_full_file(void **state)
     assert_string_equal(f->cfg.module_path.items[1], "/opt/b");
     assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_PATH], TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.module_load.count, 2);
-    assert_string_equal(f->cfg.module_load.items[0], "ring");
+    assert_string_equal(f->cfg.module_load.items[0], "tcp");
     assert_int_equal(f->cfg.src[TUTTI__SET_MODULE_LOAD], TUTTI_SRC_FILE);
     assert_int_equal(f->cfg.transports.count, 2);
     assert_string_equal(f->cfg.transports.items[0], "tcp");
