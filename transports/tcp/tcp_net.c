@@ -22,6 +22,14 @@
 #include "tcp_hmac.h"
 #include "tcp_int.h"
 
+/* tcp.family's choices (the settings row in tp_tcp.c) and the address
+ * family of each, beside the code that opens sockets of them. */
+const char *const tcp_families[] = {"any", "ipv4", "ipv6", NULL};
+const int tcp_family_af[] = {AF_UNSPEC, AF_INET, AF_INET6};
+_Static_assert(sizeof(tcp_family_af) / sizeof(tcp_family_af[0]) ==
+                   sizeof(tcp_families) / sizeof(tcp_families[0]) - 1,
+               "an address family for each choice of tcp.family");
+
 /* ---- small helpers ------------------------------------------------------ */
 
 void tcp_nodelay(int fd)

@@ -335,11 +335,6 @@ static int ifname_ok(const char *s)
     return 1;
 }
 
-const char *const tcp_families[] = {"any", "ipv4", "ipv6", NULL};
-const int tcp_family_af[] = {AF_UNSPEC, AF_INET, AF_INET6};
-_Static_assert(sizeof(tcp_family_af) / sizeof(tcp_family_af[0]) ==
-                   sizeof(tcp_families) / sizeof(tcp_families[0]) - 1,
-               "an address family for each choice of tcp.family");
 
 static const tutti_setting_t tcp_settings[] = {
     {.name = "interface",

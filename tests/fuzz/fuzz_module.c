@@ -1,0 +1,64 @@
+/*
+ * Fuzz target: the checks the loader makes on a module before it trusts
+ * it (core/plugin/check.c): the file's ELF headers before dlopen maps it
+ * (the input is the file), and the names and texts a descriptor hands the
+ * core (the input split at its first NUL).  A file that passes the ELF
+ * check must have the headers the check promises within its bytes.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <tutti/tutti.h>
+
+#include "base/log.h"
+#include "plugin/check.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static int fd = -1;
+static char path[64];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    tutti__log_set_level(TUTTI_LOG_OFF);
+    fd = memfd_create("tutti-fuzz-module", 0);
+    if (fd < 0)
+        abort();
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char why[512], text[256];
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
+        abort();
+    if (tutti__elf_check(path, why, sizeof(why)) && size < 64)
+        abort(); /* passed with less than an ELF header */
+    size_t n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
+    memcpy(text, data, n);
+    text[n] = '\0';
+    if (tutti__name_check("fuzzed name", text, why, sizeof(why))) {
+        size_t len = strlen(text);
+        if (len == 0 || len >= TUTTI_NAME_MAX)
+            abort();
+        for (size_t i = 0; i < len; i++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789_.-", text[i]))
+                abort();
+    }
+    if (tutti__text_check("fuzzed text", text, 100, 0, why, sizeof(why)))
+        for (const char *c = text; *c; c++)
+            if (*c < ' ' || *c > '~')
+                abort();
+    (void)tutti__head_text_ok(text, text + strlen(text) / 2, why, sizeof(why));
+    return 0;
+}
