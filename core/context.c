@@ -21,13 +21,35 @@
 #include "job/sum.h"
 #include "select/select.h"
 
+/* A NULL context given to @p call: refused, naming it. */
+static tutti_status_t null_ctx(const char *call)
+{
+    return tutti__error(TUTTI_ERR_INVALID_ARG, "context", "%s: ctx is NULL",
+                        call);
+}
+
+/* A NULL output or input @p what given to @p call. */
+static tutti_status_t null_arg(const char *call, const char *what)
+{
+    return tutti__error(TUTTI_ERR_INVALID_ARG, "context", "%s: %s is NULL",
+                        call, what);
+}
+
 int tutti_context_task(const tutti_context_t *ctx)
 {
+    if (ctx == NULL) {
+        null_ctx("tutti_context_task");
+        return -1;
+    }
     return ctx->job.task;
 }
 
 int tutti_context_num_tasks(const tutti_context_t *ctx)
 {
+    if (ctx == NULL) {
+        null_ctx("tutti_context_num_tasks");
+        return -1;
+    }
     return ctx->job.num_tasks;
 }
 
@@ -215,9 +237,9 @@ void tutti_context_destroy(tutti_context_t *ctx)
 tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason)
 {
     char text[512];
+    tutti__error_clear();
     if (ctx == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
-                            "tutti_abort: ctx is NULL");
+        return null_ctx("tutti_abort");
     snprintf(text, sizeof(text), "aborted by task %d: %s", ctx->job.task,
              reason ? reason : "(no reason given)");
     tutti__health_abort_all(&ctx->job, text);
@@ -229,9 +251,10 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
                                 tutti_group_t **group_out)
 {
     tutti__error_clear();
-    if (ctx == NULL || group_out == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
-                            "tutti_group_join: ctx or group_out is NULL");
+    if (ctx == NULL)
+        return null_ctx("tutti_group_join");
+    if (group_out == NULL)
+        return null_arg("tutti_group_join", "group_out");
     return tutti__group_join(&ctx->job, params, group_out);
 }
 
@@ -239,9 +262,10 @@ tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,
                                  uint64_t *sum_out)
 {
     tutti__error_clear();
-    if (ctx == NULL || sum_out == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "resolve",
-                            "tutti_context_sum: context or sum_out is NULL");
+    if (ctx == NULL)
+        return null_ctx("tutti_context_sum");
+    if (sum_out == NULL)
+        return null_arg("tutti_context_sum", "sum_out");
     return tutti__sum(&ctx->job, value, sum_out);
 }
 
@@ -255,8 +279,15 @@ uint64_t tutti__context_frames_sent(const tutti_context_t *ctx)
 tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
                                  tutti_module_info_t *info_out)
 {
+    tutti__error_clear();
+    if (ctx == NULL)
+        return null_ctx("tutti_info_module");
+    if (info_out == NULL)
+        return null_arg("tutti_info_module", "info_out");
     if (index >= ctx->reg.num_modules)
-        return TUTTI_ERR_NOT_FOUND;
+        return tutti__error_quiet(TUTTI_ERR_NOT_FOUND, "tutti_info_module: "
+                                  "index %zu: %zu modules seen", index,
+                                  ctx->reg.num_modules);
     const tutti__module_t *m = &ctx->reg.modules[index];
     *info_out = (tutti_module_info_t){
         .name = m->name, .version = m->version, .path = m->path,
@@ -272,8 +303,15 @@ tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
 tutti_status_t tutti_info_impl(const tutti_context_t *ctx, size_t index,
                                tutti_impl_info_t *info_out)
 {
+    tutti__error_clear();
+    if (ctx == NULL)
+        return null_ctx("tutti_info_impl");
+    if (info_out == NULL)
+        return null_arg("tutti_info_impl", "info_out");
     if (index >= ctx->reg.num_impls)
-        return TUTTI_ERR_NOT_FOUND;
+        return tutti__error_quiet(TUTTI_ERR_NOT_FOUND, "tutti_info_impl: "
+                                  "index %zu: %zu implementations loaded",
+                                  index, ctx->reg.num_impls);
     const tutti__impl_entry_t *e = &ctx->reg.impls[index];
     info_out->name = e->impl->name;
     info_out->module = ctx->reg.modules[e->module].name;
@@ -289,16 +327,38 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
                                   const tutti_select_query_t *query, char *buf,
                                   size_t buflen, const char **impl_out)
 {
+    tutti__error_clear();
+    if (ctx == NULL)
+        return null_ctx("tutti_info_explain");
+    if (query == NULL || impl_out == NULL || (buf == NULL && buflen > 0))
+        return null_arg("tutti_info_explain", query == NULL ? "query"
+                                              : impl_out == NULL ? "impl_out"
+                                                                 : "buf");
+    *impl_out = NULL;
+    if ((unsigned)query->collective >= TUTTI_COLL_COUNT ||
+        (unsigned)query->device_type >= TUTTI_DEVICE_COUNT ||
+        (unsigned)query->dtype >= TUTTI_DTYPE_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "select", "tutti_info_"
+                            "explain: collective %d, device type %d, dtype "
+                            "%d: expected values of tutti_collective_t, "
+                            "tutti_device_type_t, tutti_dtype_t",
+                            (int)query->collective, (int)query->device_type,
+                            (int)query->dtype);
     const tutti__accept_t accept = {&ctx->reg, NULL};
     const tutti__rule_t *rule = tutti__select(
         &ctx->cfg, query, tutti__registry_accept, &accept, buf, buflen);
-    *impl_out = NULL;
     if (rule == NULL)
-        return TUTTI_ERR_NOT_FOUND;
+        return tutti__error_quiet(TUTTI_ERR_NOT_FOUND, "tutti_info_explain: "
+                                  "no rule picks an implementation loaded "
+                                  "for %s on %s",
+                                  tutti_collective_name(query->collective),
+                                  tutti_device_type_name(query->device_type));
     const tutti__impl_entry_t *e = tutti__registry_find(&ctx->reg,
                                                         rule->algorithm);
     if (e == NULL)
-        return TUTTI_ERR_NOT_FOUND;
+        return tutti__error_quiet(TUTTI_ERR_NOT_FOUND, "tutti_info_explain: "
+                                  "rule's implementation %s is not loaded",
+                                  rule->algorithm);
     *impl_out = e->impl->name;
     return TUTTI_OK;
 }
@@ -306,6 +366,10 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
 void tutti_info_print_config(const tutti_context_t *ctx, void *file)
 {
     FILE *out = file;
+    if (ctx == NULL || file == NULL) {
+        null_arg("tutti_info_print_config", ctx ? "file" : "ctx");
+        return;
+    }
     fprintf(out, "task %d of %d, job %s\n", ctx->job.task,
             ctx->job.num_tasks, ctx->job.job_id);
     fprintf(out, "module search path:\n");
@@ -316,5 +380,9 @@ void tutti_info_print_config(const tutti_context_t *ctx, void *file)
 
 void tutti_info_print_settings(const tutti_context_t *ctx, void *file)
 {
+    if (ctx == NULL || file == NULL) {
+        null_arg("tutti_info_print_settings", ctx ? "file" : "ctx");
+        return;
+    }
     tutti__config_print_settings(&ctx->cfg, file);
 }

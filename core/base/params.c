@@ -6,6 +6,8 @@
 
 void tutti_context_params_init(tutti_context_params_t *params)
 {
+    if (params == NULL)
+        return;
     memset(params, 0, sizeof(*params));
     params->size = sizeof(*params);
     params->task = -1;
@@ -14,6 +16,8 @@ void tutti_context_params_init(tutti_context_params_t *params)
 
 void tutti_group_params_init(tutti_group_params_t *params)
 {
+    if (params == NULL)
+        return;
     memset(params, 0, sizeof(*params));
     params->size = sizeof(*params);
     params->group_size = 1;
@@ -22,6 +26,8 @@ void tutti_group_params_init(tutti_group_params_t *params)
 
 void tutti_instance_params_init(tutti_instance_params_t *params)
 {
+    if (params == NULL)
+        return;
     memset(params, 0, sizeof(*params));
     params->size = sizeof(*params);
     params->dtype = TUTTI_FLOAT32;

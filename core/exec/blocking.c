@@ -7,7 +7,8 @@
 #include "exec/exec.h"
 
 /* Instance keys of the helpers: a hash of the arguments, top bit set so
- * they stay apart from keys hosts choose (document: use keys < 2^63). */
+ * they stay apart from keys hosts choose (tutti_execute refuses keys from
+ * 2^63 up; the helpers take the internal path). */
 static uint64_t helper_key(const tutti_instance_params_t *p)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -26,8 +27,11 @@ static tutti_status_t run_blocking(tutti_group_t *g,
                                    const void *sendbuf, void *recvbuf)
 {
     tutti_request_t *r;
+    tutti_status_t st = tutti__group_check(g, "blocking collective");
+    if (st != TUTTI_OK)
+        return st;
     p->instance_key = helper_key(p);
-    tutti_status_t st = tutti_execute(g, p, sendbuf, recvbuf, &r);
+    st = tutti__execute(g, p, sendbuf, recvbuf, &r);
     if (st != TUTTI_OK)
         return st;
     st = tutti_request_wait(r);
@@ -116,6 +120,9 @@ tutti_status_t tutti_allgatherv(tutti_group_t *g, const void *sendbuf,
     tutti_request_t *r;
     tutti_request_info_t info;
 
+    tutti_status_t st = tutti__group_check(g, "tutti_allgatherv");
+    if (st != TUTTI_OK)
+        return st;
     tutti_instance_params_init(&p);
     p.collective = TUTTI_COLL_ALLGATHER;
     p.count = TUTTI_COUNT_PER_RANK;
@@ -123,7 +130,7 @@ tutti_status_t tutti_allgatherv(tutti_group_t *g, const void *sendbuf,
     p.send_count = send_count;
     p.recv_capacity = recv_capacity;
     p.instance_key = helper_key(&p);
-    tutti_status_t st = tutti_execute(g, &p, sendbuf, recvbuf, &r);
+    st = tutti__execute(g, &p, sendbuf, recvbuf, &r);
     if (st != TUTTI_OK)
         return st;
     st = tutti_request_wait(r);

@@ -38,7 +38,21 @@
 #include "plugin/registry.h"
 #include "plugin/services.h"
 
-#define TUTTI_INSTANCE_BUCKETS 64
+#define TUTTI_INSTANCE_BUCKETS 64   /* a group's first table; it doubles */
+
+/* What a handle's state word says (tutti_group_t and tutti_request_t).
+ * Their memory is never given back to malloc while the process runs (a
+ * left group's shell and its requests go to pools that later joins take
+ * from), so a stale handle's state word can always be read: a call on it
+ * is refused with TUTTI_ERR_INVALID_ARG instead of reading freed memory.
+ * A shell taken again by a later join names the new object, as a closed
+ * file descriptor's number does once reused. */
+enum {
+    TUTTI__HANDLE_FREE = 0x66726565,    /* request: on its group's free list */
+    TUTTI__HANDLE_LIVE = 0x6c697665,    /* joined group; issued request */
+    TUTTI__HANDLE_LEFT = 0x6c656674,    /* left group or its requests */
+    TUTTI__HANDLE_JOINING = 0x6a6f696e  /* group: tutti_group_join runs */
+};
 
 typedef struct tutti__instance tutti__instance_t;
 
@@ -50,6 +64,7 @@ typedef struct {
 } tutti__group_state_t;
 
 struct tutti_request {
+    uint32_t state;                 /* TUTTI__HANDLE_*: checked first */
     tutti_group_t *group;
     tutti__instance_t *inst;
     tutti_alg_exec_t exec;
@@ -63,6 +78,10 @@ struct tutti_request {
     tutti_request_cb_t cb;
     void *cb_arg;
     struct tutti_request *next;     /* ready, active, queued or free list */
+    struct tutti_request *prev;     /* ready and active lists */
+    struct tutti_request *all_next; /* every request of the group, or the
+                                       pool of shells */
+    int listed;                     /* on the ready or active list */
     char error[512];                /* detail of a failed execution */
     uint64_t flight_seq;            /* its flight recorder entry */
     tutti__stage_t *stage;          /* taken from the group's pool, or NULL */
@@ -75,9 +94,12 @@ struct tutti_request {
     uint32_t gate_seq;              /* the hold's gate number, or 0 */
     tutti_status_t hold_error;      /* the hold after launch failed */
     struct tutti_request *order_next; /* the group's issue-order list */
+    struct tutti_request *order_prev;
     int in_order;                   /* on that list */
     size_t *recv_counts;            /* group_size, after pending_from */
-    uint16_t pending_from[];        /* receives outstanding, per rank */
+    uint16_t *pending_from;         /* receives outstanding, per rank (one
+                                       allocation with recv_counts, freed
+                                       when the group is left) */
 };
 
 struct tutti__instance {
@@ -122,7 +144,17 @@ enum {
                                copies */
 };
 
+/* A priority list of requests: highest first, in issue order within a
+ * priority; doubly linked with a tail, so that the usual insertion (a
+ * priority no higher than the last's) and any removal cost O(1). */
+typedef struct {
+    tutti_request_t *head, *tail;
+} tutti__req_list_t;
+
 struct tutti_group {
+    _Atomic uint32_t state;           /* TUTTI__HANDLE_*: checked first */
+    tutti_group_t *shell_next;        /* the pool of shells, or the live
+                                         groups of the process */
     tutti__job_t *job;
     tutti__job_member_t member;       /* where the coordinator's decisions go */
     tutti__peer_link_t peers;         /* the transport, once connected */
@@ -143,11 +175,14 @@ struct tutti_group {
                                          state (ABI 1.3), made on demand */
     double timeout;
     unsigned spin_limit;              /* idle polls before yielding */
-    tutti__instance_t *instances[TUTTI_INSTANCE_BUCKETS];
-    tutti_request_t *ready_head;      /* waiting to launch, by priority */
-    tutti_request_t *active_head;     /* launched, by priority */
+    tutti__instance_t **instances;    /* hash table, num_buckets chains */
+    size_t num_buckets, num_instances;
+    tutti__req_list_t ready;          /* waiting to launch (resolved), by
+                                         priority */
+    tutti__req_list_t active;         /* launched, by priority */
     uint64_t launches;
     tutti_request_t *free_list;
+    tutti_request_t *all_requests;    /* every request it made (all_next) */
     tutti_request_t *order_head, *order_tail; /* executions issued while
                                          their instance was unresolved or
                                          ordered, not yet launched: an
@@ -161,6 +196,12 @@ struct tutti_group {
 };
 
 /* group.c */
+/** Whether @p g is a joined group's handle: TUTTI_OK, or
+ *  TUTTI_ERR_INVALID_ARG naming @p call and what is wrong with it. */
+tutti_status_t tutti__group_check(const tutti_group_t *g, const char *call);
+/** The same for a request handle (issued, not freed, its group joined). */
+tutti_status_t tutti__request_check(const tutti_request_t *r,
+                                    const char *call);
 /** tutti_group_join()'s body, for the job @p job. */
 tutti_status_t tutti__group_join(tutti__job_t *job,
                                  const tutti_group_params_t *params,
@@ -168,6 +209,8 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
 
 /* instance.c */
 tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key);
+/** The group's instance table (@p n buckets, a power of two). */
+tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n);
 /** Checks what is fixed for an instance, and that @p p is a whole params
  *  struct. */
 tutti_status_t tutti__instance_check(const tutti_group_t *g,
@@ -188,8 +231,14 @@ void tutti__instance_free(tutti__instance_t *inst);
 
 /* request.c */
 tutti_request_t *tutti__request_get(tutti_group_t *g);
-void tutti__request_list_insert(tutti_request_t **head, tutti_request_t *r);
-void tutti__request_list_remove(tutti_request_t **head, tutti_request_t *r);
+void tutti__request_list_insert(tutti__req_list_t *l, tutti_request_t *r);
+void tutti__request_list_remove(tutti__req_list_t *l, tutti_request_t *r);
+/** @p inst was resolved: its waiting execution joins the ready list, and
+ *  if it runs unordered, its executions leave the issue-order list. */
+void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst);
+/** Every request of @p g goes back to the process's pool, marked left
+ *  (tutti_group_leave). */
+void tutti__request_release_all(tutti_group_t *g);
 /** Ends @p r with @p st: post-scale, callback, and the next execution of
  *  its instance moves up. */
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st);
@@ -232,6 +281,13 @@ tutti_status_t tutti__cuda_progress(tutti_request_t *r);
 void tutti__cuda_end(tutti_request_t *r);
 /** The group failed: every module's group state stops its device work. */
 void tutti__group_abort_modules(tutti_group_t *g, const char *why);
+
+/* execute.c */
+/** tutti_execute() for the library's own keys (the blocking helpers). */
+tutti_status_t tutti__execute(tutti_group_t *g,
+                              const tutti_instance_params_t *params,
+                              const void *sendbuf, void *recvbuf,
+                              tutti_request_t **request_out);
 
 /* progress.c */
 /** One pass of the progress engine; returns how much moved. */

@@ -10,18 +10,40 @@
 #include "base/log.h"
 #include "exec/exec.h"
 
+/* Instance keys from 2^63 up are the blocking helpers' (blocking.c). */
+#define RESERVED_KEYS (1ULL << 63)
+
 tutti_status_t tutti_execute(tutti_group_t *g,
                              const tutti_instance_params_t *params,
                              const void *sendbuf, void *recvbuf,
                              tutti_request_t **request_out)
 {
+    tutti_status_t st = tutti__group_check(g, "tutti_execute");
+    if (st != TUTTI_OK)
+        return st;
+    if (request_out == NULL || params == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_execute: "
+                            "%s is NULL", params ? "request_out" : "params");
+    if (params->size >= offsetof(tutti_instance_params_t, instance_key) +
+                            sizeof(params->instance_key) &&
+        params->instance_key >= RESERVED_KEYS)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_execute: "
+                            "instance key 0x%llx is reserved for the "
+                            "library's blocking helpers: expected a key "
+                            "below 2^63",
+                            (unsigned long long)params->instance_key);
+    return tutti__execute(g, params, sendbuf, recvbuf, request_out);
+}
+
+tutti_status_t tutti__execute(tutti_group_t *g,
+                              const tutti_instance_params_t *params,
+                              const void *sendbuf, void *recvbuf,
+                              tutti_request_t **request_out)
+{
     tutti_status_t st;
     tutti__instance_t *inst;
     tutti_request_t *r;
 
-    if (g == NULL || request_out == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
-                            "tutti_execute: group or request_out is NULL");
     tutti__group_check_health(g);
     if (g->failed != TUTTI_OK)
         return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
@@ -67,7 +89,10 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                             "array", (unsigned long long)params->instance_key,
                             params->num_wait_for, TUTTI_MAX_WAIT_FOR);
     if ((r = tutti__request_get(g)) == NULL)
-        return TUTTI_ERR_NO_MEMORY;
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "group 0x%llx: no "
+                            "memory for a request of instance 0x%llx",
+                            (unsigned long long)g->key,
+                            (unsigned long long)params->instance_key);
     r->inst = inst;
     r->priority = params->priority;
     r->timeout = params->timeout > 0 ? params->timeout : g->timeout;
@@ -103,8 +128,11 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                                         inst->algorithm, bytes);
     if (inst->running == NULL && inst->ready == NULL) {
         inst->ready = r;
-        tutti__request_list_insert(&g->ready_head, r);
-        tutti__request_launch_ready(g);
+        /* Unresolved, it waits off the ready list until the decision. */
+        if (inst->resolved) {
+            tutti__request_list_insert(&g->ready, r);
+            tutti__request_launch_ready(g);
+        }
     } else {
         if (inst->queue_tail)
             inst->queue_tail->next = r;
@@ -120,6 +148,13 @@ tutti_status_t tutti_execute(tutti_group_t *g,
 
 void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)
 {
+    if (tutti__request_check(r, "tutti_request_info") != TUTTI_OK)
+        return;
+    if (info == NULL) {
+        tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_info: "
+                     "info_out is NULL");
+        return;
+    }
     info->instance_key = r->inst->params.instance_key;
     info->step = r->exec.step;
     info->launch_order = r->launch_order;
@@ -132,15 +167,17 @@ void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)
 
 void tutti_request_free(tutti_request_t *r)
 {
-    if (r == NULL)
+    if (r == NULL ||
+        tutti__request_check(r, "tutti_request_free") != TUTTI_OK)
         return;
     if (r->status == TUTTI_INPROGRESS) {
-        tutti__log(TUTTI_LOG_ERROR, "exec", "tutti_request_free on a request "
-                   "still in progress (instance 0x%llx); not freed",
-                   (unsigned long long)r->inst->params.instance_key);
+        tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_free on "
+                     "a request still in progress (instance 0x%llx); not "
+                     "freed", (unsigned long long)r->inst->params.instance_key);
         return;
     }
     tutti_group_t *g = r->group;
+    r->state = TUTTI__HANDLE_FREE;
     r->next = g->free_list;
     g->free_list = r;
 }
@@ -148,6 +185,8 @@ void tutti_request_free(tutti_request_t *r)
 void tutti_request_set_callback(tutti_request_t *r, tutti_request_cb_t cb,
                                 void *arg)
 {
+    if (tutti__request_check(r, "tutti_request_set_callback") != TUTTI_OK)
+        return;
     r->cb = cb;
     r->cb_arg = arg;
     if (r->status != TUTTI_INPROGRESS && cb != NULL)

@@ -1,8 +1,10 @@
 /*
  * Groups (exec.h): a member joins through the coordinator, which tells it
  * its rank and its peers' places; then it connects its transport, and
- * leaves by freeing what its instances and requests held.
+ * leaves by freeing what its instances and requests held.  Handles are
+ * checked before use (exec.h: state words, shells kept in a pool).
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,19 +17,116 @@
 #include "transport/local.h"
 #include "transport/mux.h"
 
+/* Shells of left groups, and the groups joined or being joined in this
+ * process (exec.h, TUTTI__HANDLE_*): a shell is never given back to
+ * malloc, so a stale handle's state word stays readable.  Taken on join
+ * and leave only. */
+static pthread_mutex_t shells_lock = PTHREAD_MUTEX_INITIALIZER;
+static tutti_group_t *shells, *live;
+
+tutti_status_t tutti__group_check(const tutti_group_t *g, const char *call)
+{
+    if (g == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group is "
+                            "NULL", call);
+    uint32_t state = atomic_load_explicit(&g->state, memory_order_relaxed);
+    if (state == TUTTI__HANDLE_LIVE)
+        return TUTTI_OK;
+    return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group %p %s",
+                        call, (const void *)g,
+                        state == TUTTI__HANDLE_LEFT
+                            ? "was left (tutti_group_leave)"
+                        : state == TUTTI__HANDLE_JOINING
+                            ? "is still being joined"
+                            : "is not a group tutti_group_join gave");
+}
+
+/* A shell for a group of @p job joining as @p p says, on the live list;
+ * refused when that device is in the group already (a second handle would
+ * be a second member). */
+static tutti_status_t shell_take(tutti__job_t *job,
+                                 const tutti_group_params_t *p,
+                                 tutti_group_t **g_out)
+{
+    tutti_group_t *g;
+    pthread_mutex_lock(&shells_lock);
+    for (g = live; g != NULL; g = g->shell_next) {
+        if (g->job == job && g->key == p->group_key &&
+            g->device_type == p->device_type &&
+            g->device_index == p->device_index)
+            break;
+    }
+    if (g != NULL) {
+        pthread_mutex_unlock(&shells_lock);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
+                            "task:%d/%s:%d has joined it already (handle "
+                            "%p); leave it before joining again",
+                            (unsigned long long)p->group_key, job->task,
+                            tutti_device_type_name(p->device_type),
+                            p->device_index, (void *)g);
+    }
+    if ((g = shells) != NULL)
+        shells = g->shell_next;
+    else
+        g = malloc(sizeof(*g));
+    if (g != NULL) {
+        memset(g, 0, sizeof(*g));
+        atomic_init(&g->state, TUTTI__HANDLE_JOINING);
+        g->job = job;
+        g->key = p->group_key;
+        g->device_type = p->device_type;
+        g->device_index = p->device_index;
+        g->shell_next = live;
+        live = g;
+    }
+    pthread_mutex_unlock(&shells_lock);
+    if (g == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "group", "group 0x%llx: no "
+                            "memory", (unsigned long long)p->group_key);
+    *g_out = g;
+    return TUTTI_OK;
+}
+
+/* @p g leaves the live list for the pool, marked left. */
+static void shell_give_back(tutti_group_t *g)
+{
+    pthread_mutex_lock(&shells_lock);
+    for (tutti_group_t **pp = &live; *pp; pp = &(*pp)->shell_next) {
+        if (*pp == g) {
+            *pp = g->shell_next;
+            break;
+        }
+    }
+    atomic_store_explicit(&g->state, TUTTI__HANDLE_LEFT,
+                          memory_order_relaxed);
+    g->shell_next = shells;
+    shells = g;
+    pthread_mutex_unlock(&shells_lock);
+}
+
 int tutti_group_rank(const tutti_group_t *group)
 {
+    if (tutti__group_check(group, "tutti_group_rank") != TUTTI_OK)
+        return -1;
     return group->rank;
 }
 
 int tutti_group_size(const tutti_group_t *group)
 {
+    if (tutti__group_check(group, "tutti_group_size") != TUTTI_OK)
+        return -1;
     return group->size;
 }
 
 tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
                                     tutti_locality_t *locality_out)
 {
+    tutti_status_t st = tutti__group_check(group, "tutti_group_locality");
+    if (st != TUTTI_OK)
+        return st;
+    if (locality_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
+                            "tutti_group_locality: locality_out is NULL");
     if (rank < 0 || rank >= group->size)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
                             "rank %d outside 0..%d",
@@ -39,11 +138,15 @@ tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
 
 const char *tutti_group_host(const tutti_group_t *group, int host)
 {
+    if (tutti__group_check(group, "tutti_group_host") != TUTTI_OK)
+        return NULL;
     return host >= 0 && host < group->num_hosts ? group->hosts[host] : NULL;
 }
 
 const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank)
 {
+    if (tutti__group_check(group, "tutti_group_pci_bus_id") != TUTTI_OK)
+        return NULL;
     return rank >= 0 && rank < group->size ? group->pci_ids[rank] : NULL;
 }
 
@@ -170,7 +273,7 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
 {
     tutti__group_table_t table;
     tutti_status_t st;
-    tutti_group_t *g;
+    tutti_group_t *g = NULL;
 
     tutti__error_clear();
     if ((st = check_group_params(params)) != TUTTI_OK)
@@ -184,14 +287,9 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
         whole.size = sizeof(whole);
         params = &whole;
     }
-    g = calloc(1, sizeof(*g));
-    if (g == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    g->job = job;
-    g->key = params->group_key;
+    if ((st = shell_take(job, params, &g)) != TUTTI_OK)
+        return st;
     g->size = params->group_size;
-    g->device_type = params->device_type;
-    g->device_index = params->device_index;
     g->timeout = params->timeout > 0 ? params->timeout : job->cfg->timeout;
     /* More members on this host than processors: a waiting member must
      * give its processor to the peer it waits for at once, not spin. */
@@ -205,8 +303,11 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
     g->pci_ids = calloc((size_t)g->size, sizeof(*g->pci_ids));
     g->mod_state = calloc(job->reg->num_modules + 1, sizeof(*g->mod_state));
     if (g->rank_task == NULL || g->pci == NULL || g->pci_ids == NULL ||
-        g->mod_state == NULL) {
-        st = TUTTI_ERR_NO_MEMORY;
+        g->mod_state == NULL ||
+        tutti__instance_table(g, TUTTI_INSTANCE_BUCKETS) != TUTTI_OK) {
+        st = tutti__error(TUTTI_ERR_NO_MEMORY, "group", "group 0x%llx: no "
+                          "memory for a member of %d", (unsigned long long)
+                          g->key, g->size);
         goto err_free;
     }
     /* A CUDA member that cannot use its device still joins, and fails
@@ -250,6 +351,8 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
     pthread_mutex_lock(&job->groups_lock);
     job->num_groups++;
     pthread_mutex_unlock(&job->groups_lock);
+    atomic_store_explicit(&g->state, TUTTI__HANDLE_LIVE,
+                          memory_order_relaxed);
     *group_out = g;
     return TUTTI_OK;
 
@@ -263,18 +366,19 @@ err_free:
     free(g->pci);
     free(g->pci_ids);
     free(g->mod_state);
-    free(g);
+    free(g->instances);
+    shell_give_back(g);
     return st;
 }
 
 void tutti_group_leave(tutti_group_t *g)
 {
-    if (g == NULL)
+    if (g == NULL || tutti__group_check(g, "tutti_group_leave") != TUTTI_OK)
         return;
-    if (g->active_head != NULL)
+    if (g->active.head != NULL)
         tutti__log(TUTTI_LOG_WARN, "group", "group 0x%llx left with "
                    "executions in flight", (unsigned long long)g->key);
-    for (int b = 0; b < TUTTI_INSTANCE_BUCKETS; b++) {
+    for (size_t b = 0; b < g->num_buckets; b++) {
         while (g->instances[b]) {
             tutti__instance_t *next = g->instances[b]->next;
             tutti__instance_free(g->instances[b]);
@@ -288,12 +392,7 @@ void tutti_group_leave(tutti_group_t *g)
         if (g->mod_state[m].made && gops != NULL && gops->fini_group)
             gops->fini_group(g->mod_state[m].state);
     }
-    while (g->free_list) {
-        tutti_request_t *next = g->free_list->next;
-        tutti__cuda_request_free(g, g->free_list);
-        free(g->free_list);
-        g->free_list = next;
-    }
+    tutti__request_release_all(g);
     while (g->stages) {
         tutti__stage_t *next = g->stages->next;
         free(g->stages->buf);
@@ -312,5 +411,6 @@ void tutti_group_leave(tutti_group_t *g)
     free(g->pci);
     free(g->pci_ids);
     free(g->mod_state);
-    free(g);
+    free(g->instances);
+    shell_give_back(g);
 }

@@ -11,17 +11,42 @@
 #include "base/log.h"
 #include "exec/exec.h"
 
-static unsigned bucket_of(uint64_t key)
+static size_t bucket_of(uint64_t key, size_t num_buckets)
 {
     key ^= key >> 33;
     key *= 0xff51afd7ed558ccdULL;
     key ^= key >> 33;
-    return (unsigned)(key % TUTTI_INSTANCE_BUCKETS);
+    return (size_t)(key & (num_buckets - 1));
+}
+
+/* The table doubles when it holds as many instances as buckets, so a
+ * look-up stays O(1) however many instances the group has. */
+tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n)
+{
+    tutti__instance_t **t = calloc(n, sizeof(*t));
+    if (t == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "group 0x%llx: no "
+                            "memory for a table of %zu instances",
+                            (unsigned long long)g->key, n);
+    for (size_t b = 0; b < g->num_buckets; b++) {
+        while (g->instances[b] != NULL) {
+            tutti__instance_t *i = g->instances[b];
+            size_t nb = bucket_of(i->params.instance_key, n);
+            g->instances[b] = i->next;
+            i->next = t[nb];
+            t[nb] = i;
+        }
+    }
+    free(g->instances);
+    g->instances = t;
+    g->num_buckets = n;
+    return TUTTI_OK;
 }
 
 tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key)
 {
-    for (tutti__instance_t *i = g->instances[bucket_of(key)]; i; i = i->next) {
+    for (tutti__instance_t *i = g->instances[bucket_of(key, g->num_buckets)];
+         i; i = i->next) {
         if (i->params.instance_key == key)
             return i;
     }
@@ -113,10 +138,16 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
                                    const tutti_instance_params_t *p,
                                    tutti__instance_t **inst_out)
 {
+    tutti_status_t st;
+    if (g->num_instances >= g->num_buckets &&
+        (st = tutti__instance_table(g, 2 * g->num_buckets)) != TUTTI_OK)
+        return st;
     tutti__instance_t *inst = calloc(1, sizeof(*inst));
     if (inst == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    tutti_status_t st = tutti__cuda_inst_new(g, inst);
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance 0x%llx: "
+                            "no memory for its record",
+                            (unsigned long long)p->instance_key);
+    st = tutti__cuda_inst_new(g, inst);
     if (st != TUTTI_OK) {
         free(inst);
         return st;
@@ -155,9 +186,10 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
         free(inst);
         return st;
     }
-    unsigned b = bucket_of(p->instance_key);
+    size_t b = bucket_of(p->instance_key, g->num_buckets);
     inst->next = g->instances[b];
     g->instances[b] = inst;
+    g->num_instances++;
     *inst_out = inst;
     return TUTTI_OK;
 }

@@ -37,7 +37,7 @@ static void peers_text(const tutti_group_t *g, char *buf, size_t len)
 {
     size_t n = 0;
     buf[0] = '\0';
-    for (const tutti_request_t *r = g->active_head; r && n + 64 < len;
+    for (const tutti_request_t *r = g->active.head; r && n + 64 < len;
          r = r->next) {
         char waiting[128], heard[128];
         rank_list(r, 1, waiting, sizeof(waiting));
@@ -77,13 +77,14 @@ static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
         dump_flight(g, d->detail);
     if (st == TUTTI_OK) {
         inst->resolved = 1;
+        tutti__request_resolved(g, inst);
         return;
     }
     inst->failed = st;
     snprintf(inst->failure, sizeof(inst->failure), "%s", tutti_last_error());
     tutti_request_t *r = inst->ready;
     if (r != NULL) {
-        tutti__request_list_remove(&g->ready_head, r);
+        tutti__request_list_remove(&g->ready, r);
         inst->ready = NULL;
         tutti__request_complete(r, st);
     }
@@ -111,10 +112,18 @@ static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
         snprintf(g->failure, sizeof(g->failure), "%s", text);
         tutti__group_abort_modules(g, text);
     }
-    while (g->active_head != NULL || g->ready_head != NULL) {
-        tutti_request_t *r = g->active_head ? g->active_head : g->ready_head;
+    for (;;) {
+        tutti_request_t *r = g->active.head ? g->active.head : g->ready.head;
+        /* Executions of unresolved instances wait off the ready list, on
+         * the issue-order list. */
+        for (tutti_request_t *x = g->order_head; r == NULL && x;
+             x = x->order_next)
+            if (x->inst->ready == x)
+                r = x;
+        if (r == NULL)
+            break;
         tutti__request_list_remove(
-            r == g->active_head ? &g->active_head : &g->ready_head, r);
+            r == g->active.head ? &g->active : &g->ready, r);
         if (r->inst->ready == r)
             r->inst->ready = NULL;
         tutti__error_quiet(st, "%s", text);
@@ -164,13 +173,13 @@ int tutti__group_progress(tutti_group_t *g)
         take_decisions(g);
         moved++;
     }
-    if (g->ready_head != NULL)
+    if (g->ready.head != NULL)
         moved += tutti__request_launch_ready(g);
     if (g->peers.ep != NULL) {
         int n = g->peers.tp->progress(g->peers.ep);
         moved += n > 0 ? n : 0;
     }
-    tutti_request_t *r = g->active_head;
+    tutti_request_t *r = g->active.head;
     while (r != NULL) {
         tutti_request_t *next = r->next;
         const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
@@ -178,14 +187,14 @@ int tutti__group_progress(tutti_group_t *g)
                                 ? ops->progress(r->inst->state, &r->exec)
                                 : tutti__cuda_progress(r);
         if (st != TUTTI_INPROGRESS) {
-            tutti__request_list_remove(&g->active_head, r);
+            tutti__request_list_remove(&g->active, r);
             tutti__request_complete(r, st);
             moved++;
-            next = g->active_head; /* completion may have changed the list */
+            next = g->active.head; /* completion may have changed the list */
         }
         r = next;
     }
-    if (moved && g->ready_head != NULL)
+    if (moved && g->ready.head != NULL)
         moved += tutti__request_launch_ready(g);
     return moved;
 }
@@ -200,6 +209,9 @@ tutti_status_t tutti__request_status(const tutti_request_t *r)
 
 tutti_status_t tutti_request_test(tutti_request_t *r)
 {
+    tutti_status_t st = tutti__request_check(r, "tutti_request_test");
+    if (st != TUTTI_OK)
+        return st;
     if (r->status == TUTTI_INPROGRESS)
         tutti__group_progress(r->group);
     return tutti__request_status(r);
@@ -211,12 +223,12 @@ static void group_time_out(tutti_group_t *g, double idle)
     char why[160];
     snprintf(why, sizeof(why), "no progress for %.1f s (time limit %.1f s)",
              idle, g->timeout);
-    if (g->active_head != NULL)
+    if (g->active.head != NULL)
         dump_flight(g, why);
-    while (g->active_head != NULL) {
-        tutti_request_t *r = g->active_head;
+    while (g->active.head != NULL) {
+        tutti_request_t *r = g->active.head;
         char waiting[128];
-        tutti__request_list_remove(&g->active_head, r);
+        tutti__request_list_remove(&g->active, r);
         int n = rank_list(r, 1, waiting, sizeof(waiting));
         tutti__error(TUTTI_ERR_TIMEOUT, "exec",
                      "group 0x%llx rank %d: instance 0x%llx step %llu (%s) "
@@ -264,7 +276,7 @@ static void dependency_time_out(tutti_group_t *g, tutti_request_t *r)
         if (dep == NULL || dep->launched_through <= r->exec.step)
             missing = r->wait_for[i];
     }
-    tutti__request_list_remove(&g->ready_head, r);
+    tutti__request_list_remove(&g->ready, r);
     r->inst->ready = NULL;
     tutti__error(TUTTI_ERR_TIMEOUT, "exec", "group 0x%llx rank %d: instance "
                  "0x%llx step %llu waited %.1f s for instance 0x%llx to "
@@ -330,6 +342,9 @@ static void wait_step(tutti_request_t *r, wait_state_t *w)
 tutti_status_t tutti_request_wait(tutti_request_t *r)
 {
     wait_state_t w = {0, 0};
+    tutti_status_t st = tutti__request_check(r, "tutti_request_wait");
+    if (st != TUTTI_OK)
+        return st;
     while (r->status == TUTTI_INPROGRESS)
         wait_step(r, &w);
     return tutti__request_status(r);
@@ -339,6 +354,18 @@ tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
                                       size_t n)
 {
     tutti_status_t first = TUTTI_OK;
+    if (n > 0 && requests == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_"
+                            "wait_all: requests is NULL (n %zu)", n);
+    for (size_t i = 0; i < n; i++) {
+        if (requests[i] != NULL &&
+            requests[i]->state == TUTTI__HANDLE_LIVE)
+            continue;
+        char call[64];
+        snprintf(call, sizeof(call), "tutti_request_wait_all[%zu]", i);
+        if ((first = tutti__request_check(requests[i], call)) != TUTTI_OK)
+            return first;
+    }
     for (size_t i = 0; i < n; i++) {
         tutti_status_t st = tutti_request_wait(requests[i]);
         if (first == TUTTI_OK)
@@ -359,6 +386,20 @@ tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "wait_any on %zu "
                             "requests: expected 1..%d", n,
                             TUTTI_MAX_WAIT_ANY);
+    if (requests == NULL || index_out == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_"
+                            "wait_any: %s is NULL",
+                            requests ? "index_out" : "requests");
+    for (size_t i = 0; i < n; i++) {
+        if (requests[i] != NULL &&
+            requests[i]->state == TUTTI__HANDLE_LIVE)
+            continue;
+        char call[64];
+        snprintf(call, sizeof(call), "tutti_request_wait_any[%zu]", i);
+        tutti_status_t st = tutti__request_check(requests[i], call);
+        if (st != TUTTI_OK)
+            return st;
+    }
     for (;;) {
         for (size_t i = 0; i < n; i++) {
             if (requests[i]->status != TUTTI_INPROGRESS) {

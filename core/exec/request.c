@@ -1,9 +1,11 @@
 /*
- * A request's life (exec.h): taken from the group's free list, queued
+ * A request's life (exec.h): taken from the group's free list (or a new
+ * one, from the process's pool of shells), queued
  * behind its instance's running execution, launched by priority once its
  * instance is resolved and what it waits for launched, completed with the
  * core's post-scaling and the caller's callback.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,26 +20,56 @@ static size_t pending_bytes(int size)
     return (n + sizeof(size_t) - 1) / sizeof(size_t) * sizeof(size_t);
 }
 
+/* Shells of the requests of left groups (exec.h, TUTTI__HANDLE_*): never
+ * given back to malloc, so a stale handle's state word stays readable. */
+static pthread_mutex_t shells_lock = PTHREAD_MUTEX_INITIALIZER;
+static tutti_request_t *shells;
+
+/* A new request of @p g: a shell from the pool or malloc, its per-rank
+ * arrays its own; on the group's list of every request. */
+static tutti_request_t *request_new(tutti_group_t *g)
+{
+    tutti_request_t *r;
+    pthread_mutex_lock(&shells_lock);
+    if ((r = shells) != NULL)
+        shells = r->all_next;
+    pthread_mutex_unlock(&shells_lock);
+    if (r == NULL && (r = calloc(1, sizeof(*r))) == NULL)
+        return NULL;
+    r->pending_from = malloc(pending_bytes(g->size) +
+                             (size_t)g->size * sizeof(size_t));
+    if (r->pending_from == NULL) {
+        pthread_mutex_lock(&shells_lock);
+        r->all_next = shells;
+        shells = r;
+        pthread_mutex_unlock(&shells_lock);
+        return NULL;
+    }
+    r->recv_counts = (size_t *)((char *)r->pending_from +
+                                pending_bytes(g->size));
+    r->ev_issue = NULL; /* a new request: kept across reuses */
+    r->all_next = g->all_requests;
+    g->all_requests = r;
+    return r;
+}
+
 tutti_request_t *tutti__request_get(tutti_group_t *g)
 {
     tutti_request_t *r = g->free_list;
     if (r != NULL)
         g->free_list = r->next;
-    else if ((r = malloc(sizeof(*r) + pending_bytes(g->size) +
-                         (size_t)g->size * sizeof(size_t))) == NULL)
+    else if ((r = request_new(g)) == NULL)
         return NULL;
-    else
-        r->ev_issue = NULL; /* a new request: kept across reuses */
     memset(r->pending_from, 0, (size_t)g->size * sizeof(uint16_t));
-    r->recv_counts = (size_t *)((char *)r->pending_from +
-                                pending_bytes(g->size));
     r->link = (tutti__exec_link_t){.peers = &g->peers,
                                    .pending_from = r->pending_from};
+    r->state = TUTTI__HANDLE_LIVE;
     r->stage = NULL;
     r->stream = NULL;
     r->phase = 0;
     r->in_order = 0;
     r->order_next = NULL;
+    r->order_prev = NULL;
     r->group = g;
     r->status = TUTTI_INPROGRESS;
     r->launch_order = 0;
@@ -45,29 +77,86 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->cb = NULL;
     r->cb_arg = NULL;
     r->next = NULL;
+    r->prev = NULL;
+    r->listed = 0;
     r->error[0] = '\0';
     return r;
 }
 
-/* Lists are short (executions in flight on one member): plain walks. */
-void tutti__request_list_insert(tutti_request_t **head, tutti_request_t *r)
+void tutti__request_release_all(tutti_group_t *g)
 {
-    tutti_request_t **pp = head;
-    while (*pp && (*pp)->priority >= r->priority)
-        pp = &(*pp)->next;
-    r->next = *pp;
-    *pp = r;
+    tutti_request_t *r = g->all_requests, *last = NULL;
+    if (r == NULL)
+        return;
+    for (; r != NULL; r = r->all_next) {
+        tutti__cuda_request_free(g, r);
+        r->ev_issue = NULL;
+        free(r->pending_from);
+        r->pending_from = NULL;
+        r->recv_counts = NULL;
+        r->state = TUTTI__HANDLE_LEFT;
+        last = r;
+    }
+    pthread_mutex_lock(&shells_lock);
+    last->all_next = shells;
+    shells = g->all_requests;
+    pthread_mutex_unlock(&shells_lock);
+    g->all_requests = NULL;
+    g->free_list = NULL;
 }
 
-void tutti__request_list_remove(tutti_request_t **head, tutti_request_t *r)
+tutti_status_t tutti__request_check(const tutti_request_t *r,
+                                    const char *call)
 {
-    for (tutti_request_t **pp = head; *pp; pp = &(*pp)->next) {
-        if (*pp == r) {
-            *pp = r->next;
-            r->next = NULL;
-            return;
-        }
-    }
+    if (r == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: request is "
+                            "NULL", call);
+    if (r->state == TUTTI__HANDLE_LIVE)
+        return TUTTI_OK;
+    return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: request %p %s",
+                        call, (const void *)r,
+                        r->state == TUTTI__HANDLE_FREE
+                            ? "was freed (tutti_request_free)"
+                        : r->state == TUTTI__HANDLE_LEFT
+                            ? "belongs to a group that was left"
+                            : "is not a request tutti_execute gave");
+}
+
+/* The lists are ordered by priority, highest first, in issue order within
+ * one: a new request goes after the last of a priority at least its own,
+ * found from the tail, so the usual case (equal priorities) is O(1). */
+void tutti__request_list_insert(tutti__req_list_t *l, tutti_request_t *r)
+{
+    tutti_request_t *after = l->tail;
+    while (after != NULL && after->priority < r->priority)
+        after = after->prev;
+    r->prev = after;
+    r->next = after ? after->next : l->head;
+    if (r->next)
+        r->next->prev = r;
+    else
+        l->tail = r;
+    if (after)
+        after->next = r;
+    else
+        l->head = r;
+    r->listed = 1;
+}
+
+void tutti__request_list_remove(tutti__req_list_t *l, tutti_request_t *r)
+{
+    if (!r->listed)
+        return;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
+    r->next = r->prev = NULL;
+    r->listed = 0;
 }
 
 /* Moves the next execution of @p inst (if any) to the ready list, or
@@ -85,7 +174,8 @@ static void promote_next(tutti__instance_t *inst)
         return;
     }
     inst->ready = next;
-    tutti__request_list_insert(&next->group->ready_head, next);
+    if (inst->resolved)
+        tutti__request_list_insert(&next->group->ready, next);
 }
 
 /* A stage buffer from the group's pool for @p r's prepared input; a new
@@ -116,6 +206,7 @@ static void stage_give_back(tutti_group_t *g, tutti_request_t *r)
 void tutti__request_order_add(tutti_group_t *g, tutti_request_t *r)
 {
     r->order_next = NULL;
+    r->order_prev = g->order_tail;
     r->in_order = 1;
     if (g->order_tail)
         g->order_tail->order_next = r;
@@ -126,28 +217,26 @@ void tutti__request_order_add(tutti_group_t *g, tutti_request_t *r)
 
 static void order_remove(tutti_group_t *g, tutti_request_t *r)
 {
-    tutti_request_t *prev = NULL;
     if (!r->in_order)
         return;
-    for (tutti_request_t *x = g->order_head; x; prev = x, x = x->order_next) {
-        if (x != r)
-            continue;
-        if (prev)
-            prev->order_next = r->order_next;
-        else
-            g->order_head = r->order_next;
-        if (g->order_tail == r)
-            g->order_tail = prev;
-        break;
-    }
+    if (r->order_prev)
+        r->order_prev->order_next = r->order_next;
+    else
+        g->order_head = r->order_next;
+    if (r->order_next)
+        r->order_next->order_prev = r->order_prev;
+    else
+        g->order_tail = r->order_prev;
     r->in_order = 0;
-    r->order_next = NULL;
+    r->order_next = r->order_prev = NULL;
 }
 
 /* Whether @p r, of an ordered implementation, comes first among the
  * executions issued before it that are ordered or not yet resolved (and
  * so may turn out ordered): then every member launches them in the order
- * its caller issued them, which NCCL's communicators need. */
+ * its caller issued them, which NCCL's communicators need.  Executions of
+ * instances resolved unordered leave the list at resolution
+ * (tutti__request_resolved), so this looks at the head. */
 static int order_first(tutti_group_t *g, const tutti_request_t *r)
 {
     for (tutti_request_t *x = g->order_head; x; x = x->order_next) {
@@ -156,6 +245,18 @@ static int order_first(tutti_group_t *g, const tutti_request_t *r)
         return x == r;
     }
     return 1;
+}
+
+void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst)
+{
+    if (!inst->ordered) {
+        if (inst->ready)
+            order_remove(g, inst->ready);
+        for (tutti_request_t *q = inst->queue_head; q; q = q->next)
+            order_remove(g, q);
+    }
+    if (inst->ready != NULL && !inst->ready->listed)
+        tutti__request_list_insert(&g->ready, inst->ready);
 }
 
 tutti_status_t tutti__request_prepare(tutti_request_t *r)
@@ -222,7 +323,7 @@ static void request_start(tutti_request_t *r)
     else
         st = ops->run(inst->state, &r->exec);
     if (st == TUTTI_INPROGRESS)
-        tutti__request_list_insert(&g->active_head, r);
+        tutti__request_list_insert(&g->active, r);
     else
         tutti__request_complete(r, st);
 }
@@ -245,21 +346,24 @@ static int launchable(tutti_group_t *g, const tutti_request_t *r)
 }
 
 /* Launches what is ready, highest priority first; a launch may make
- * others ready, so the walk starts over after each.  Returns launches. */
+ * others ready (and a callback may issue more), so the walk starts over
+ * after each.  The ready list holds resolved executions only, so what is
+ * passed over waits for another instance's launch (wait_for) or its turn
+ * in issue order: the usual launch takes the head.  Returns launches. */
 int tutti__request_launch_ready(tutti_group_t *g)
 {
     int n = 0;
-    tutti_request_t *r = g->ready_head;
+    tutti_request_t *r = g->ready.head;
     while (r != NULL) {
         if (!launchable(g, r)) {
             r = r->next;
             continue;
         }
-        tutti__request_list_remove(&g->ready_head, r);
+        tutti__request_list_remove(&g->ready, r);
         r->inst->ready = NULL;
         request_start(r);
         n++;
-        r = g->ready_head;
+        r = g->ready.head;
     }
     return n;
 }

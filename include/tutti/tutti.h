@@ -11,6 +11,16 @@
  *
  * Threads: a context may be used from several threads; one group member
  * (device) must be driven by one thread at a time.
+ *
+ * Misuse: every call checks its pointers and handles.  A NULL where an
+ * object is needed, a group used after tutti_group_leave() or a request
+ * after tutti_request_free() (or after its group was left) is refused
+ * with TUTTI_ERR_INVALID_ARG and a tutti_last_error() naming the
+ * argument; calls returning void or a value then just return (-1 or NULL
+ * for values).  The memory of left groups and freed requests is kept for
+ * later ones, so a handle's slot taken again by a later join or execution
+ * names the new object, as a reused file descriptor does.  Every failing
+ * call sets tutti_last_error().
  */
 #ifndef TUTTI_TUTTI_H
 #define TUTTI_TUTTI_H
@@ -144,7 +154,9 @@ void tutti_group_params_init(tutti_group_params_t *params);
  * group: it checks that every member gives the same size, device type,
  * ring_order and module builds, and refuses all of them alike if not.
  * Ranks are ordered by task, then device index, unless ring_order says
- * otherwise.  Members of one task reach each other through the local
+ * otherwise.  A device joins a group once: a second join of the same group
+ * key as the same device while the first is joined is refused with
+ * TUTTI_ERR_INVALID_ARG naming both.  Members of one task reach each other through the local
  * transport when the whole group is in one task, else through shm.
  */
 tutti_status_t tutti_group_join(tutti_context_t *ctx,
@@ -178,7 +190,10 @@ const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank);
 
 typedef struct {
     size_t size;                   /**< sizeof(tutti_instance_params_t) */
-    uint64_t instance_key;         /**< equal on all members for one instance */
+    uint64_t instance_key;         /**< equal on all members for one
+                                        instance; below 2^63 (keys from
+                                        2^63 up are the blocking helpers',
+                                        refused: TUTTI_ERR_INVALID_ARG) */
     tutti_collective_t collective;
     tutti_dtype_t dtype;
     size_t count;                  /**< elements per rank (see each
