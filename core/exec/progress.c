@@ -14,15 +14,20 @@
 #include "exec/exec.h"
 
 /* Appends the ranks @p pick selects to @p buf as "1,4,5"; returns count. */
-static int rank_list(const tutti_request_t *r, int pending, char *buf,
+enum { RANKS_HEARD, RANKS_AWAITED, RANKS_NOT_TAKING };
+
+/* Appends the ranks @p which selects to @p buf as "1,4,5"; returns count:
+ * those heard from, those a receive waits for, those a send waits for. */
+static int rank_list(const tutti_request_t *r, int which, char *buf,
                      size_t len)
 {
     size_t n = 0;
     int count = 0;
     buf[0] = '\0';
     for (int k = 0; k < r->group->size && n + 12 < len; k++) {
-        int hit = pending ? r->pending_from[k] > 0
-                          : k < 64 && (r->link.heard_from >> k) & 1;
+        int hit = which == RANKS_AWAITED     ? r->link.pending_from[k] > 0
+                  : which == RANKS_NOT_TAKING ? r->link.pending_to[k] > 0
+                  : k < 64 && (r->link.heard_from >> k) & 1;
         if (!hit)
             continue;
         n += (size_t)snprintf(buf + n, len - n, "%s%d", count ? "," : "", k);
@@ -39,15 +44,18 @@ static void peers_text(const tutti_group_t *g, char *buf, size_t len)
     buf[0] = '\0';
     for (const tutti_request_t *r = g->active.head; r && n + 64 < len;
          r = r->next) {
-        char waiting[128], heard[128];
-        rank_list(r, 1, waiting, sizeof(waiting));
-        rank_list(r, 0, heard, sizeof(heard));
+        char waiting[128], taking[128], heard[128];
+        rank_list(r, RANKS_AWAITED, waiting, sizeof(waiting));
+        rank_list(r, RANKS_NOT_TAKING, taking, sizeof(taking));
+        rank_list(r, RANKS_HEARD, heard, sizeof(heard));
         n += (size_t)snprintf(buf + n, len - n, "%sinstance 0x%llx step "
-                              "%llu: waiting for rank(s) %s; heard from "
-                              "rank(s) %s", n ? "; " : "",
+                              "%llu: waiting for rank(s) %s; sends to "
+                              "rank(s) %s not taken; heard from rank(s) %s",
+                              n ? "; " : "",
                               (unsigned long long)r->inst->params.instance_key,
                               (unsigned long long)r->exec.step,
                               waiting[0] ? waiting : "none",
+                              taking[0] ? taking : "none",
                               heard[0] ? heard : "none");
     }
 }
@@ -227,17 +235,25 @@ static void group_time_out(tutti_group_t *g, double idle)
         dump_flight(g, why);
     while (g->active.head != NULL) {
         tutti_request_t *r = g->active.head;
-        char waiting[128];
+        char waiting[128], taking[128], who[300];
         tutti__request_list_remove(&g->active, r);
-        int n = rank_list(r, 1, waiting, sizeof(waiting));
+        int n = rank_list(r, RANKS_AWAITED, waiting, sizeof(waiting));
+        int m = rank_list(r, RANKS_NOT_TAKING, taking, sizeof(taking));
+        snprintf(who, sizeof(who), "%s%s%s%s%s%s",
+                 n ? (n == 1 ? "waiting for rank " : "waiting for ranks ")
+                   : "",
+                 n ? waiting : "", n && m ? "; " : "",
+                 m ? (m == 1 ? "its sends to rank " : "its sends to ranks ")
+                   : "",
+                 m ? taking : "", m ? " not taken" : "");
         tutti__error(TUTTI_ERR_TIMEOUT, "exec",
                      "group 0x%llx rank %d: instance 0x%llx step %llu (%s) "
-                     "made no progress for %.1f s; waiting for rank%s %s",
+                     "made no progress for %.1f s; %s",
                      (unsigned long long)g->key, g->rank,
                      (unsigned long long)r->inst->params.instance_key,
                      (unsigned long long)r->exec.step, r->inst->algorithm,
-                     idle, n == 1 ? "" : "s", n ? waiting : "(none: sends "
-                     "not taken)");
+                     idle, n || m ? who : "waiting for no transfer of its "
+                     "own (the implementation's progress stalled)");
         tutti__request_complete(r, TUTTI_ERR_TIMEOUT);
     }
 }

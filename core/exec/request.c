@@ -13,10 +13,11 @@
 #include "base/log.h"
 #include "exec/exec.h"
 
-/* Bytes of a request's pending_from, rounded up for the size_t after. */
+/* Bytes of a request's pending_from and pending_to, rounded up for the
+ * size_t after. */
 static size_t pending_bytes(int size)
 {
-    size_t n = (size_t)size * sizeof(uint16_t);
+    size_t n = 2 * (size_t)size * sizeof(uint16_t);
     return (n + sizeof(size_t) - 1) / sizeof(size_t) * sizeof(size_t);
 }
 
@@ -60,9 +61,10 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
         g->free_list = r->next;
     else if ((r = request_new(g)) == NULL)
         return NULL;
-    memset(r->pending_from, 0, (size_t)g->size * sizeof(uint16_t));
+    memset(r->pending_from, 0, 2 * (size_t)g->size * sizeof(uint16_t));
     r->link = (tutti__exec_link_t){.peers = &g->peers,
-                                   .pending_from = r->pending_from};
+                                   .pending_from = r->pending_from,
+                                   .pending_to = r->pending_from + g->size};
     r->state = TUTTI__HANDLE_LIVE;
     r->stage = NULL;
     r->stream = NULL;

@@ -51,6 +51,8 @@ static tutti_status_t core_send(tutti_alg_exec_t *exec, int peer, uint32_t tag,
         op->sbuf = buf;
         st = link->peers->tp->send(link->peers->ep, op);
     }
+    if (st == TUTTI_OK)
+        link->pending_to[peer]++;
     return st;
 }
 
@@ -106,10 +108,17 @@ static tutti_status_t transfer_failed(tutti_alg_exec_t *exec,
 }
 
 /* A receive seen complete is counted off once (is_recv 1 -> 2), for the
- * flight recorder's account of who was heard from. */
+ * flight recorder's account of who was heard from; a send seen taken too
+ * (0 -> 3, once the transport is done with it), for its account of whom
+ * a stalled execution's sends wait for. */
 static tutti_status_t core_test(tutti_alg_exec_t *exec, tutti_xfer_t *xfer)
 {
     tutti_tp_op_t *op = (tutti_tp_op_t *)xfer;
+    if (op->status == TUTTI_OK && op->is_recv == 0) {
+        tutti__exec_link_t *link = exec->core_private;
+        op->is_recv = 3;
+        link->pending_to[op->peer]--;
+    }
     if (op->status != TUTTI_INPROGRESS && op->is_recv == 1) {
         tutti__exec_link_t *link = exec->core_private;
         op->is_recv = 2;

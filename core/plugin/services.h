@@ -28,6 +28,7 @@ typedef struct {
     uint64_t instance_key;
     const char *algorithm;     /* for messages */
     uint16_t *pending_from;    /* per rank: receives posted, not seen done */
+    uint16_t *pending_to;      /* per rank: sends posted, not seen taken */
     uint64_t heard_from;       /* ranks < 64 a receive completed from */
 } tutti__exec_link_t;
 

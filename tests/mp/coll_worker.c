@@ -23,6 +23,15 @@
  *                          allreduces of int32 (two instances) with
  *                          implementation IMPL and checks their sums; prints
  *                          "coll_worker: task T: named IMPL: ok" or why not
+ *   coll_worker --stall COLL DIR
+ *                          a group of every task with a 2 s time limit runs
+ *                          COLL (64 MiB a rank) once, then task 1 stops
+ *                          itself (SIGSTOP) and the others run it again:
+ *                          each fails with TUTTI_ERR_TIMEOUT, or completes
+ *                          if its part needs nothing of rank 1; each prints
+ *                          "coll_worker: task T: stalled: <error>" and
+ *                          touches DIR/done-T; task 1's child kills it once
+ *                          every other task is done (or after 20 s)
  *   coll_worker --victim   large allreduces in a loop; task 1 kills itself
  *                          (SIGKILL) in the middle of one; the others must
  *                          fail naming task 1; they print the seconds it
@@ -247,6 +256,107 @@ static int named_mode(tutti_context_t *ctx, const char *impl)
     return ok ? 0 : 1;
 }
 
+/* One execution of @p p, waited for. */
+static tutti_status_t once(tutti_group_t *g, const tutti_instance_params_t *p,
+                           const void *send, void *recv)
+{
+    tutti_request_t *r;
+    tutti_status_t st = tutti_execute(g, p, send, recv, &r);
+    if (st == TUTTI_OK) {
+        st = tutti_request_wait(r);
+        tutti_request_free(r);
+    }
+    return st;
+}
+
+/* Task 1's child: kills its stopped parent once every other task touched
+ * DIR/done-T, or after 20 s. */
+static void reap_when_done(const char *dir, int tasks)
+{
+    pid_t parent = getppid();
+    for (int tick = 0; tick < 200; tick++) {
+        int done = 0;
+        for (int t = 0; t < tasks; t++) {
+            char path[512];
+            snprintf(path, sizeof(path), "%s/done-%d", dir, t);
+            done += t != 1 && access(path, F_OK) == 0;
+        }
+        if (done == tasks - 1)
+            break;
+        usleep(100000);
+    }
+    kill(parent, SIGKILL);
+    _exit(0);
+}
+
+static int stall_mode(tutti_context_t *ctx, const char *coll_name,
+                      const char *dir)
+{
+    int task = tutti_context_task(ctx), n = tutti_context_num_tasks(ctx);
+    /* 64 MiB a rank: more than socket buffers and shm slots can hold, so
+     * a sender waits for its stopped receiver. */
+    size_t count = 16u << 20;
+    tutti_collective_t coll;
+    tutti_group_t *g = NULL;
+    tutti_instance_params_t p;
+    int perm[64];
+    if (tutti_collective_parse(coll_name, &coll) != TUTTI_OK || n > 64)
+        return 2;
+    if (test_join(ctx, 48, n, 0, 2.0, &g) != TUTTI_OK) {
+        printf("coll_worker: task %d: join: %s\n", task, tutti_last_error());
+        return 1;
+    }
+    /* Collectives of n blocks move a quarter as much a block. */
+    if (coll == TUTTI_COLL_ALLGATHER || coll == TUTTI_COLL_GATHER ||
+        coll == TUTTI_COLL_REDUCE_SCATTER || coll == TUTTI_COLL_ALLTOALL)
+        count /= 4;
+    float *send = calloc(count * (size_t)n, sizeof(float));
+    float *recv = calloc(count * (size_t)n, sizeof(float));
+    test_params(&p, 9, coll, TUTTI_FLOAT32, count);
+    for (int r = 0; r < n; r++)
+        perm[r] = (r + 1) % n;
+    p.permutation = perm;
+    tutti_status_t st = send && recv ? once(g, &p, send, recv)
+                                     : TUTTI_ERR_NO_MEMORY;
+    if (st != TUTTI_OK) {
+        printf("coll_worker: task %d: first %s: %s\n", task, coll_name,
+               tutti_last_error());
+        return 1;
+    }
+    if (task == 1) {
+        fflush(stdout);
+        if (fork() == 0)
+            reap_when_done(dir, n);
+        raise(SIGSTOP);
+        return 1; /* never: its child kills it */
+    }
+    st = once(g, &p, send, recv);
+    printf("coll_worker: task %d: stalled: %s: %s\n", task,
+           tutti_status_name(st), tutti_last_error());
+    fflush(stdout);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/done-%d", dir, task);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    /* Ending before the others made their own account would show them a
+     * task gone rather than the stalled one. */
+    for (int tick = 0; tick < 200; tick++) {
+        int done = 0;
+        for (int t = 0; t < n; t++) {
+            snprintf(path, sizeof(path), "%s/done-%d", dir, t);
+            done += t != 1 && access(path, F_OK) == 0;
+        }
+        if (done == n - 1)
+            break;
+        usleep(50000);
+    }
+    free(send);
+    free(recv);
+    /* A member whose part needs nothing of rank 1 may finish. */
+    _exit(st == TUTTI_ERR_TIMEOUT || st == TUTTI_OK ? 0 : 1);
+}
+
 /* Task 1 dies in the middle of a large allreduce. */
 static int victim_mode(tutti_context_t *ctx)
 {
@@ -308,6 +418,7 @@ int main(int argc, char **argv)
     member_t m[16];
     int devices = 1, ok = 1;
     const char *disagree = NULL, *mode = NULL, *named = NULL;
+    const char *stall = NULL, *stall_dir = NULL;
     uint32_t selection = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -317,6 +428,10 @@ int main(int argc, char **argv)
             disagree = argv[++i];
         else if (strcmp(argv[i], "--named") == 0 && i + 1 < argc)
             named = argv[++i];
+        else if (strcmp(argv[i], "--stall") == 0 && i + 2 < argc) {
+            stall = argv[++i];
+            stall_dir = argv[++i];
+        }
         else if (strcmp(argv[i], "--selection-only") == 0 && i + 1 < argc) {
             if (parse_colls(argv[++i], &selection) != 0)
                 return 2;
@@ -327,7 +442,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: coll_worker [--devices D] "
                     "[--disagree FIELD] [--selection-only COLLS] [--abort] "
-                    "[--victim] [--join] [--named IMPL]\n");
+                    "[--victim] [--join] [--named IMPL] [--stall COLL DIR]\n");
             return 2;
         }
     }
@@ -339,6 +454,8 @@ int main(int argc, char **argv)
         return join_mode(ctx);
     if (named != NULL)
         return named_mode(ctx, named);
+    if (stall != NULL)
+        return stall_mode(ctx, stall, stall_dir);
     if (mode != NULL)
         return strcmp(mode, "--abort") == 0 ? abort_mode(ctx)
                                              : victim_mode(ctx);
