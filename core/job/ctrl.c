@@ -1,4 +1,5 @@
 /* Control plane: fixed frames over the process transport. */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ struct tutti__ctrl {
     send_rec_t *sending;      /* frames in flight */
     pthread_t thread;
     int running;
-    volatile int stop;
+    atomic_int stop;
     unsigned char *dead;      /* tasks already reported gone */
     double next_health;       /* when to look at the peers again */
 };
@@ -170,7 +171,7 @@ static void *ctrl_main(void *arg)
     tutti__ctrl_t *c = arg;
     unsigned quiet = 0;
     tutti__log_set_task(c->p.task);
-    while (!c->stop) {
+    while (!atomic_load_explicit(&c->stop, memory_order_acquire)) {
         pthread_mutex_lock(c->p.lock);
         int n = ctrl_progress(c);
         check_peers(c);
@@ -259,7 +260,7 @@ void tutti__ctrl_stop(tutti__ctrl_t *c)
     if (c == NULL)
         return;
     if (c->running) {
-        c->stop = 1;
+        atomic_store_explicit(&c->stop, 1, memory_order_release);
         pthread_join(c->thread, NULL);
     }
     if (c->ep) {

@@ -114,21 +114,25 @@ static tutti_status_t transfer_failed(tutti_alg_exec_t *exec,
 static tutti_status_t core_test(tutti_alg_exec_t *exec, tutti_xfer_t *xfer)
 {
     tutti_tp_op_t *op = (tutti_tp_op_t *)xfer;
-    if (op->status == TUTTI_OK && op->is_recv == 0) {
+    /* A transport that completes operations from its own thread stores
+     * the status last, with release: this acquire makes what it wrote
+     * before (the bytes received) visible, and the op ours again. */
+    tutti_status_t status = __atomic_load_n(&op->status, __ATOMIC_ACQUIRE);
+    if (status == TUTTI_OK && op->is_recv == 0) {
         tutti__exec_link_t *link = exec->core_private;
         op->is_recv = 3;
         link->pending_to[op->peer]--;
     }
-    if (op->status != TUTTI_INPROGRESS && op->is_recv == 1) {
+    if (status != TUTTI_INPROGRESS && op->is_recv == 1) {
         tutti__exec_link_t *link = exec->core_private;
         op->is_recv = 2;
         link->pending_from[op->peer]--;
         if (op->peer < 64)
             link->heard_from |= 1ULL << op->peer;
     }
-    if (op->status < 0)
+    if (status < 0)
         return transfer_failed(exec, op);
-    return op->status;
+    return status;
 }
 
 static tutti_status_t core_param_size(const tutti_alg_instance_t *inst,
