@@ -91,12 +91,12 @@ static void expect_silent(const char *tp)
     char out[16384];
     int rc = run(tp, CORRUPT, "16384", out, sizeof(out));
     assert_int_not_equal(rc, 0);
-    if (strstr(out, "verify_worker: rank 1: wrong: 16384") == NULL)
-        fail_msg("%s: rank 1's sum is not wrong without verify:\n%s", tp,
-                 out);
-    /* (Rank 0 may fail once rank 1 has exited: that is not the point.) */
-    assert_null(strstr(out, "checksum"));
-    assert_null(strstr(out, "verify_worker: rank 1: failed: "));
+    /* Rank 1 reduced the flipped byte into what both ranks end with;
+     * whichever exits first, the launcher stops the other. */
+    if (strstr(out, ": wrong: 16384: element 1250 ") == NULL)
+        fail_msg("%s: the sum is not wrong without verify:\n%s", tp, out);
+    assert_null(strstr(out, "checksum")); /* (a peer's exit may fail the
+                                              other: not the point) */
 }
 
 static void test_shm_exact(void **state)
