@@ -52,13 +52,14 @@ typedef struct {
 } tutti__rule_t;
 
 /* The core's own settings, by row (keys.c): log_level, timeout,
- * modules.path, modules.load, transports. */
+ * modules.path, modules.load, transports, verify. */
 enum {
     TUTTI__SET_LOG_LEVEL,
     TUTTI__SET_TIMEOUT,
     TUTTI__SET_MODULE_PATH,
     TUTTI__SET_MODULE_LOAD,
     TUTTI__SET_TRANSPORTS,
+    TUTTI__SET_VERIFY,
     TUTTI__CORE_SETTINGS
 };
 
@@ -91,6 +92,7 @@ typedef struct {
     tutti__strlist_t module_path;
     tutti__strlist_t module_load; /* empty: all */
     tutti__strlist_t transports;
+    int verify;                   /* TUTTI_TP_VERIFY_* (transport.h) */
     tutti__source_t src[TUTTI__CORE_SETTINGS];
     tutti__rule_t *rules;         /* in match order */
     size_t num_rules;

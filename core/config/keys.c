@@ -12,6 +12,9 @@
 
 #define AT(field) offsetof(tutti__config_t, field)
 
+/* In the order of TUTTI_TP_VERIFY_* (transport.h). */
+static const char *const verify_modes[] = {"off", "checksum", NULL};
+
 const tutti_setting_t tutti__core_settings[] = {
     [TUTTI__SET_LOG_LEVEL] = {
         .name = "log_level",
@@ -51,6 +54,18 @@ const tutti_setting_t tutti__core_settings[] = {
         .type = (tutti_setting_type_t)TUTTI__SETTING_NAMES,
         .offset = AT(transports),
         .expected = "a list of transport names, e.g. [shm, tcp]",
+    },
+    /* One key for every transport: the ends of a transfer must agree, and
+     * a user asks for checked data, not for a transport's feature.  The
+     * core hands the value to each transport's connect (group->verify). */
+    [TUTTI__SET_VERIFY] = {
+        .name = "verify",
+        .default_value = "off",
+        .doc = "checksum: shm and tcp check a CRC32C of every chunk and "
+               "fail the transfer naming the sender where it differs",
+        .type = TUTTI_SETTING_CHOICE,
+        .offset = AT(verify),
+        .choices = verify_modes,
     },
 };
 

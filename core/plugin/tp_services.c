@@ -49,4 +49,5 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .chan_recv = tutti__chan_api_recv,
     .chan_progress = tutti__chan_api_progress,
     .chan_enable_single_copy = tutti__chan_api_enable_single_copy,
+    .chan_set_verify = tutti__chan_api_set_verify,
 };

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include "transport/chan.h"
+#include "base/checksum.h"
 #include "base/log.h"
 
 #define FRAG_HDR_BYTES TUTTI_CACHELINE
 
-#define FRAG_SC 1u /* a single-copy descriptor: no data in the slot */
+#define FRAG_SC 1u  /* a single-copy descriptor: no data in the slot */
+#define FRAG_SUM 2u /* sum holds the sender's checksum of the data */
 
 typedef struct {
     tutti_wire_key_t key;
@@ -23,7 +25,8 @@ typedef struct {
     uint32_t flags;    /* FRAG_SC or 0 */
     uint64_t sc_addr;  /* FRAG_SC: the message's address in the sender */
     int32_t sc_pid;    /* FRAG_SC: the sender's pid */
-    uint32_t reserved;
+    uint32_t sum;      /* FRAG_SUM: of the fragment, or of the message a
+                          descriptor names */
 } frag_hdr_t;
 
 _Static_assert(sizeof(frag_hdr_t) <= FRAG_HDR_BYTES, "fragment header");
@@ -73,7 +76,22 @@ tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
     ep->slot_size = slot_size;
     ep->tp_name = tp_name;
     ep->pid = (int)getpid();
+    const char *hook = getenv("TUTTI_TEST_CORRUPT");
+    int hook_rank;
+    unsigned long long hook_at;
+    if (hook != NULL && sscanf(hook, "%d:%llu", &hook_rank, &hook_at) == 2 &&
+        hook_rank == rank) {
+        ep->corrupt_armed = 1;
+        ep->corrupt_at = hook_at;
+        ep->check = 1;
+    }
     return TUTTI_OK;
+}
+
+void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify)
+{
+    ep->verify = verify == TUTTI_TP_VERIFY_CHECKSUM;
+    ep->check = ep->verify || ep->corrupt_armed;
 }
 
 void tutti__chan_ep_fini(tutti__chan_ep_t *ep)
@@ -177,10 +195,13 @@ static void unexp_claim(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                         tutti__chan_unexp_t *u, tutti_tp_op_t *op)
 {
     int partial = p->filling == u;
-    if (op->len != u->msg_len) {
-        op->status = truncated(ep, op->peer, &u->key, u->msg_len, op->len);
+    if (op->len != u->msg_len || u->status != TUTTI_OK) {
+        op->status = u->status != TUTTI_OK
+                         ? u->status
+                         : truncated(ep, op->peer, &u->key, u->msg_len,
+                                     op->len);
         p->discard_left = u->msg_len - u->got;
-        p->discarding = partial;
+        p->discarding = partial && p->discard_left > 0;
     } else {
         deliver(op, 0, u->data, u->got);
         op->done = u->got;
@@ -240,6 +261,10 @@ static void post_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     h->flags = FRAG_SC;
     h->sc_addr = (uint64_t)(uintptr_t)op->sbuf;
     h->sc_pid = ep->pid;
+    if (ep->verify) {
+        h->sum = tutti__csum(op->sbuf, op->len);
+        h->flags |= FRAG_SUM;
+    }
     p->sendq = op->next;
     if (p->sendq == NULL)
         p->sendq_tail = NULL;
@@ -297,6 +322,10 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
         h->flags = 0;
         if (frag > 0)
             memcpy(slot_data(h), (const char *)op->sbuf + op->done, frag);
+        if (ep->verify) { /* while the slot is in cache */
+            h->sum = tutti__csum(slot_data(h), frag);
+            h->flags = FRAG_SUM;
+        }
         op->done += frag;
         p->out_head++;
         atomic_store_explicit(&p->out->head, p->out_head, memory_order_release);
@@ -370,6 +399,7 @@ static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     u->key = h->key;
     u->msg_len = h->msg_len;
     u->got = 0;
+    u->status = TUTTI_OK;
     if (p->unexp_tail)
         p->unexp_tail->next = u;
     else
@@ -399,10 +429,81 @@ static int sc_read(const tutti__chan_peer_t *p, const frag_hdr_t *h,
     return 0;
 }
 
+/* The test hook (TUTTI_TEST_CORRUPT): flips byte corrupt_at of the first
+ * message of more than that many bytes, where @p data holds the bytes
+ * [@p off, @p off + @p len) of message @p h. */
+static void test_corrupt(tutti__chan_ep_t *ep, const frag_hdr_t *h, int peer,
+                         uint64_t off, char *data, size_t len)
+{
+    if (!ep->corrupt_armed || h->msg_len <= ep->corrupt_at ||
+        ep->corrupt_at < off || ep->corrupt_at - off >= len)
+        return;
+    data[ep->corrupt_at - off] ^= 0x10;
+    ep->corrupt_armed = 0;
+    ep->check = ep->verify;
+    tutti__log(TUTTI_LOG_WARN, ep->tp_name, "rank %d: test hook: flipped "
+               "byte %llu of a message from rank %d (instance 0x%llx step %u "
+               "tag %u)", ep->rank, (unsigned long long)ep->corrupt_at, peer,
+               (unsigned long long)h->key.instance, h->key.step, h->key.tag);
+}
+
+/* Verify on: TUTTI_OK if @p got, the sum of the bytes [@p off, @p off +
+ * @p len) of message @p h from @p peer, is the one the sender wrote; else
+ * the error, recorded with everything a user needs to find the chunk. */
+static tutti_status_t check_sum(const tutti__chan_ep_t *ep,
+                                const frag_hdr_t *h, int peer, uint64_t off,
+                                uint64_t len, uint32_t got)
+{
+    unsigned long long last = (unsigned long long)(off + len - (len > 0));
+    if (!(h->flags & FRAG_SUM))
+        return tutti__error(
+            TUTTI_ERR_PEER, ep->tp_name,
+            "rank %d: chunk from rank %d (instance 0x%llx step %u tag %u, "
+            "bytes %llu-%llu of %llu) carries no checksum: verify is "
+            "checksum here and off on rank %d", ep->rank, peer,
+            (unsigned long long)h->key.instance, h->key.step, h->key.tag,
+            (unsigned long long)off, last, (unsigned long long)h->msg_len,
+            peer);
+    if (h->sum == got)
+        return TUTTI_OK;
+    return tutti__error(
+        TUTTI_ERR_PEER, ep->tp_name,
+        "rank %d: chunk from rank %d failed its checksum (instance 0x%llx "
+        "step %u tag %u, bytes %llu-%llu of %llu): rank %d sent 0x%08x, "
+        "received 0x%08x", ep->rank, peer,
+        (unsigned long long)h->key.instance, h->key.step, h->key.tag,
+        (unsigned long long)off, last, (unsigned long long)h->msg_len, peer,
+        h->sum, got);
+}
+
+/* Fragment @p h (in its slot) passes the test hook and, verify on, its
+ * check; TUTTI_OK or the error recorded. */
+static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_hdr_t *h,
+                                     int peer)
+{
+    test_corrupt(ep, h, peer, h->frag_off, slot_data(h), h->frag_len);
+    if (!ep->verify)
+        return TUTTI_OK;
+    return check_sum(ep, h, peer, h->frag_off, h->frag_len,
+                     tutti__csum(slot_data(h), h->frag_len));
+}
+
+/* A single-copy message read whole into @p data: as check_fragment(). */
+static tutti_status_t check_read(tutti__chan_ep_t *ep, const frag_hdr_t *h,
+                                 int peer, char *data)
+{
+    test_corrupt(ep, h, peer, 0, data, h->msg_len);
+    if (!ep->verify)
+        return TUTTI_OK;
+    return check_sum(ep, h, peer, 0, h->msg_len, tutti__csum(data, h->msg_len));
+}
+
 /* Reads the message descriptor @p h names into receive @p op: straight into
- * its buffer, or bounce block by bounce block, each reduced into it. */
+ * its buffer, or bounce block by bounce block, each reduced into it (and,
+ * where the endpoint checks, summed into @p sum before). */
 static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
-                      const frag_hdr_t *h, tutti_tp_op_t *op)
+                      const frag_hdr_t *h, int peer, tutti_tp_op_t *op,
+                      tutti__csum_t *sum)
 {
     if (op->reduce.fn == NULL)
         return sc_read(p, h, 0, op->rbuf, op->len);
@@ -412,6 +513,10 @@ static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
         int err = sc_read(p, h, off, ep->bounce, n);
         if (err != 0)
             return err;
+        if (ep->check) {
+            test_corrupt(ep, h, peer, off, ep->bounce, n);
+            tutti__csum_update(sum, ep->bounce, n);
+        }
         deliver(op, off, ep->bounce, n);
     }
     return 0;
@@ -464,18 +569,27 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         }
         u->got = u->msg_len;
         p->filling = NULL;
+        if (ep->check)
+            u->status = check_read(ep, h, peer, u->data);
         ep->stats.sc_in++;
     } else {
         tutti_tp_op_t *op = p->cur_recv;
+        tutti_status_t st = TUTTI_OK;
+        tutti__csum_t sum;
+        tutti__csum_init(&sum);
         if (err == 0)
-            err = sc_read_op(ep, p, h, op);
+            err = sc_read_op(ep, p, h, peer, op, &sum);
         if (err != 0) {
             sc_freeze(ep, p, peer, h, err);
             return 0;
         }
+        if (ep->check && op->reduce.fn == NULL)
+            st = check_read(ep, h, peer, op->rbuf);
+        else if (ep->verify)
+            st = check_sum(ep, h, peer, 0, h->msg_len, tutti__csum_final(&sum));
         op->done = op->len;
         p->cur_recv = NULL;
-        op->status = TUTTI_OK;
+        op->status = st;
         ep->stats.sc_in++;
     }
     p->in_sc_done++;
@@ -496,13 +610,24 @@ static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     if (p->discarding) {
         p->discard_left -= h->frag_len;
         p->discarding = p->discard_left > 0;
-    } else if (p->filling != NULL) {
+        return 1;
+    }
+    tutti_status_t st = ep->check ? check_fragment(ep, h, peer) : TUTTI_OK;
+    if (p->filling != NULL) {
         tutti__chan_unexp_t *u = p->filling;
         if (h->frag_len > 0)
             memcpy(u->data + h->frag_off, slot_data(h), h->frag_len);
         u->got += h->frag_len;
+        if (u->status == TUTTI_OK)
+            u->status = st;
         if (u->got == u->msg_len)
             p->filling = NULL;
+    } else if (st != TUTTI_OK) { /* the rest of the message is dropped */
+        tutti_tp_op_t *op = p->cur_recv;
+        p->cur_recv = NULL;
+        op->status = st;
+        p->discard_left = h->msg_len - h->frag_off - h->frag_len;
+        p->discarding = p->discard_left > 0;
     } else {
         tutti_tp_op_t *op = p->cur_recv;
         deliver(op, h->frag_off, slot_data(h), h->frag_len);
@@ -683,4 +808,9 @@ tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
                                                   int peer, int peer_pid)
 {
     return tutti__chan_enable_single_copy(&ep->chan, peer, peer_pid);
+}
+
+void tutti__chan_api_set_verify(tutti_chan_ep_t *ep, int verify)
+{
+    tutti__chan_set_verify(&ep->chan, verify);
 }

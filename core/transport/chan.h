@@ -43,6 +43,15 @@
  * Channels whose receiver never sets sc_accept (the local transport, shm
  * with single copy off or not permitted) carry every message through the
  * slots as before.
+ *
+ * Verify (`verify: checksum`, shm): the sender writes the checksum of each
+ * fragment (base/checksum.h) into its header, just after copying it into
+ * the slot while it is in cache, and of a single-copy message into its
+ * descriptor; the receiver sums what it takes (the slot before it copies
+ * or reduces it, or what it read from the sender) and fails the receive
+ * where they differ, naming the sender, the key, the chunk's bytes and the
+ * two sums; the rest of that message is dropped.  Off, nothing is summed:
+ * the data path pays one predictable branch per fragment.
  */
 #ifndef TUTTI_CORE_CHAN_H
 #define TUTTI_CORE_CHAN_H
@@ -87,6 +96,8 @@ typedef struct tutti__chan_unexp {
     tutti_wire_key_t key;
     uint64_t msg_len;
     uint64_t got;                /* bytes copied in so far */
+    tutti_status_t status;       /* a chunk failed its checksum: the
+                                    receive that claims it fails so */
     char data[];                 /* msg_len bytes */
 } tutti__chan_unexp_t;
 
@@ -132,6 +143,15 @@ typedef struct {
     char *bounce;                /* TUTTI_CHAN_SC_BOUNCE bytes, allocated
                                     when single copy is first enabled */
     tutti__chan_stats_t stats;
+    int verify;                  /* TUTTI_TP_VERIFY_CHECKSUM: sums sent
+                                    and checked */
+    /* Test hook, TUTTI_TEST_CORRUPT=R:N read at set-up: the member of
+     * rank R flips byte N of the first message of more than N bytes it
+     * receives, after the sender's sum and before its own check. */
+    int corrupt_armed;
+    uint64_t corrupt_at;
+    int check;                   /* verify or corrupt_armed: a received
+                                    fragment is looked at */
 } tutti__chan_ep_t;
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
@@ -147,6 +167,9 @@ int tutti__chan_progress(tutti__chan_ep_t *ep);
  * after the peer's channels are attached. */
 tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
                                               int peer_pid);
+/* Checksums on (TUTTI_TP_VERIFY_CHECKSUM) or off for what @p ep sends and
+ * receives from now on. */
+void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify);
 
 /* In-process channel meshes (local.c): a size x size matrix of
  * channels shared by the members of one process; @p expected of them join
@@ -177,5 +200,6 @@ int tutti__chan_api_progress(tutti_chan_ep_t *ep);
 void tutti__chan_api_init(void *chan);
 tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
                                                   int peer, int peer_pid);
+void tutti__chan_api_set_verify(tutti_chan_ep_t *ep, int verify);
 
 #endif

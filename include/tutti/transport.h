@@ -27,7 +27,9 @@
  * within an ABI major version.
  *
  * ABI versions (plugin.h says the rule): 2.1 added settings at the end of
- * the descriptor and of the group; the loader reads a 2.0 descriptor by
+ * the descriptor and of the group; 2.2 the group's verify and the core's
+ * chan_set_verify (read them where the group's and the core ops' size
+ * covers them); the loader reads a 2.0 descriptor by
  * its size.  A change that cannot be made that way is major 3: this header
  * is then copied unchanged to include/tutti/abi/tp_v2.h and core/plugin/
  * gets one adapter that wraps a v2 descriptor into a v3 one, so v2 modules
@@ -48,7 +50,16 @@ extern "C" {
 #endif
 
 #define TUTTI_TP_ABI_MAJOR 2
-#define TUTTI_TP_ABI_MINOR 1
+#define TUTTI_TP_ABI_MINOR 2
+
+/** tutti_tp_group_t.verify: what a transport checks of the bytes it
+ *  moves (the core's `verify` setting). */
+#define TUTTI_TP_VERIFY_OFF 0
+#define TUTTI_TP_VERIFY_CHECKSUM 1 /**< a checksum per chunk, computed by
+                                        the sender, checked on receipt; a
+                                        difference fails the receive with a
+                                        line naming the sender, the key, the
+                                        chunk's bytes and both sums */
 
 /** Key of one message on the wire. */
 typedef struct {
@@ -133,6 +144,12 @@ typedef struct {
      *  for a peer not attached. */
     tutti_status_t (*chan_enable_single_copy)(tutti_chan_ep_t *ep, int peer,
                                               int peer_pid);
+    /* ABI 2.2: */
+    /** The channels check every fragment (and single-copy message) against
+     *  the sender's checksum: @p verify is group->verify.  Both ends of a
+     *  channel must say the same; a fragment without a sum on a checking
+     *  end fails its receive, naming the sender. */
+    void (*chan_set_verify)(tutti_chan_ep_t *ep, int verify);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */
@@ -161,6 +178,10 @@ typedef struct {
     const void *settings;      /**< the module's settings struct, filled
                                     from its rows (see settings_size); NULL
                                     for a module that declares none */
+    /* ABI 2.2: */
+    int verify;                /**< TUTTI_TP_VERIFY_* (the `verify`
+                                    setting); where the ends of a transfer
+                                    differ, the checking end fails it */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;

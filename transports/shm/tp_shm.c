@@ -567,6 +567,12 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
         shm_disconnect((tutti_tp_ep_t *)ep);
         return TUTTI_ERR_NO_MEMORY;
     }
+    /* verify: checksum (transport ABI 2.2): the channels sum and check. */
+    if (g->size >= offsetof(tutti_tp_group_t, verify) + sizeof(g->verify) &&
+        core->size >= offsetof(tutti_tp_core_ops_t, chan_set_verify) +
+                          sizeof(core->chan_set_verify) &&
+        core->chan_set_verify != NULL)
+        core->chan_set_verify(ep->chan, g->verify);
     ep->seg_bytes = SEG_HDR_BYTES + (size_t)g->group_size * ep->chan_bytes;
     scrub_stale(core, g->job_id);
     seg_name(ep->own_name, sizeof(ep->own_name), g, g->rank);

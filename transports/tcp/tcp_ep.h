@@ -16,12 +16,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/checksum.h"
 #include "tcp_int.h"
 
 #define FRAME_MAGIC 0x46545454u     /* "TTTF" */
 #define RING 256                    /* pieces queued per socket */
 #define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
 #define MSG_MAX (UINT64_C(1) << 40)
+#define FRAME_SUM 1u                /* sum holds the body's checksum */
 
 /** The header of every frame on a data socket; its bytes follow. */
 typedef struct {
@@ -30,6 +32,8 @@ typedef struct {
     tutti_wire_key_t key;
     uint64_t msg_len;
     uint64_t frag_off;
+    uint32_t sum;                   /* FRAME_SUM: of the body (verify) */
+    uint32_t flags;                 /* FRAME_SUM or 0 */
 } frame_t;
 
 /** A message that came before its receive was posted. */
@@ -77,6 +81,7 @@ typedef struct conn {
     int shdr_ready, writable;
     /* receiving */
     frame_t rhdr;
+    tutti__csum_t rsum;             /* verify: of the body read so far */
     size_t rgot;
     int in_body;
     int held;                 /* a header no receive matches: not read on */
@@ -131,6 +136,12 @@ typedef struct {
     int truncate;                   /* ...or cutting the frame short */
     int oversize;                   /* ...or claiming too long a message */
     unsigned frames_sent;
+    int verify;                     /* group->verify: bodies summed */
+    /* TUTTI_TEST_CORRUPT=R:N: rank R flips byte N of the first message of
+     * more than N bytes it receives, after the sender summed it. */
+    int corrupt_armed;
+    uint64_t corrupt_at;
+    int check;                      /* verify or corrupt_armed */
 } tcp_ep_t;
 
 /* ---- tcp_complete.c ----------------------------------------------------- */

@@ -181,6 +181,8 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
                       (unsigned long long)h->frag_off, h->frag_len);
         return -1;
     }
+    if (ep->verify)
+        tutti__csum_init(&c->rsum);
     c->in_body = 1;
     c->body_got = 0;
     c->rdone = 0;
@@ -198,9 +200,58 @@ static void remove_active(peer_t *p, tutti_tp_op_t *op)
     }
 }
 
+/* Verify on: whether the body of the frame @p c read has the sum its
+ * header says; if not, the peer fails with a line naming the chunk. */
+static int sum_ok(tcp_ep_t *ep, conn_t *c)
+{
+    const frame_t *h = &c->rhdr;
+    uint32_t got = tutti__csum_final(&c->rsum);
+    unsigned long long last =
+        (unsigned long long)(h->frag_off + h->frag_len - (h->frag_len > 0));
+    if ((h->flags & FRAME_SUM) && h->sum == got)
+        return 1;
+    if (!(h->flags & FRAME_SUM))
+        tcp_peer_fail(ep, c->peer, 0, "chunk (instance 0x%llx step %u tag "
+                      "%u, bytes %llu-%llu of %llu) carries no checksum: "
+                      "verify is checksum here and off on rank %d",
+                      (unsigned long long)h->key.instance, h->key.step,
+                      h->key.tag, (unsigned long long)h->frag_off, last,
+                      (unsigned long long)h->msg_len, c->peer);
+    else
+        tcp_peer_fail(ep, c->peer, 0, "chunk failed its checksum (instance "
+                      "0x%llx step %u tag %u, bytes %llu-%llu of %llu): rank "
+                      "%d sent 0x%08x, received 0x%08x",
+                      (unsigned long long)h->key.instance, h->key.step,
+                      h->key.tag, (unsigned long long)h->frag_off, last,
+                      (unsigned long long)h->msg_len, c->peer, h->sum, got);
+    return 0;
+}
+
+/* The test hook and the running sum over @p n body bytes just read into
+ * @p data (the fragment's bytes from body_got on). */
+static void look_at(tcp_ep_t *ep, conn_t *c, char *data, size_t n)
+{
+    uint64_t off = c->rhdr.frag_off + c->body_got;
+    if (ep->corrupt_armed && c->rhdr.msg_len > ep->corrupt_at &&
+        ep->corrupt_at >= off && ep->corrupt_at - off < n) {
+        data[ep->corrupt_at - off] ^= 0x10;
+        ep->corrupt_armed = 0;
+        ep->check = ep->verify;
+        ep->core->log(1, "tcp", "rank %d: test hook: flipped byte %llu of a "
+                      "message from rank %d (instance 0x%llx step %u tag %u)",
+                      ep->rank, (unsigned long long)ep->corrupt_at, c->peer,
+                      (unsigned long long)c->rhdr.key.instance,
+                      c->rhdr.key.step, c->rhdr.key.tag);
+    }
+    if (ep->verify)
+        tutti__csum_update(&c->rsum, data, n);
+}
+
 static void fragment_done(tcp_ep_t *ep, conn_t *c)
 {
     peer_t *p = &ep->peers[c->peer];
+    if (ep->verify && !sum_ok(ep, c))
+        return;
     c->in_body = 0;
     c->rgot = 0;
     if (c->rop != NULL) {
@@ -238,12 +289,14 @@ static const char *frame_problem(const frame_t *h)
         return "message length over 1 TiB";
     if (h->frag_len > h->msg_len || h->frag_off > h->msg_len - h->frag_len)
         return "fragment outside its message";
+    if (h->flags & ~FRAME_SUM)
+        return "unknown flags";
     return NULL;
 }
 
 /* Reads body bytes of the current fragment; returns bytes read, 0 at EOF,
  * -1 with errno. */
-static ssize_t read_body(conn_t *c)
+static ssize_t read_body(tcp_ep_t *ep, conn_t *c)
 {
     uint64_t left = c->rhdr.frag_len - c->body_got;
     tutti_tp_op_t *op = c->rop;
@@ -265,6 +318,8 @@ static ssize_t read_body(conn_t *c)
     ssize_t n = recv(c->fd, dst, want, 0);
     if (n <= 0)
         return n;
+    if (ep->check)
+        look_at(ep, c, dst, (size_t)n);
     c->body_got += (uint64_t)n;
     if (op != NULL && op->reduce.fn != NULL) {
         size_t es = elem_size(op);
@@ -306,7 +361,7 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
                 continue;
             }
         } else {
-            n = read_body(c);
+            n = read_body(ep, c);
             if (n > 0) {
                 if (c->body_got == c->rhdr.frag_len)
                     fragment_done(ep, c);

@@ -89,6 +89,13 @@ void tcp_do_send(tcp_ep_t *ep, conn_t *c)
             c->shdr.key = op->key;
             c->shdr.msg_len = op->len;
             c->shdr.frag_off = pc->off;
+            c->shdr.sum = 0;
+            c->shdr.flags = 0;
+            if (ep->verify) {
+                c->shdr.sum = tutti__csum((const char *)op->sbuf + pc->off,
+                                          pc->len);
+                c->shdr.flags = FRAME_SUM;
+            }
             if (ep->garble > 0 && ++ep->frames_sent >= (unsigned)ep->garble &&
                 !ep->truncate) {
                 if (ep->oversize) /* TUTTI_TCP_TEST_GARBLE=R:oversize */

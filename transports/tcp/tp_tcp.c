@@ -32,7 +32,15 @@
  * TUTTI_TCP_TEST_GARBLE=R:truncate makes it send only the header of its
  * first frame with a body from the 3rd on, then end that socket;
  * TUTTI_TCP_TEST_GARBLE=R:oversize makes its 3rd frame claim a message
- * over the 1 TiB limit.
+ * over the 1 TiB limit.  TUTTI_TEST_CORRUPT=R:N (as the core's channels
+ * read it) makes rank R flip byte N of the first message of more than N
+ * bytes it receives, as it comes off the socket.
+ *
+ * Verify (group->verify, the core's `verify: checksum`): each frame's
+ * header carries the checksum of its body, computed from the send buffer
+ * just before the header goes; the receiver sums the body as it reads it,
+ * before it copies aside or reduces, and fails the peer where they differ,
+ * naming the key, the frame's bytes and the two sums.
  *
  * Where each part lives: this file is the ops table, the settings' rows,
  * connect (with the test hook's parsing) and disconnect; tcp_progress.c
@@ -261,6 +269,18 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
         ep->truncate = strstr(garble, ":truncate") != NULL;
         ep->oversize = strstr(garble, ":oversize") != NULL;
     }
+    const char *hook = getenv("TUTTI_TEST_CORRUPT");
+    int hook_rank;
+    unsigned long long hook_at;
+    if (hook != NULL && sscanf(hook, "%d:%llu", &hook_rank, &hook_at) == 2 &&
+        hook_rank == g->rank) {
+        ep->corrupt_armed = 1;
+        ep->corrupt_at = hook_at;
+    }
+    ep->verify = g->size >= offsetof(tutti_tp_group_t, verify) +
+                                sizeof(g->verify) &&
+                 g->verify == TUTTI_TP_VERIFY_CHECKSUM;
+    ep->check = ep->verify || ep->corrupt_armed;
     /* Filled from the rows below by the core, which loads this module only
      * if its transport ABI is 2.1 or later: group->settings exists. */
     if (g->settings == NULL) {
