@@ -91,6 +91,13 @@ int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int num_tasks,
     return 1;
 }
 
+/* An op's status as its transport last stored it: a transport with a
+ * thread of its own (tcp) stores it with release, after the bytes. */
+static tutti_status_t op_status(const tutti_tp_op_t *op)
+{
+    return __atomic_load_n(&op->status, __ATOMIC_ACQUIRE);
+}
+
 static tutti_status_t post_recv(tutti__ctrl_t *c, int task)
 {
     recv_slot_t *r = &c->in[task];
@@ -109,13 +116,14 @@ static int reap_sends(tutti__ctrl_t *c)
     send_rec_t **pp = &c->sending;
     while (*pp) {
         send_rec_t *s = *pp;
-        if (s->op.status == TUTTI_INPROGRESS) {
+        tutti_status_t st = op_status(&s->op);
+        if (st == TUTTI_INPROGRESS) {
             pp = &s->next;
             continue;
         }
-        if (s->op.status != TUTTI_OK)
+        if (st != TUTTI_OK)
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame to task %d "
-                       "failed: %s", s->op.peer, tutti_strerror(s->op.status));
+                       "failed: %s", s->op.peer, tutti_strerror(st));
         *pp = s->next;
         free(s);
         n++;
@@ -145,18 +153,20 @@ static int ctrl_progress(tutti__ctrl_t *c)
     int n = c->tp->progress(c->ep);
     for (int t = 0; t < c->p.num_tasks; t++) {
         recv_slot_t *r = &c->in[t];
-        if (t == c->p.task || r->op.status == TUTTI_INPROGRESS)
+        tutti_status_t done = t == c->p.task ? TUTTI_INPROGRESS
+                                              : op_status(&r->op);
+        if (done == TUTTI_INPROGRESS)
             continue;
         char why[160];
-        if (r->op.status == TUTTI_OK &&
+        if (done == TUTTI_OK &&
             tutti__ctrl_accept(&r->msg, t, c->p.num_tasks, why, sizeof(why)))
             c->p.handle(c->p.arg, &r->msg);
-        else if (r->op.status == TUTTI_OK)
+        else if (done == TUTTI_OK)
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
                        "dropped: %s", t, why);
         else
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
-                       "failed: %s", t, tutti_strerror(r->op.status));
+                       "failed: %s", t, tutti_strerror(done));
         r->seq++;
         tutti_status_t st = post_recv(c, t);
         if (st != TUTTI_OK)
