@@ -15,33 +15,29 @@
 #include <tutti/tutti.h>
 
 #include "base/log.h"
+#include "fuzz_memfile.h"
 #include "config/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static int fd = -1;
-static char path[64];
+static fuzz_memfile_t file;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     tutti__log_set_level(TUTTI_LOG_OFF);
-    fd = memfd_create("tutti-fuzz-config", 0);
-    if (fd < 0)
-        abort();
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    fuzz_memfile_open(&file, "tutti-fuzz-config");
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tutti__config_t cfg;
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
-        abort();
+    fuzz_memfile_set(&file, data, size);
     tutti__config_init(&cfg);
-    tutti_status_t st = tutti__config_load_file(&cfg, path);
+    tutti_status_t st = tutti__config_load_file(&cfg, file.path);
     if (st != TUTTI_OK && tutti_last_error()[0] == '\0')
         abort(); /* every refusal says why */
     tutti__config_free(&cfg);

@@ -16,32 +16,28 @@
 #include <tutti/tutti.h>
 
 #include "base/log.h"
+#include "fuzz_memfile.h"
 #include "plugin/check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-static int fd = -1;
-static char path[64];
+static fuzz_memfile_t file;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
     tutti__log_set_level(TUTTI_LOG_OFF);
-    fd = memfd_create("tutti-fuzz-module", 0);
-    if (fd < 0)
-        abort();
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    fuzz_memfile_open(&file, "tutti-fuzz-module");
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char why[512], text[256];
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)
-        abort();
-    if (tutti__elf_check(path, why, sizeof(why)) && size < 64)
+    fuzz_memfile_set(&file, data, size);
+    if (tutti__elf_check(file.path, why, sizeof(why)) && size < 64)
         abort(); /* passed with less than an ELF header */
     size_t n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
     memcpy(text, data, n);

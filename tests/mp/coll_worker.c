@@ -256,19 +256,6 @@ static int named_mode(tutti_context_t *ctx, const char *impl)
     return ok ? 0 : 1;
 }
 
-/* One execution of @p p, waited for. */
-static tutti_status_t once(tutti_group_t *g, const tutti_instance_params_t *p,
-                           const void *send, void *recv)
-{
-    tutti_request_t *r;
-    tutti_status_t st = tutti_execute(g, p, send, recv, &r);
-    if (st == TUTTI_OK) {
-        st = tutti_request_wait(r);
-        tutti_request_free(r);
-    }
-    return st;
-}
-
 /* Task 1's child: kills its stopped parent once every other task touched
  * DIR/done-T, or after 20 s. */
 static void reap_when_done(const char *dir, int tasks)
@@ -316,7 +303,7 @@ static int stall_mode(tutti_context_t *ctx, const char *coll_name,
     for (int r = 0; r < n; r++)
         perm[r] = (r + 1) % n;
     p.permutation = perm;
-    tutti_status_t st = send && recv ? once(g, &p, send, recv)
+    tutti_status_t st = send && recv ? test_exec_wait(g, &p, send, recv)
                                      : TUTTI_ERR_NO_MEMORY;
     if (st != TUTTI_OK) {
         printf("coll_worker: task %d: first %s: %s\n", task, coll_name,
@@ -330,7 +317,7 @@ static int stall_mode(tutti_context_t *ctx, const char *coll_name,
         raise(SIGSTOP);
         return 1; /* never: its child kills it */
     }
-    st = once(g, &p, send, recv);
+    st = test_exec_wait(g, &p, send, recv);
     printf("coll_worker: task %d: stalled: %s: %s\n", task,
            tutti_status_name(st), tutti_last_error());
     fflush(stdout);
