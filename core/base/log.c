@@ -1,5 +1,6 @@
 /* Logging and the per-thread last-error detail. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +14,9 @@
 
 int tutti__log_level = TUTTI_LOG_WARN;
 
-static int log_task = -1;
+/* Set by whichever thread learns the task first (a context, its control
+ * thread); read by every thread that logs. */
+static atomic_int log_task = -1;
 static __thread int thread_rank = -1;
 static __thread char thread_device[32];
 static __thread char last_error[ERROR_DETAIL_MAX];
@@ -37,7 +40,7 @@ void tutti__log_set_level(int level)
 
 void tutti__log_set_task(int task)
 {
-    log_task = task;
+    atomic_store_explicit(&log_task, task, memory_order_relaxed);
 }
 
 void tutti__log_set_thread_member(int rank, const char *device)
@@ -50,15 +53,16 @@ void tutti__log_vwrite(int level, const char *subsys, const char *fmt,
                        va_list ap)
 {
     int saved_errno = errno;
+    int task = atomic_load_explicit(&log_task, memory_order_relaxed);
     char line[1536];
     int n;
 
     if (thread_rank >= 0)
         n = snprintf(line, sizeof(line), "tutti[task %d rank %d %s] %s %s: ",
-                     log_task, thread_rank, thread_device,
+                     task, thread_rank, thread_device,
                      tutti__log_level_name(level), subsys);
     else
-        n = snprintf(line, sizeof(line), "tutti[task %d] %s %s: ", log_task,
+        n = snprintf(line, sizeof(line), "tutti[task %d] %s %s: ", task,
                      tutti__log_level_name(level), subsys);
     if (n < 0 || (size_t)n >= sizeof(line))
         n = 0;
