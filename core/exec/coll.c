@@ -421,3 +421,21 @@ tutti_status_t tutti__coll_layout(const tutti_instance_params_t *p,
     }
     return TUTTI_OK;
 }
+
+tutti_status_t tutti__coll_prepare_pooled(const tutti_instance_params_t *p,
+                                          int rank, int group_size,
+                                          tutti__stage_t **pool,
+                                          tutti__stage_t **taken,
+                                          tutti_alg_exec_t *x)
+{
+    tutti__stage_t *s = *pool;
+    if (s != NULL)
+        *pool = s->next;
+    else if ((s = calloc(1, sizeof(*s))) == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "instance 0x%llx: "
+                            "no memory for a stage buffer",
+                            (unsigned long long)p->instance_key);
+    s->next = NULL;
+    *taken = s;
+    return tutti__coll_prepare(p, rank, group_size, s, x);
+}

@@ -84,6 +84,14 @@ tutti_status_t tutti__coll_layout(const tutti_instance_params_t *p,
                                   int group_size, int in_place,
                                   size_t *in_off, size_t *in, size_t *out_off,
                                   size_t *out);
+/** tutti__coll_prepare with a stage buffer taken from @p pool (a group's
+ *  free list; a new one when it is empty) into @p taken, which the caller
+ *  gives back when the execution ends. */
+tutti_status_t tutti__coll_prepare_pooled(const tutti_instance_params_t *p,
+                                          int rank, int group_size,
+                                          tutti__stage_t **pool,
+                                          tutti__stage_t **taken,
+                                          tutti_alg_exec_t *x);
 /** After success: avg's division (exact where the quotient is
  *  representable), then post_scale, on this member's output. */
 tutti_status_t tutti__coll_postscale(const tutti_instance_params_t *p,

@@ -291,7 +291,9 @@ static tutti_status_t staged_run(tutti_request_t *r)
     x->recvbuf = r->dev_recv ? s->host_out : NULL;
     x->stream = NULL;
     if (r->inst->prepared)
-        st = tutti__request_prepare(r);
+        st = tutti__coll_prepare_pooled(&r->inst->params, r->group->rank,
+                                        r->group->size, &r->group->stages,
+                                        &r->stage, x);
     if (st == TUTTI_OK)
         st = r->inst->impl->impl->ops->run(r->inst->state, x);
     r->phase = PHASE_RUN;

@@ -247,9 +247,6 @@ void tutti__request_order_add(tutti_group_t *g, tutti_request_t *r);
 /** Launches what is ready, highest priority first; returns launches. */
 int tutti__request_launch_ready(tutti_group_t *g);
 
-/** Takes a stage buffer from the group's pool and prepares @p r's input
- *  on the host (tutti__coll_prepare). */
-tutti_status_t tutti__request_prepare(tutti_request_t *r);
 
 /* cuda_exec.c: executions on CUDA groups */
 /** At the instance's first execution: CUDA groups take device memory of

@@ -182,20 +182,6 @@ static void promote_next(tutti__instance_t *inst)
 
 /* A stage buffer from the group's pool for @p r's prepared input; a new
  * one only when every buffer is taken by an execution in flight. */
-static tutti_status_t stage_take(tutti_group_t *g, tutti_request_t *r)
-{
-    tutti__stage_t *s = g->stages;
-    if (s != NULL)
-        g->stages = s->next;
-    else if ((s = calloc(1, sizeof(*s))) == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "group 0x%llx: no "
-                            "memory for a stage buffer",
-                            (unsigned long long)g->key);
-    s->next = NULL;
-    r->stage = s;
-    return TUTTI_OK;
-}
-
 static void stage_give_back(tutti_group_t *g, tutti_request_t *r)
 {
     if (r->stage == NULL)
@@ -261,16 +247,6 @@ void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst)
         tutti__request_list_insert(&g->ready, inst->ready);
 }
 
-tutti_status_t tutti__request_prepare(tutti_request_t *r)
-{
-    tutti_group_t *g = r->group;
-    tutti_status_t st = stage_take(g, r);
-    if (st == TUTTI_OK)
-        st = tutti__coll_prepare(&r->inst->params, g->rank, g->size,
-                                 r->stage, &r->exec);
-    return st;
-}
-
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
@@ -320,7 +296,10 @@ static void request_start(tutti_request_t *r)
     order_remove(g, r);
     if (inst->mode != TUTTI__MODE_HOST)
         st = tutti__cuda_start(r);
-    else if (inst->prepared && (st = tutti__request_prepare(r)) != TUTTI_OK)
+    else if (inst->prepared &&
+             (st = tutti__coll_prepare_pooled(&inst->params, g->rank, g->size,
+                                              &g->stages, &r->stage,
+                                              &r->exec)) != TUTTI_OK)
         ;
     else
         st = ops->run(inst->state, &r->exec);
