@@ -476,3 +476,12 @@ void tutti__config_rule_where(const tutti__rule_t *r, char *buf, size_t len)
     else
         snprintf(buf, len, "%s", file);
 }
+
+/* A module's values own nothing (its rows hold no lists), so its rows,
+ * which go with the module, are not read here. */
+void tutti__cfg_module_free(tutti__module_settings_t *m)
+{
+    free(m->section);
+    free(m->values);
+    free(m->src);
+}

@@ -71,15 +71,6 @@ static tutti_status_t take_pending(tutti__config_t *cfg,
     return TUTTI_OK;
 }
 
-/* A module's values own nothing (its rows hold no lists), so its rows,
- * which go with the module, are not read here. */
-void tutti__cfg_module_free(tutti__module_settings_t *m)
-{
-    free(m->section);
-    free(m->values);
-    free(m->src);
-}
-
 /* Module @p m's values: defaults, the file's, the environment's. */
 static tutti_status_t fill_module(tutti__config_t *cfg,
                                   tutti__module_settings_t *m)
