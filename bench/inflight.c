@@ -146,7 +146,7 @@ int main(int argc, char **argv)
            members);
     printf("%8s %12s %12s\n", "N", "first", "again");
     for (int k = 0; k < num_n; k++)
-        printf("%8ld %12.2f %12.2f\n", n[k], m[0].first_us[k],
+        printf("%8ld %12.3f %12.3f\n", n[k], m[0].first_us[k],
                m[0].again_us[k]);
     return 0;
 }

@@ -35,15 +35,14 @@ typedef struct {
 #define TAG_HAND_IN 0
 #define TAG_HAND_BACK 1000 /* exchanges use 1 + their step */
 
-#define MAX_ACTIONS 40 /* log2 of any group size, plus the two hand-overs */
-
 typedef struct {
     char *scratch; /* the copy of the result an exchange sends */
     const tutti_alg_instance_t *inst;
     size_t bytes;
-    action_t act[MAX_ACTIONS];
     int nact, cur;
     tutti_xfer_t sx, rx;
+    action_t act[]; /* log2 of the group size, plus the two hand-overs;
+                       after the hot fields, which share few lines */
 } rd_state_t;
 _Static_assert(offsetof(rd_state_t, scratch) == 0,
                "tutti_alg_tree_scratch_fini frees the first member");
@@ -85,7 +84,10 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
                                       const void *details, size_t details_len,
                                       void **state_out)
 {
-    rd_state_t *s = calloc(1, sizeof(*s));
+    size_t max_act = 2;
+    for (int q = 1; q < inst->group_size; q <<= 1)
+        max_act++;
+    rd_state_t *s = calloc(1, sizeof(*s) + max_act * sizeof(action_t));
     (void)details;
     (void)details_len;
     if (s == NULL)

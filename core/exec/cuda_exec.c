@@ -168,7 +168,7 @@ void tutti__cuda_issued(tutti_request_t *r)
         r->exec.stream = r->inst->dstage->stream;
     if (st != TUTTI_OK) {
         r->hold_error = st;
-        snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
+        tutti__request_set_error(r, tutti_last_error());
     }
 }
 
@@ -366,7 +366,8 @@ tutti_status_t tutti__cuda_start(tutti_request_t *r)
         return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d",
                                  g->device_index);
     if (r->hold_error != TUTTI_OK)
-        return tutti__error(r->hold_error, "exec", "%s", r->error);
+        return tutti__error(r->hold_error, "exec", "%s",
+                            tutti__request_error(r));
     r->dev_send = r->exec.sendbuf;
     r->dev_recv = r->exec.recvbuf;
     r->exec.stream = r->stream;
@@ -392,7 +393,8 @@ tutti_status_t tutti__cuda_progress(tutti_request_t *r)
     const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
     tutti_status_t st;
     if (r->hold_error != TUTTI_OK)
-        return tutti__error(r->hold_error, "exec", "%s", r->error);
+        return tutti__error(r->hold_error, "exec", "%s",
+                            tutti__request_error(r));
     switch (r->phase) {
     case PHASE_POST:
         return dev_poll(r);

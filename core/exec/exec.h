@@ -64,63 +64,64 @@ typedef struct {
 } tutti__group_state_t;
 
 struct tutti_request {
+    /* What every execution writes or reads, packed into the first lines
+     * (with 10,000 in flight they come from the last-level cache): */
     uint32_t state;                 /* TUTTI__HANDLE_*: checked first */
-    tutti_group_t *group;
-    tutti__instance_t *inst;
-    tutti_alg_exec_t exec;
-    tutti__exec_link_t link;        /* exec.core_private points here */
     tutti_status_t status;          /* INPROGRESS until complete */
     int priority;
-    double timeout;                 /* seconds without progress allowed */
-    uint64_t launch_order;          /* 0 until launched */
-    uint64_t wait_for[TUTTI_MAX_WAIT_FOR];
-    size_t num_wait_for;
-    tutti_request_cb_t cb;
-    void *cb_arg;
+    int listed;                     /* on the ready or active list */
+    int in_order;                   /* on the issue-order list */
+    int phase;                      /* where a CUDA execution stands */
+    tutti_group_t *group;
+    tutti__instance_t *inst;
     struct tutti_request *next;     /* ready, active, queued or free list */
     struct tutti_request *prev;     /* ready and active lists */
-    struct tutti_request *all_next; /* every request of the group, or the
-                                       pool of shells */
-    int listed;                     /* on the ready or active list */
-    char error[512];                /* detail of a failed execution */
-    uint64_t flight_seq;            /* its flight recorder entry */
-    tutti__stage_t *stage;          /* taken from the group's pool, or NULL */
-    /* CUDA groups (cuda_exec.c): */
-    void *stream;                   /* the caller's cudaStream_t */
-    const void *dev_send;           /* the caller's buffers (staged path) */
-    void *dev_recv;
-    int phase;                      /* where the execution stands */
-    void *ev_issue;                 /* a hold's event (made on first use) */
-    uint32_t gate_seq;              /* the hold's gate number, or 0 */
-    tutti_status_t hold_error;      /* the hold after launch failed */
     struct tutti_request *order_next; /* the group's issue-order list */
     struct tutti_request *order_prev;
-    int in_order;                   /* on that list */
+    uint64_t launch_order;          /* 0 until launched */
+    uint64_t flight_seq;            /* its flight recorder entry */
+    double timeout;                 /* seconds without progress allowed */
+    size_t num_wait_for;            /* wait_for's, at the end */
+    tutti_request_cb_t cb;
+    void *cb_arg;
+    tutti__stage_t *stage;          /* taken from the group's pool, or NULL */
+    void *stream;                   /* CUDA: the caller's cudaStream_t */
+    char *error;                    /* detail of a failed execution: made
+                                       at the shell's first failure, kept
+                                       (tutti__request_set_error) */
+    tutti__exec_link_t link;        /* exec.core_private points here */
+    tutti_alg_exec_t exec;
+    /* Less often: */
+    struct tutti_request *all_next; /* every request of the group, or the
+                                       pool of shells */
     size_t *recv_counts;            /* group_size, after pending_from */
     uint16_t *pending_from;         /* receives outstanding, per rank (one
                                        allocation with recv_counts, freed
                                        when the group is left) */
+    /* CUDA groups (cuda_exec.c): */
+    const void *dev_send;           /* the caller's buffers (staged path) */
+    void *dev_recv;
+    void *ev_issue;                 /* a hold's event (made on first use) */
+    uint32_t gate_seq;              /* the hold's gate number, or 0 */
+    tutti_status_t hold_error;      /* the hold after launch failed */
+    uint64_t wait_for[TUTTI_MAX_WAIT_FOR];
 };
 
 struct tutti__instance {
-    tutti_instance_params_t params;  /* as first executed */
-    char algorithm[TUTTI_NAME_MAX];  /* chosen implementation */
-    char asked[TUTTI_NAME_MAX];      /* the name the first call gave, if any
-                                        (perhaps a former name, an alias) */
-    const tutti__impl_entry_t *impl;
-    tutti_alg_instance_t alg;
-    void *state;
-    uint64_t next_step;
+    /* What every execution reads or writes, first (with 10,000 in flight
+     * they come from the last-level cache): */
+    tutti__instance_t *next;         /* hash chain */
+    uint64_t key;                    /* params.instance_key, beside next */
     tutti_request_t *running;        /* execution in flight */
     tutti_request_t *ready;          /* next one, in the group's ready list */
     tutti_request_t *queue_head, *queue_tail; /* behind those two */
+    const tutti__impl_entry_t *impl;
+    void *state;
+    uint64_t next_step;
     uint64_t launched_through;       /* highest step launched + 1 */
-    tutti__instance_t *next;         /* hash chain */
-    int resolved;                    /* the coordinator decided */
-    double timeout_asked;            /* when we told it we gave up */
-    tutti_status_t failed;           /* resolution refused it: why */
-    char failure[512];
     int *permutation;                /* permute: group_size entries */
+    int resolved;                    /* the coordinator decided */
+    tutti_status_t failed;           /* resolution refused it: why */
     /* Facts of the instance, found once at its first execution: */
     int per_rank;                    /* counts given per execution */
     int prepared;                    /* the core may stage or scale input */
@@ -128,11 +129,19 @@ struct tutti__instance {
     /* How it runs (cuda_exec.c): */
     int mode;                        /* TUTTI__MODE_* */
     int ordered;                     /* launches in issue order */
+    tutti_instance_params_t params;  /* as first executed */
+    tutti_alg_instance_t alg;
+    /* Less often: */
+    double timeout_asked;            /* when we told it we gave up */
+    char *failure;                   /* failed's detail (malloc'd), or NULL */
     tutti__dstage_t *dstage;         /* CUDA: its stream and gate word;
                                         staged: buffers, events */
     void *dev_stage;                 /* device: pre-scaled input */
     size_t dev_stage_len;
     void *dev_done;                  /* device: event after post-scaling */
+    char algorithm[TUTTI_NAME_MAX];  /* chosen implementation */
+    char asked[TUTTI_NAME_MAX];      /* the name the first call gave, if any
+                                        (perhaps a former name, an alias) */
 };
 
 /* tutti__instance_t.mode. */
@@ -146,9 +155,13 @@ enum {
 
 /* A priority list of requests: highest first, in issue order within a
  * priority; doubly linked with a tail, so that the usual insertion (a
- * priority no higher than the last's) and any removal cost O(1). */
+ * priority no higher than the last's) and any removal cost O(1).  The
+ * progress pass walks the active list from a cursor (progress.c): a
+ * removal moves the cursor on when it removes the request under it. */
 typedef struct {
     tutti_request_t *head, *tail;
+    tutti_request_t *cursor;          /* next to visit, or NULL: the head */
+    size_t count;
 } tutti__req_list_t;
 
 struct tutti_group {
@@ -239,6 +252,11 @@ void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst);
 /** Every request of @p g goes back to the process's pool, marked left
  *  (tutti_group_leave). */
 void tutti__request_release_all(tutti_group_t *g);
+/** Keeps @p text as @p r's failure detail (a failure is the only time a
+ *  request allocates: its buffer stays with it for later ones). */
+void tutti__request_set_error(tutti_request_t *r, const char *text);
+/** @p r's failure detail, or "". */
+const char *tutti__request_error(const tutti_request_t *r);
 /** Ends @p r with @p st: post-scale, callback, and the next execution of
  *  its instance moves up. */
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st);
@@ -287,8 +305,11 @@ tutti_status_t tutti__execute(tutti_group_t *g,
                               tutti_request_t **request_out);
 
 /* progress.c */
-/** One pass of the progress engine; returns how much moved. */
-int tutti__group_progress(tutti_group_t *g);
+/** One pass of the progress engine; returns how much moved.  It advances
+ *  @p focus (the request its caller waits for or tests, or NULL) and a
+ *  bounded share of the other executions in flight (all of them with
+ *  @p full), so its cost does not grow with the number in flight. */
+int tutti__group_progress(tutti_group_t *g, tutti_request_t *focus, int full);
 /** Abort, or a member's task gone: fails the group once, naming why. */
 void tutti__group_check_health(tutti_group_t *g);
 /** Makes a failed request's detail the thread's last error; its status. */

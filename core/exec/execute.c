@@ -75,7 +75,10 @@ tutti_status_t tutti__execute(tutti_group_t *g,
             (st = tutti__instance_new(g, params, &inst)) != TUTTI_OK)
             return st;
     } else if (inst->failed != TUTTI_OK) {
-        return tutti__error(inst->failed, "exec", "%s", inst->failure);
+        return tutti__error(inst->failed, "exec", "%s",
+                            inst->failure ? inst->failure
+                                          : "(refused; the detail was lost: "
+                                            "no memory to keep it)");
     } else if ((st = tutti__instance_check_same(g, inst, params)) != TUTTI_OK ||
                (st = tutti__coll_check_exec(params, g->rank, g->size,
                                             sendbuf, recvbuf, &bytes)) !=
@@ -178,6 +181,8 @@ void tutti_request_free(tutti_request_t *r)
     }
     tutti_group_t *g = r->group;
     r->state = TUTTI__HANDLE_FREE;
+    /* Last in, first out: the shell taken next is the one most likely
+     * still in the cache. */
     r->next = g->free_list;
     g->free_list = r;
 }

@@ -31,7 +31,7 @@ tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n)
     for (size_t b = 0; b < g->num_buckets; b++) {
         while (g->instances[b] != NULL) {
             tutti__instance_t *i = g->instances[b];
-            size_t nb = bucket_of(i->params.instance_key, n);
+            size_t nb = bucket_of(i->key, n);
             g->instances[b] = i->next;
             i->next = t[nb];
             t[nb] = i;
@@ -47,7 +47,7 @@ tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key)
 {
     for (tutti__instance_t *i = g->instances[bucket_of(key, g->num_buckets)];
          i; i = i->next) {
-        if (i->params.instance_key == key)
+        if (i->key == key)
             return i;
     }
     return NULL;
@@ -153,6 +153,7 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
         return st;
     }
     inst->params = *p;
+    inst->key = p->instance_key;
     inst->params.size = sizeof(inst->params);
     inst->params.algorithm = NULL;
     inst->params.permutation = NULL;
@@ -263,5 +264,6 @@ void tutti__instance_free(tutti__instance_t *inst)
         ops->fini_context(inst->state);
     tutti__cuda_inst_free(inst);
     free(inst->permutation);
+    free(inst->failure);
     free(inst);
 }

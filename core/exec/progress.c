@@ -89,7 +89,8 @@ static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
         return;
     }
     inst->failed = st;
-    snprintf(inst->failure, sizeof(inst->failure), "%s", tutti_last_error());
+    free(inst->failure);
+    inst->failure = strdup(tutti_last_error());
     tutti_request_t *r = inst->ready;
     if (r != NULL) {
         tutti__request_list_remove(&g->ready, r);
@@ -167,8 +168,49 @@ void tutti__group_check_health(tutti_group_t *g)
     }
 }
 
-/* One pass of the progress engine; returns how much moved. */
-int tutti__group_progress(tutti_group_t *g)
+/* Executions a pass advances besides its caller's: every one while no
+ * more are in flight, else this many, from where the last pass stopped.
+ * A pass then costs the same at 10 or 10,000 in flight, and each
+ * execution is still advanced at least every (in flight / SWEEP) passes;
+ * one its caller waits for is advanced on every pass. */
+#define SWEEP 8
+
+/* Advances @p r, launched; returns 1 if it ended. */
+static int advance(tutti_group_t *g, tutti_request_t *r)
+{
+    const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
+    tutti_status_t st = r->inst->mode == TUTTI__MODE_HOST
+                            ? ops->progress(r->inst->state, &r->exec)
+                            : tutti__cuda_progress(r);
+    if (st == TUTTI_INPROGRESS)
+        return 0;
+    tutti__request_list_remove(&g->active, r);
+    tutti__request_complete(r, st);
+    return 1;
+}
+
+/* Advances up to SWEEP executions of the active list (all with @p full),
+ * from the head when they all fit, else from the cursor, round the list.
+ * A completion's callback may issue or end others: the cursor stays on
+ * the list (removal moves it on), and the visits are counted up front. */
+static int sweep(tutti_group_t *g, int full)
+{
+    tutti__req_list_t *l = &g->active;
+    size_t visits = l->count;
+    int moved = 0;
+    if (!full && visits > SWEEP)
+        visits = SWEEP;
+    else
+        l->cursor = NULL;
+    while (visits-- > 0 && l->head != NULL) {
+        tutti_request_t *r = l->cursor ? l->cursor : l->head;
+        l->cursor = r->next;
+        moved += advance(g, r);
+    }
+    return moved;
+}
+
+int tutti__group_progress(tutti_group_t *g, tutti_request_t *focus, int full)
 {
     int moved = 0;
     if (atomic_load_explicit(&g->job->health_epoch, memory_order_relaxed) !=
@@ -187,21 +229,11 @@ int tutti__group_progress(tutti_group_t *g)
         int n = g->peers.tp->progress(g->peers.ep);
         moved += n > 0 ? n : 0;
     }
-    tutti_request_t *r = g->active.head;
-    while (r != NULL) {
-        tutti_request_t *next = r->next;
-        const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
-        tutti_status_t st = r->inst->mode == TUTTI__MODE_HOST
-                                ? ops->progress(r->inst->state, &r->exec)
-                                : tutti__cuda_progress(r);
-        if (st != TUTTI_INPROGRESS) {
-            tutti__request_list_remove(&g->active, r);
-            tutti__request_complete(r, st);
-            moved++;
-            next = g->active.head; /* completion may have changed the list */
-        }
-        r = next;
-    }
+    /* Launched and listed: on the active list. */
+    if (focus != NULL && focus->launch_order != 0 && focus->listed &&
+        focus->status == TUTTI_INPROGRESS)
+        moved += advance(g, focus);
+    moved += sweep(g, full);
     if (moved && g->ready.head != NULL)
         moved += tutti__request_launch_ready(g);
     return moved;
@@ -211,7 +243,7 @@ int tutti__group_progress(tutti_group_t *g)
 tutti_status_t tutti__request_status(const tutti_request_t *r)
 {
     if (r->status != TUTTI_OK && r->status != TUTTI_INPROGRESS)
-        tutti__error_quiet(r->status, "%s", r->error);
+        tutti__error_quiet(r->status, "%s", tutti__request_error(r));
     return r->status;
 }
 
@@ -221,7 +253,7 @@ tutti_status_t tutti_request_test(tutti_request_t *r)
     if (st != TUTTI_OK)
         return st;
     if (r->status == TUTTI_INPROGRESS)
-        tutti__group_progress(r->group);
+        tutti__group_progress(r->group, r, 0);
     return tutti__request_status(r);
 }
 
@@ -335,7 +367,7 @@ static void wait_step(tutti_request_t *r, wait_state_t *w)
     tutti_group_t *g = r->group;
     if (r->launch_order == 0 && !r->inst->resolved)
         tutti__job_poll(g->job); /* its answer may be on the way */
-    if (tutti__group_progress(g) > 0) {
+    if (tutti__group_progress(g, r, 0) > 0) {
         w->idle = 0;
         return;
     }
@@ -351,8 +383,13 @@ static void wait_step(tutti_request_t *r, wait_state_t *w)
     if (w->idle == g->spin_limit)
         w->idle_since = tutti__now();
     else if ((w->idle & 255) == 0 &&
-             tutti__now() - w->idle_since > r->timeout)
-        request_time_out(r, tutti__now() - w->idle_since);
+             tutti__now() - w->idle_since > r->timeout) {
+        /* Before failing anything, a pass over every execution. */
+        if (tutti__group_progress(g, r, 1) > 0)
+            w->idle = 0;
+        else
+            request_time_out(r, tutti__now() - w->idle_since);
+    }
 }
 
 tutti_status_t tutti_request_wait(tutti_request_t *r)

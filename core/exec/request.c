@@ -81,7 +81,8 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->next = NULL;
     r->prev = NULL;
     r->listed = 0;
-    r->error[0] = '\0';
+    if (r->error != NULL)
+        r->error[0] = '\0';
     return r;
 }
 
@@ -143,12 +144,16 @@ void tutti__request_list_insert(tutti__req_list_t *l, tutti_request_t *r)
     else
         l->head = r;
     r->listed = 1;
+    l->count++;
 }
 
 void tutti__request_list_remove(tutti__req_list_t *l, tutti_request_t *r)
 {
     if (!r->listed)
         return;
+    if (l->cursor == r)
+        l->cursor = r->next;
+    l->count--;
     if (r->prev)
         r->prev->next = r->next;
     else
@@ -247,6 +252,25 @@ void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst)
         tutti__request_list_insert(&g->ready, inst->ready);
 }
 
+#define REQUEST_ERROR_MAX 512
+
+void tutti__request_set_error(tutti_request_t *r, const char *text)
+{
+    if (r->error == NULL)
+        r->error = malloc(REQUEST_ERROR_MAX);
+    if (r->error != NULL)
+        snprintf(r->error, REQUEST_ERROR_MAX, "%s", text);
+}
+
+const char *tutti__request_error(const tutti_request_t *r)
+{
+    if (r->error == NULL)
+        return r->status == TUTTI_OK || r->status == TUTTI_INPROGRESS
+                   ? ""
+                   : "(the failure's detail was lost: no memory to keep it)";
+    return r->error;
+}
+
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
@@ -260,7 +284,7 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
     order_remove(g, r);
     stage_give_back(g, r);
     if (st != TUTTI_OK) {
-        snprintf(r->error, sizeof(r->error), "%s", tutti_last_error());
+        tutti__request_set_error(r, tutti_last_error());
         /* Transfers of a failed execution may still be queued: the group
          * cannot be trusted with another one.  (One that never launched
          * posted nothing, and a too-small buffer is found before data
@@ -268,8 +292,9 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
         if (g->failed == TUTTI_OK && r->launch_order != 0 &&
             st != TUTTI_ERR_TOO_SMALL) {
             g->failed = st;
-            snprintf(g->failure, sizeof(g->failure), "%s", r->error);
-            tutti__group_abort_modules(g, r->error);
+            snprintf(g->failure, sizeof(g->failure), "%s",
+                     tutti__request_error(r));
+            tutti__group_abort_modules(g, tutti__request_error(r));
         }
     }
     r->status = st;
