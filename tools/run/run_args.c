@@ -68,6 +68,7 @@ static const char usage_text[] =
     "  TUTTI_JOB_ID      the job id\n"
     "  TUTTI_JOB_SECRET  a random secret made for this job (the tcp\n"
     "                    transport refuses connections without it)\n"
+    "  TUTTI_BIND        core or none: whether --bind-to pinned the rank\n"
     "\n"
     "When a rank exits with a non-zero status or is killed by a signal, the\n"
     "other ranks get SIGTERM and, 2 seconds later, SIGKILL.  SIGINT, SIGTERM,\n"
