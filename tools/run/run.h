@@ -19,12 +19,21 @@
 #define EXIT_LAUNCHER 125     /* tutti-run itself failed: usage, fork, ... */
 #define EXIT_EXEC 127
 
+enum bind_to {
+    BIND_DEFAULT,             /* not given: core when every rank gets a CPU
+                                 of its own, else none (bind_init) */
+    BIND_CORE,                /* rank i on the i-th CPU tutti-run may use */
+    BIND_NONE,
+};
+
 struct options {
     int np;
     double timeout;           /* seconds; 0: none */
     double grace;             /* after a failure, seconds the others get to
                                  exit by themselves; 0: stop them at once */
     bool tag_output;
+    enum bind_to bind_to;
+    bool report_bindings;
     char job_id[MAX_JOB_ID + 1];
     char secret[33];          /* TUTTI_JOB_SECRET: 128 random bits, hex */
     char **argv;              /* PROGRAM and its arguments */
@@ -85,6 +94,21 @@ struct job {
 int parse_args(int argc, char **argv, struct options *opt);
 /* Returns an errno value when PROGRAM certainly cannot be executed, else 0. */
 int check_program(const char *prog);
+
+/* ---- run_bind.c ------------------------------------------------------- */
+
+/* Reads the CPUs tutti-run may run on and settles opt->bind_to.  Returns
+ * -1 to go on, or EXIT_LAUNCHER after saying why on stderr (--bind-to core
+ * with more ranks than CPUs). */
+int bind_init(struct options *opt);
+/* --report-bindings: one line per rank on stderr. */
+void bind_report(const struct options *opt);
+/* In the forked child of rank @rank: sets TUTTI_BIND and, with core
+ * binding, pins the process to its CPU.  Returns 0, or -1 after saying why
+ * on stderr. */
+int bind_rank(const struct options *opt, int rank);
+/* Frees what bind_init read. */
+void bind_fini(void);
 
 /* ---- run_output.c ----------------------------------------------------- */
 

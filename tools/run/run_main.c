@@ -13,7 +13,8 @@
  * the processes it left behind can be killed safely.
  *
  * This file holds the job's main loop and main; run_args.c reads the
- * command line, run_spawn.c starts the ranks, run_output.c forwards their
+ * command line, run_bind.c pins the ranks to CPUs (--bind-to),
+ * run_spawn.c starts the ranks, run_output.c forwards their
  * tagged output, run_signals.c routes signals into the self-pipe and
  * run_clean.c removes the tcp transport's rendezvous file.
  * run.h holds what they share.
@@ -398,10 +399,16 @@ int main(int argc, char **argv)
     rc = parse_args(argc, argv, &opt);
     if (rc >= 0)
         return rc;
+    rc = bind_init(&opt);
+    if (rc >= 0) {
+        bind_fini();
+        return rc;
+    }
     err = check_program(opt.argv[0]);
     if (err != 0) {
         fprintf(stderr, "tutti-run: cannot execute '%s': %s\n", opt.argv[0],
                 strerror(err));
+        bind_fini();
         return EXIT_EXEC;
     }
 
@@ -433,6 +440,8 @@ int main(int argc, char **argv)
     if (clean_start(opt.job_id) != 0)
         fprintf(stderr, "tutti-run: warning: no watcher for the job's "
                 "rendezvous file: %s\n", strerror(errno));
+    if (opt.report_bindings)
+        bind_report(&opt);
     start_ranks(&job);
     run_job(&job);
     reap_strays();
@@ -451,6 +460,7 @@ out_free:
 out_spawn_fini:
     spawn_fini();
 out:
+    bind_fini();
     /* no core dump for SIGQUIT: exit 131 */
     if (job.caught_signal != 0 && job.caught_signal != SIGQUIT)
         die_of_signal(job.caught_signal);

@@ -1,7 +1,8 @@
 /*
  * Starting tutti-run's ranks: fork one process per rank, each in its own
- * process group, with its rank in the environment and, with --tag-output,
- * its stdout and stderr on pipes to tutti-run; then exec PROGRAM.
+ * process group, with its rank in the environment, pinned to its CPU with
+ * --bind-to core and, with --tag-output, its stdout and stderr on pipes to
+ * tutti-run; then exec PROGRAM.
  */
 #define _GNU_SOURCE /* pipe2 */
 
@@ -65,6 +66,8 @@ exec_rank(const struct options *opt, int rank, int out_w, int err_w)
     set_env_int("TUTTI_LOCAL_SIZE", opt->np);
     setenv("TUTTI_JOB_ID", opt->job_id, 1);
     setenv("TUTTI_JOB_SECRET", opt->secret, 1);
+    if (bind_rank(opt, rank) != 0)
+        _exit(EXIT_LAUNCHER);
 
     execvp(opt->argv[0], opt->argv);
     fprintf(stderr, "tutti-run: cannot execute '%s': %s\n", opt->argv[0],
