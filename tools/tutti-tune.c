@@ -52,7 +52,8 @@ static void usage(FILE *out)
         "collective ran, and checked by loading it back) holds one rule\n"
         "per size range with the medians it rests on in comments.\n"
         "Exit status: 0; 1 if a collective had no implementation that ran\n"
-        "or the file cannot be written; 2 on bad options.\n");
+        "or the file cannot be written; 2 on bad options or tools not\n"
+        "found.\n");
 }
 
 /* The default collectives, in the order the file lists them. */
