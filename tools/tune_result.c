@@ -80,8 +80,9 @@ void tune_decide(tune_coll_t *c)
                 continue;
             memcpy(v, sample_at(c, k, i), (size_t)n * sizeof(double));
             qsort(v, (size_t)n, sizeof(double), cmp_double);
-            c->median[k][i] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-            if (c->winner[i] < 0 || c->median[k][i] < c->median[c->winner[i]][i])
+            double m = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+            c->median[k][i] = m;
+            if (c->winner[i] < 0 || m < c->median[c->winner[i]][i])
                 c->winner[i] = k;
         }
     }
