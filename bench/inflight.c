@@ -4,9 +4,11 @@
  * one-float allreduce each) issued, then waited for, then freed.  The
  * first round resolves the instances; later rounds reuse them.  Prints,
  * for each N, the mean cost per execution of the first round and of the
- * later ones (the member of rank 0's clock).
+ * later ones (the member of rank 0's clock).  Under tutti-run (TUTTI_SIZE
+ * set) each process is one member of a group of them all instead.
  *
  *   bench/tutti-inflight [members (1 or 2)] [rounds] [N...]
+ *   tutti-run -n P bench/tutti-inflight 1 [rounds] [N...]
  *   (default: 2 members, 5 rounds, N = 10 250 4000 10000)
  */
 #include <pthread.h>
@@ -117,10 +119,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [members 1|2] [rounds] [N...]\n", argv[0]);
         return 2;
     }
+    /* Under tutti-run: one member per process, the job's size. */
+    const char *job_size = getenv("TUTTI_SIZE");
+    const char *job_rank = getenv("TUTTI_RANK");
+    int procs = job_size ? atoi(job_size) : 0;
     tutti_context_params_t cp;
     tutti_context_params_init(&cp);
-    cp.task = 0;
-    cp.num_tasks = 1;
+    if (procs > 0) {
+        members = 1;
+    } else {
+        cp.task = 0;
+        cp.num_tasks = 1;
+    }
     tutti_context_t *ctx;
     if (tutti_context_create(&cp, &ctx) != TUTTI_OK) {
         fprintf(stderr, "inflight: %s\n", tutti_last_error());
@@ -129,7 +139,8 @@ int main(int argc, char **argv)
     member_t m[2];
     pthread_t th[2];
     for (int i = 0; i < members; i++) {
-        m[i] = (member_t){.ctx = ctx, .index = i, .members = members,
+        m[i] = (member_t){.ctx = ctx, .index = i,
+                          .members = procs > 0 ? procs : members,
                           .rounds = rounds, .num_n = num_n, .n = n};
         if (pthread_create(&th[i], NULL, member_main, &m[i]) != 0)
             return 1;
@@ -142,8 +153,14 @@ int main(int argc, char **argv)
     tutti_context_destroy(ctx);
     if (failed)
         return 1;
-    printf("%d member(s), one task: mean cost of one execution (us)\n",
-           members);
+    if (procs > 0 && job_rank != NULL && atoi(job_rank) != 0)
+        return 0;
+    if (procs > 0)
+        printf("%d members, one per process: mean cost of one execution "
+               "(us)\n", procs);
+    else
+        printf("%d member(s), one task: mean cost of one execution (us)\n",
+               members);
     printf("%8s %12s %12s\n", "N", "first", "again");
     for (int k = 0; k < num_n; k++)
         printf("%8ld %12.3f %12.3f\n", n[k], m[0].first_us[k],

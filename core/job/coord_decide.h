@@ -44,7 +44,11 @@ typedef struct coord_formed {
 
 struct tutti__coord {
     struct coord_group *groups;
-    coord_inst_t *insts;
+    coord_inst_t **insts;             /* instances being agreed: a hash
+                                         table of chains (next), doubled as
+                                         it fills: a job with thousands
+                                         proposed at once costs O(1) each */
+    size_t inst_buckets, num_insts;
     coord_formed_t *formed;
 };
 

@@ -455,12 +455,61 @@ static void coord_cancel(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     }
 }
 
+static size_t inst_bucket(uint64_t gkey, uint64_t ikey, size_t buckets)
+{
+    uint64_t h = (gkey * 0x9e3779b97f4a7c15ULL) ^ ikey;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return (size_t)(h & (buckets - 1));
+}
+
+/* The link that points at instance (@p gkey, @p ikey) in its chain, or at
+ * the chain's end when it is not there; NULL while there is no table. */
+static coord_inst_t **coord_inst_slot(tutti__coord_t *r, uint64_t gkey,
+                                      uint64_t ikey)
+{
+    if (r->insts == NULL)
+        return NULL;
+    coord_inst_t **pp = &r->insts[inst_bucket(gkey, ikey, r->inst_buckets)];
+    while (*pp && ((*pp)->group_key != gkey || (*pp)->instance_key != ikey))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* Doubles the table (the first: 64 buckets); on no memory the old one
+ * stays, its chains longer. */
+static void coord_inst_grow(tutti__coord_t *r)
+{
+    size_t n = r->inst_buckets ? 2 * r->inst_buckets : 64;
+    coord_inst_t **t = calloc(n, sizeof(*t));
+    if (t == NULL)
+        return;
+    for (size_t b = 0; b < r->inst_buckets; b++) {
+        coord_inst_t *ci = r->insts[b];
+        while (ci) {
+            coord_inst_t *next = ci->next;
+            size_t nb = inst_bucket(ci->group_key, ci->instance_key, n);
+            ci->next = t[nb];
+            t[nb] = ci;
+            ci = next;
+        }
+    }
+    free(r->insts);
+    r->insts = t;
+    r->inst_buckets = n;
+}
+
 static coord_inst_t *coord_inst_get(tutti__coord_t *r, uint64_t gkey,
                                     uint64_t ikey, int size)
 {
-    for (coord_inst_t *ci = r->insts; ci; ci = ci->next)
-        if (ci->group_key == gkey && ci->instance_key == ikey)
-            return ci;
+    coord_inst_t **pp = coord_inst_slot(r, gkey, ikey);
+    if (pp != NULL && *pp != NULL)
+        return *pp;
+    if (r->num_insts >= r->inst_buckets)
+        coord_inst_grow(r);
+    if (r->insts == NULL)
+        return NULL;
     coord_inst_t *ci = calloc(1, sizeof(*ci));
     if (ci == NULL)
         return NULL;
@@ -477,18 +526,20 @@ static coord_inst_t *coord_inst_get(tutti__coord_t *r, uint64_t gkey,
     ci->group_key = gkey;
     ci->instance_key = ikey;
     ci->size = size;
-    ci->next = r->insts;
-    r->insts = ci;
+    size_t b = inst_bucket(gkey, ikey, r->inst_buckets);
+    ci->next = r->insts[b];
+    r->insts[b] = ci;
+    r->num_insts++;
     return ci;
 }
 
 static void coord_inst_free(tutti__coord_t *r, coord_inst_t *ci)
 {
-    coord_inst_t **pp = &r->insts;
-    while (*pp && *pp != ci)
-        pp = &(*pp)->next;
-    if (*pp)
+    coord_inst_t **pp = coord_inst_slot(r, ci->group_key, ci->instance_key);
+    if (pp != NULL && *pp == ci) {
         *pp = ci->next;
+        r->num_insts--;
+    }
     free(ci->by_rank);
     free(ci->task_of_rank);
     free(ci);
@@ -611,10 +662,10 @@ static void coord_inst_timeout(tutti__job_t *job,
     tutti__coord_t *r = job->coord;
     char missing[200] = "", why[512];
     size_t n = 0;
-    for (coord_inst_t *ci = r->insts; ci; ci = ci->next) {
-        if (ci->group_key != msg->group_key ||
-            ci->instance_key != msg->instance_key)
-            continue;
+    coord_inst_t **pp = coord_inst_slot(r, msg->group_key,
+                                         msg->instance_key);
+    coord_inst_t *ci = pp != NULL ? *pp : NULL;
+    if (ci != NULL) {
         for (int k = 0; k < ci->size && n < sizeof(missing) - 12; k++)
             if (ci->task_of_rank[k] < 0)
                 n += (size_t)snprintf(missing + n, sizeof(missing) - n,
@@ -695,8 +746,10 @@ void tutti__coord_fini(tutti__job_t *job)
         return;
     while (r->groups)
         coord_group_free(r, r->groups);
-    while (r->insts)
-        coord_inst_free(r, r->insts);
+    for (size_t b = 0; b < r->inst_buckets; b++)
+        while (r->insts[b])
+            coord_inst_free(r, r->insts[b]);
+    free(r->insts);
     tutti__coord_formed_free_all(r);
     free(r);
     job->coord = NULL;
