@@ -250,12 +250,19 @@ tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
             if (t != c->p.task && (st = post_recv(c, t)) != TUTTI_OK)
                 goto err_free;
         }
+        /* Published before the thread starts: the frames it dispatches
+         * at once (the coordinator's answers) are sent through it, and
+         * were refused ("the control plane is not running") while the
+         * thread ran ahead of this line. */
+        c->running = 1;
+        *ctrl_out = c;
         if (pthread_create(&c->thread, NULL, ctrl_main, c) != 0) {
+            c->running = 0;
+            *ctrl_out = NULL;
             st = tutti__error(TUTTI_ERR_INTERNAL, "ctrl", "cannot start the "
                               "control thread");
             goto err_free;
         }
-        c->running = 1;
     }
     *ctrl_out = c;
     return TUTTI_OK;
