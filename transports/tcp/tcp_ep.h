@@ -134,6 +134,7 @@ typedef struct {
     pthread_mutex_t lock;
     tutti_tp_op_t *sub_h, *sub_t;   /* ops queued by send()/recv() */
     atomic_int queued;              /* sub_h is not empty */
+    _Atomic uint64_t last_poll_ns;  /* tcp_now_ns() of the last progress() */
     conn_t *new_out;                /* sockets connect() opened */
     atomic_uint completed;
     unsigned reported_completed;
@@ -247,6 +248,9 @@ tutti_status_t tcp_thread_start(tcp_ep_t *ep, const tutti_tp_group_t *g);
 /** Posts the ops send()/recv() queued while another held the I/O lock;
  *  the caller holds it. */
 void tcp_take_ops(tcp_ep_t *ep);
+
+/** CLOCK_MONOTONIC in nanoseconds. */
+uint64_t tcp_now_ns(void);
 
 /** Moves what the data sockets have ready (epoll_wait with no wait), as
  *  the thread does; the caller holds the I/O lock. */

@@ -121,7 +121,10 @@ static int tcp_progress(tutti_tp_ep_t *tep)
     unsigned now;
     int n;
 
-    /* Held by the thread or another caller: they move the bytes. */
+    /* Tells the thread a member polls (it then leaves the data sockets to
+     * it).  Held by the thread or another caller: they move the bytes. */
+    atomic_store_explicit(&ep->last_poll_ns, tcp_now_ns(),
+                          memory_order_relaxed);
     if (pthread_mutex_trylock(&ep->io) == 0) {
         if (atomic_load_explicit(&ep->queued, memory_order_relaxed))
             tcp_take_ops(ep);
