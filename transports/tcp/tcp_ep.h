@@ -24,6 +24,7 @@
 #define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
 #define MSG_MAX (UINT64_C(1) << 40)
 #define FRAME_SUM 1u                /* sum holds the body's checksum */
+#define INBUF 4096                  /* reads of less go through conn.in */
 
 /** The header of every frame on a data socket; its bytes follow. */
 typedef struct {
@@ -81,6 +82,12 @@ typedef struct conn {
     size_t ssent;
     int shdr_ready, writable;
     /* receiving */
+    char in[INBUF];                 /* read ahead: a small frame's header
+                                       and body in one recv() */
+    size_t in_at, in_len;           /* its unread bytes */
+    int drained;                    /* a recv() came back short: the socket
+                                       was empty; read it again after its
+                                       next event only */
     frame_t rhdr;
     tutti__csum_t rsum;             /* verify: of the body read so far */
     size_t rgot;

@@ -107,8 +107,10 @@ void tcp_poll_data(tcp_ep_t *ep)
         for (int i = 0; i < n; i++) {
             conn_t *c = evs[i].data.ptr;
             uint32_t e = evs[i].events;
-            if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+            if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
+                c->drained = 0; /* new bytes, or the end */
                 tcp_do_recv(ep, c);
+            }
             if ((e & EPOLLOUT) && c->fd >= 0) {
                 c->writable = 1;
                 tcp_do_send(ep, c);

@@ -58,6 +58,41 @@ static void truncated(tcp_ep_t *ep, tutti_tp_op_t *op, uint64_t msg_len)
 static int match_fragment(tcp_ep_t *ep, conn_t *c);
 static void fragment_done(tcp_ep_t *ep, conn_t *c);
 
+/* Up to @p want bytes of @p c's stream into @p dst, as recv() returns
+ * them.  Small reads go through c->in, so that a small frame's header and
+ * body come in one system call; a short read means the socket was empty
+ * (TCP returns less only then), so the next read waits for the socket's
+ * next event (tcp_poll_data clears c->drained) rather than calling recv()
+ * only to learn EAGAIN. */
+static ssize_t conn_read(conn_t *c, void *dst, size_t want)
+{
+    ssize_t n;
+    if (c->in_at < c->in_len) {
+        size_t k = c->in_len - c->in_at;
+        if (k > want)
+            k = want;
+        memcpy(dst, c->in + c->in_at, k);
+        c->in_at += k;
+        return (ssize_t)k;
+    }
+    if (c->drained) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (want >= INBUF) {
+        n = recv(c->fd, dst, want, 0);
+        c->drained = n > 0 && (size_t)n < want;
+        return n;
+    }
+    n = recv(c->fd, c->in, INBUF, 0);
+    if (n <= 0)
+        return n;
+    c->drained = n < INBUF;
+    c->in_at = 0;
+    c->in_len = (size_t)n;
+    return conn_read(c, dst, want);
+}
+
 /* A receive was posted: place the headers that waited for one, and read
  * on. */
 static void resume_held(tcp_ep_t *ep, peer_t *p)
@@ -316,7 +351,7 @@ static ssize_t read_body(tcp_ep_t *ep, conn_t *c)
         if (want > left)
             want = (size_t)left;
     }
-    ssize_t n = recv(c->fd, dst, want, 0);
+    ssize_t n = conn_read(c, dst, want);
     if (n <= 0)
         return n;
     if (ep->check)
@@ -339,8 +374,8 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
     while (c->fd >= 0 && !c->held) {
         ssize_t n;
         if (!c->in_body) {
-            n = recv(c->fd, (char *)&c->rhdr + c->rgot,
-                     sizeof(frame_t) - c->rgot, 0);
+            n = conn_read(c, (char *)&c->rhdr + c->rgot,
+                          sizeof(frame_t) - c->rgot);
             if (n > 0) {
                 c->rgot += (size_t)n;
                 if (c->rgot < sizeof(frame_t))
