@@ -143,7 +143,8 @@ typedef struct {
     atomic_int queued;              /* sub_h is not empty */
     _Atomic uint64_t last_poll_ns;  /* tcp_now_ns() of the last progress() */
     conn_t *new_out;                /* sockets connect() opened */
-    atomic_uint completed;
+    atomic_uint submitted;          /* ops send()/recv() took */
+    atomic_uint completed;          /* ...and of those, ops completed */
     unsigned reported_completed;
     tutti_status_t setup_err;       /* under lock */
     char err_text[512];             /* under lock: for progress() */

@@ -86,6 +86,7 @@ static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
     op->done = 0;
     op->status = TUTTI_INPROGRESS;
     op->next = NULL;
+    atomic_fetch_add_explicit(&ep->submitted, 1, memory_order_relaxed);
     if (pthread_mutex_trylock(&ep->io) == 0) {
         /* Ops queued before this one go first, in their order. */
         if (atomic_load_explicit(&ep->queued, memory_order_relaxed))
@@ -121,15 +122,22 @@ static int tcp_progress(tutti_tp_ep_t *tep)
     unsigned now;
     int n;
 
-    /* Tells the thread a member polls (it then leaves the data sockets to
-     * it).  Held by the thread or another caller: they move the bytes. */
-    atomic_store_explicit(&ep->last_poll_ns, tcp_now_ns(),
-                          memory_order_relaxed);
-    if (pthread_mutex_trylock(&ep->io) == 0) {
-        if (atomic_load_explicit(&ep->queued, memory_order_relaxed))
-            tcp_take_ops(ep);
-        tcp_poll_data(ep);
-        pthread_mutex_unlock(&ep->io);
+    /* With no op in flight there is nothing to move here (a message that
+     * comes first waits for its receive), and no system call is made: a
+     * group whose other peers are on shm polls this endpoint on every
+     * pass.  Otherwise this tells the thread a member polls (it then
+     * leaves the data sockets to it); where the thread or another caller
+     * holds the lock, they move the bytes. */
+    if (atomic_load_explicit(&ep->submitted, memory_order_relaxed) !=
+            atomic_load_explicit(&ep->completed, memory_order_relaxed)) {
+        atomic_store_explicit(&ep->last_poll_ns, tcp_now_ns(),
+                              memory_order_relaxed);
+        if (pthread_mutex_trylock(&ep->io) == 0) {
+            if (atomic_load_explicit(&ep->queued, memory_order_relaxed))
+                tcp_take_ops(ep);
+            tcp_poll_data(ep);
+            pthread_mutex_unlock(&ep->io);
+        }
     }
     now = atomic_load_explicit(&ep->completed, memory_order_acquire);
     n = (int)(now - ep->reported_completed);
