@@ -1,7 +1,8 @@
 /*
  * tcp transport: completing and failing operations.  Whoever holds the
- * endpoint's I/O lock completes an op by storing its status (release); failing a peer closes its
- * sockets and ends each of its operations once.
+ * endpoint's I/O lock completes an op by storing its status (release);
+ * failing a peer closes its sockets and ends each of its operations
+ * once.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 /*
  * tcp transport module: the endpoint and its data path, as tp_tcp.c and
  * the files of its parts share them (the wire frame, the sockets of a
- * peer, the endpoint whose sockets its I/O lock guards).  tcp_int.h holds what the
- * rendezvous and the handshake share; nothing outside transports/tcp
- * includes this header.
+ * peer, the endpoint whose sockets its I/O lock guards).  tcp_int.h
+ * holds what the rendezvous and the handshake share; nothing outside
+ * transports/tcp includes this header.
  */
 #ifndef TUTTI_TP_TCP_EP_H
 #define TUTTI_TP_TCP_EP_H

@@ -50,8 +50,9 @@
  *
  * Where each part lives: this file is the ops table, the settings' rows,
  * connect (with the test hook's parsing) and disconnect; tcp_progress.c
- * the thread and the polling API calls share with it; tcp_send.c and tcp_recv.c the data path; tcp_complete.c
- * completing operations and failing a peer; tcp_join.c the sockets of
+ * the thread and the polling API calls share with it; tcp_send.c and
+ * tcp_recv.c the data path; tcp_complete.c completing operations and
+ * failing a peer; tcp_join.c the sockets of
  * each pair and their handshake; tcp_rendezvous.c the rendezvous;
  * tcp_net.c the socket, address and secret helpers.  tcp_ep.h holds the
  * endpoint's types, tcp_int.h the settings', the handshake's and the
