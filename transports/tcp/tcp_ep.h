@@ -88,6 +88,9 @@ typedef struct conn {
     int drained;                    /* a recv() came back short: the socket
                                        was empty; read it again after its
                                        next event only */
+    int ended;                      /* an event said the peer closed or
+                                       failed: no event follows, so read
+                                       on until recv() says which */
     frame_t rhdr;
     tutti__csum_t rsum;             /* verify: of the body read so far */
     size_t rgot;

@@ -109,6 +109,7 @@ void tcp_poll_data(tcp_ep_t *ep)
             uint32_t e = evs[i].events;
             if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
                 c->drained = 0; /* new bytes, or the end */
+                c->ended |= (e & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0;
                 tcp_do_recv(ep, c);
             }
             if ((e & EPOLLOUT) && c->fd >= 0) {

@@ -60,10 +60,13 @@ static void fragment_done(tcp_ep_t *ep, conn_t *c);
 
 /* Up to @p want bytes of @p c's stream into @p dst, as recv() returns
  * them.  Small reads go through c->in, so that a small frame's header and
- * body come in one system call; a short read means the socket was empty
- * (TCP returns less only then), so the next read waits for the socket's
- * next event (tcp_poll_data clears c->drained) rather than calling recv()
- * only to learn EAGAIN. */
+ * body come in one system call; a short read means the socket held no
+ * more bytes (TCP returns less only then), and bytes that come later
+ * raise an event, so the next read waits for it (tcp_poll_data clears
+ * c->drained) rather than calling recv() only to learn EAGAIN.  Not so
+ * for the end: a short read may stop at a FIN or an error whose event
+ * was already taken (c->ended), after which recv() must be called to
+ * learn it. */
 static ssize_t conn_read(conn_t *c, void *dst, size_t want)
 {
     ssize_t n;
@@ -81,13 +84,13 @@ static ssize_t conn_read(conn_t *c, void *dst, size_t want)
     }
     if (want >= INBUF) {
         n = recv(c->fd, dst, want, 0);
-        c->drained = n > 0 && (size_t)n < want;
+        c->drained = !c->ended && n > 0 && (size_t)n < want;
         return n;
     }
     n = recv(c->fd, c->in, INBUF, 0);
     if (n <= 0)
         return n;
-    c->drained = n < INBUF;
+    c->drained = !c->ended && n < INBUF;
     c->in_at = 0;
     c->in_len = (size_t)n;
     return conn_read(c, dst, want);
