@@ -143,6 +143,30 @@ static void test_tcp_silent(void **state)
     expect_silent("tcp");
 }
 
+/* Verify on, 32 small allreduces at once, both ways over tcp: several
+ * frames (4 B to past the read-ahead buffer of 4 KiB) back to back on a
+ * socket, some before their receive; every element exact. */
+static void test_tcp_small_inflight_exact(void **state)
+{
+    static const char *const counts[] = {"1", "2", "31", "1000", "1011",
+                                         "1024", "1100"};
+    char out[16384], want[64];
+    (void)state;
+    int rc = run("tcp", "TUTTI_VERIFY=checksum ",
+                 "--inflight 32 1 2 31 1000 1011 1024 1100", out,
+                 sizeof(out));
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, out);
+    for (int r = 0; r < 2; r++) {
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+            snprintf(want, sizeof(want), "rank %d: exact: %s\n", r,
+                     counts[i]);
+            if (strstr(out, want) == NULL)
+                fail_msg("no '%s' in:\n%s", want, out);
+        }
+    }
+}
+
 /* The key from a config file, and tutti-info's listing of it. */
 static void test_config_key(void **state)
 {
@@ -189,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_tcp_exact),
         cmocka_unit_test(test_tcp_caught),
         cmocka_unit_test(test_tcp_silent),
+        cmocka_unit_test(test_tcp_small_inflight_exact),
         cmocka_unit_test(test_config_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

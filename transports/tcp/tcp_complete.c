@@ -1,7 +1,8 @@
 /*
- * tcp transport: completing and failing operations.  The progress thread
- * completes an op by storing its status; failing a peer closes its
- * sockets and ends each of its operations once.
+ * tcp transport: completing and failing operations.  Whoever holds the
+ * endpoint's I/O lock completes an op by storing its status (release);
+ * failing a peer closes its sockets and ends each of its operations
+ * once.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,7 +35,8 @@ void tcp_note_error(tcp_ep_t *ep, tutti_status_t st, const char *text)
 void tcp_conn_close(tcp_ep_t *ep, conn_t *c)
 {
     if (c->fd >= 0) {
-        epoll_ctl(ep->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        epoll_ctl(c->kind == C_DATA ? ep->dsc.fd : ep->epfd, EPOLL_CTL_DEL,
+                  c->fd, NULL);
         close(c->fd);
         c->fd = -1;
     }

@@ -1,9 +1,9 @@
 /*
  * tcp transport module: the endpoint and its data path, as tp_tcp.c and
  * the files of its parts share them (the wire frame, the sockets of a
- * peer, the endpoint its progress thread owns).  tcp_int.h holds what the
- * rendezvous and the handshake share; nothing outside transports/tcp
- * includes this header.
+ * peer, the endpoint whose sockets its I/O lock guards).  tcp_int.h
+ * holds what the rendezvous and the handshake share; nothing outside
+ * transports/tcp includes this header.
  */
 #ifndef TUTTI_TP_TCP_EP_H
 #define TUTTI_TP_TCP_EP_H
@@ -24,6 +24,7 @@
 #define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
 #define MSG_MAX (UINT64_C(1) << 40)
 #define FRAME_SUM 1u                /* sum holds the body's checksum */
+#define INBUF 4096                  /* reads of less go through conn.in */
 
 /** The header of every frame on a data socket; its bytes follow. */
 typedef struct {
@@ -52,10 +53,11 @@ typedef struct {
 } piece_t;
 
 /** What a conn_t is: the wake-up eventfd, the listener, an accepted or
- *  opened connection in its handshake, or a joined data socket. */
-enum { C_EVENT, C_LISTEN, C_IN, C_OUT, C_DATA };
+ *  opened connection in its handshake, a joined data socket, or the epoll
+ *  set of the data sockets (watched in the thread's set). */
+enum { C_EVENT, C_LISTEN, C_IN, C_OUT, C_DATA, C_DATASET };
 
-/** One socket of the endpoint, as its progress thread sees it. */
+/** One socket of the endpoint, as whoever holds its I/O lock sees it. */
 typedef struct conn {
     int kind, fd, peer, index;
     double deadline;
@@ -80,6 +82,15 @@ typedef struct conn {
     size_t ssent;
     int shdr_ready, writable;
     /* receiving */
+    char in[INBUF];                 /* read ahead: a small frame's header
+                                       and body in one recv() */
+    size_t in_at, in_len;           /* its unread bytes */
+    int drained;                    /* a recv() came back short: the socket
+                                       was empty; read it again after its
+                                       next event only */
+    int ended;                      /* an event said the peer closed or
+                                       failed: no event follows, so read
+                                       on until recv() says which */
     frame_t rhdr;
     tutti__csum_t rsum;             /* verify: of the body read so far */
     size_t rgot;
@@ -118,16 +129,25 @@ typedef struct {
     tcp_cred_t cred;
     char job[TCP_JOB_MAX];
     peer_t *peers;
-    int epfd;
+    int epfd;                       /* the thread's: evc, lsc, the sockets
+                                       in their handshake, dsc */
     conn_t evc, lsc;                /* the eventfd and the listener */
+    conn_t dsc;                     /* dsc.fd: the data sockets' epoll set */
     conn_t *pending;                /* connections in their handshake */
     pthread_t thread;
     int running;
     atomic_int stop;
+    /* io guards the sockets and every list of the data path: whoever
+     * holds it (the thread, or an API call that got it with trylock)
+     * moves bytes.  lock guards what follows it; take io first. */
+    pthread_mutex_t io;
     pthread_mutex_t lock;
     tutti_tp_op_t *sub_h, *sub_t;   /* ops queued by send()/recv() */
+    atomic_int queued;              /* sub_h is not empty */
+    _Atomic uint64_t last_poll_ns;  /* tcp_now_ns() of the last progress() */
     conn_t *new_out;                /* sockets connect() opened */
-    atomic_uint completed;
+    atomic_uint submitted;          /* ops send()/recv() took */
+    atomic_uint completed;          /* ...and of those, ops completed */
     unsigned reported_completed;
     tutti_status_t setup_err;       /* under lock */
     char err_text[512];             /* under lock: for progress() */
@@ -181,9 +201,9 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
 
 /* ---- tcp_join.c --------------------------------------------------------- */
 
-/** Watches @p c's socket on the endpoint's epoll (edge-triggered, both
+/** Watches @p c's socket on epoll set @p epfd (edge-triggered, both
  *  ways); 0 or -1 with errno. */
-int tcp_watch(tcp_ep_t *ep, conn_t *c);
+int tcp_watch(int epfd, conn_t *c);
 
 /** Drops @p c, a connection in its handshake, and frees it; logs
  *  @p reason where it is not NULL. */
@@ -232,8 +252,19 @@ static inline void tcp_ring(tcp_ep_t *ep)
                       strerror(errno));
 }
 
-/** Makes @p ep's epoll set and eventfd, watches them and the listener
+/** Makes @p ep's epoll sets and eventfd, watches them and the listener
  *  (already open), and starts the progress thread. */
 tutti_status_t tcp_thread_start(tcp_ep_t *ep, const tutti_tp_group_t *g);
+
+/** Posts the ops send()/recv() queued while another held the I/O lock;
+ *  the caller holds it. */
+void tcp_take_ops(tcp_ep_t *ep);
+
+/** CLOCK_MONOTONIC in nanoseconds. */
+uint64_t tcp_now_ns(void);
+
+/** Moves what the data sockets have ready (epoll_wait with no wait), as
+ *  the thread does; the caller holds the I/O lock. */
+void tcp_poll_data(tcp_ep_t *ep);
 
 #endif

@@ -20,11 +20,11 @@
 
 #include "tcp_ep.h"
 
-int tcp_watch(tcp_ep_t *ep, conn_t *c)
+int tcp_watch(int epfd, conn_t *c)
 {
     struct epoll_event ev = {EPOLLIN | EPOLLOUT | EPOLLET | EPOLLRDHUP, {0}};
     ev.data.ptr = c;
-    return epoll_ctl(ep->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev);
 }
 
 void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
@@ -47,6 +47,17 @@ void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
 static void join(tcp_ep_t *ep, conn_t *c, int peer, unsigned index)
 {
     peer_t *p = &ep->peers[peer];
+    /* From the thread's set to the data sockets', which API calls poll
+     * too: watched there before any op can use it (a socket no set
+     * watched could wait forever for room). */
+    epoll_ctl(ep->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    if (tcp_watch(ep->dsc.fd, c) != 0) {
+        char why[120];
+        snprintf(why, sizeof(why), "cannot watch its socket: %s",
+                 strerror(errno));
+        tcp_pending_drop(ep, c, why);
+        return;
+    }
     for (conn_t **pp = &ep->pending; *pp; pp = &(*pp)->next_pending) {
         if (*pp == c) {
             *pp = c->next_pending;
@@ -260,7 +271,7 @@ void tcp_accept_all(tcp_ep_t *ep)
         tcp_nodelay(fd);
         c->next_pending = ep->pending;
         ep->pending = c;
-        if (tcp_watch(ep, c) != 0)
+        if (tcp_watch(ep->epfd, c) != 0)
             tcp_pending_drop(ep, c, "cannot watch it");
     }
 }

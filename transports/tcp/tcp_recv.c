@@ -4,7 +4,8 @@
  * op->reduce.fn where it reduces), waits in its socket while no receive of
  * the peer is posted, or is copied aside when a receive for another
  * message waits behind it.  A frame that fails its checks fails the peer.
- * Only the progress thread runs this.
+ * Whoever holds the endpoint's I/O lock runs this: the progress thread,
+ * or an API call (recv() or progress()) that polls the sockets itself.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +57,44 @@ static void truncated(tcp_ep_t *ep, tutti_tp_op_t *op, uint64_t msg_len)
 
 static int match_fragment(tcp_ep_t *ep, conn_t *c);
 static void fragment_done(tcp_ep_t *ep, conn_t *c);
+
+/* Up to @p want bytes of @p c's stream into @p dst, as recv() returns
+ * them.  Small reads go through c->in, so that a small frame's header and
+ * body come in one system call; a short read means the socket held no
+ * more bytes (TCP returns less only then), and bytes that come later
+ * raise an event, so the next read waits for it (tcp_poll_data clears
+ * c->drained) rather than calling recv() only to learn EAGAIN.  Not so
+ * for the end: a short read may stop at a FIN or an error whose event
+ * was already taken (c->ended), after which recv() must be called to
+ * learn it. */
+static ssize_t conn_read(conn_t *c, void *dst, size_t want)
+{
+    ssize_t n;
+    if (c->in_at < c->in_len) {
+        size_t k = c->in_len - c->in_at;
+        if (k > want)
+            k = want;
+        memcpy(dst, c->in + c->in_at, k);
+        c->in_at += k;
+        return (ssize_t)k;
+    }
+    if (c->drained) {
+        errno = EAGAIN;
+        return -1;
+    }
+    if (want >= INBUF) {
+        n = recv(c->fd, dst, want, 0);
+        c->drained = !c->ended && n > 0 && (size_t)n < want;
+        return n;
+    }
+    n = recv(c->fd, c->in, INBUF, 0);
+    if (n <= 0)
+        return n;
+    c->drained = !c->ended && n < INBUF;
+    c->in_at = 0;
+    c->in_len = (size_t)n;
+    return conn_read(c, dst, want);
+}
 
 /* A receive was posted: place the headers that waited for one, and read
  * on. */
@@ -315,7 +354,7 @@ static ssize_t read_body(tcp_ep_t *ep, conn_t *c)
         if (want > left)
             want = (size_t)left;
     }
-    ssize_t n = recv(c->fd, dst, want, 0);
+    ssize_t n = conn_read(c, dst, want);
     if (n <= 0)
         return n;
     if (ep->check)
@@ -338,8 +377,8 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
     while (c->fd >= 0 && !c->held) {
         ssize_t n;
         if (!c->in_body) {
-            n = recv(c->fd, (char *)&c->rhdr + c->rgot,
-                     sizeof(frame_t) - c->rgot, 0);
+            n = conn_read(c, (char *)&c->rhdr + c->rgot,
+                          sizeof(frame_t) - c->rgot);
             if (n > 0) {
                 c->rgot += (size_t)n;
                 if (c->rgot < sizeof(frame_t))

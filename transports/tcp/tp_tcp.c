@@ -2,16 +2,22 @@
  * tcp transport module: members on any hosts, over sockets.
  *
  * Each endpoint has a listening socket, tcp.connections sockets per peer
- * and its own progress thread, which alone touches the sockets: an epoll
- * loop (edge-triggered) over the listener, the peer sockets, connections
- * still in their handshake, and an eventfd the API calls ring.  One thread
- * per endpoint rather than per process keeps each endpoint's state owned by
- * one thread with no locks on the data path, and disconnect is a join; a
- * process holds few endpoints (the control plane and its groups).
+ * and its own progress thread: an epoll loop (edge-triggered) over the
+ * listener, connections still in their handshake, an eventfd the API
+ * calls ring, and the epoll set of the peer sockets.  One thread per
+ * endpoint rather than per process keeps each endpoint's state apart, and
+ * disconnect is a join; a process holds few endpoints (the control plane
+ * and its groups).
  *
- * send()/recv() only queue the op (one lock, no allocation); the thread
- * moves bytes and completes ops by storing op->status (release), and
- * progress() returns how many completed since its last call.
+ * The data path has a direct way and a queued one (tcp_progress.c).
+ * send()/recv() that get the endpoint's I/O lock with trylock post the op
+ * themselves (a send writes what its socket takes at once), and
+ * progress() that gets it polls the peer sockets with no wait and moves
+ * what is ready: a member that polls pays no thread wake-up per message.
+ * Where another holds the lock, send()/recv() queue the op (no
+ * allocation) and ring the thread.  Whoever holds the lock completes ops
+ * by storing op->status (release); progress() returns how many completed
+ * since its last call.
  *
  * Wire: every fragment is a frame_t header and its bytes.  Messages from
  * tcp.connections x 256K up are cut into one piece per socket (64-byte
@@ -44,8 +50,9 @@
  *
  * Where each part lives: this file is the ops table, the settings' rows,
  * connect (with the test hook's parsing) and disconnect; tcp_progress.c
- * the thread; tcp_send.c and tcp_recv.c the data path; tcp_complete.c
- * completing operations and failing a peer; tcp_join.c the sockets of
+ * the thread and the polling API calls share with it; tcp_send.c and
+ * tcp_recv.c the data path; tcp_complete.c completing operations and
+ * failing a peer; tcp_join.c the sockets of
  * each pair and their handshake; tcp_rendezvous.c the rendezvous;
  * tcp_net.c the socket, address and secret helpers.  tcp_ep.h holds the
  * endpoint's types, tcp_int.h the settings', the handshake's and the
@@ -80,8 +87,21 @@ static tutti_status_t submit(tutti_tp_ep_t *tep, tutti_tp_op_t *op,
     op->done = 0;
     op->status = TUTTI_INPROGRESS;
     op->next = NULL;
+    atomic_fetch_add_explicit(&ep->submitted, 1, memory_order_relaxed);
+    if (pthread_mutex_trylock(&ep->io) == 0) {
+        /* Ops queued before this one go first, in their order. */
+        if (atomic_load_explicit(&ep->queued, memory_order_relaxed))
+            tcp_take_ops(ep);
+        if (is_recv)
+            tcp_post_recv(ep, op);
+        else
+            tcp_post_send(ep, op);
+        pthread_mutex_unlock(&ep->io);
+        return TUTTI_OK;
+    }
     pthread_mutex_lock(&ep->lock);
     tcp_op_append(&ep->sub_h, &ep->sub_t, op);
+    atomic_store_explicit(&ep->queued, 1, memory_order_relaxed);
     pthread_mutex_unlock(&ep->lock);
     tcp_ring(ep);
     return TUTTI_OK;
@@ -100,8 +120,28 @@ static tutti_status_t tcp_recv(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
 static int tcp_progress(tutti_tp_ep_t *tep)
 {
     tcp_ep_t *ep = (tcp_ep_t *)tep;
-    unsigned now = atomic_load_explicit(&ep->completed, memory_order_acquire);
-    int n = (int)(now - ep->reported_completed);
+    unsigned now;
+    int n;
+
+    /* With no op in flight there is nothing to move here (a message that
+     * comes first waits for its receive), and no system call is made: a
+     * group whose other peers are on shm polls this endpoint on every
+     * pass.  Otherwise this tells the thread a member polls (it then
+     * leaves the data sockets to it); where the thread or another caller
+     * holds the lock, they move the bytes. */
+    if (atomic_load_explicit(&ep->submitted, memory_order_relaxed) !=
+            atomic_load_explicit(&ep->completed, memory_order_relaxed)) {
+        atomic_store_explicit(&ep->last_poll_ns, tcp_now_ns(),
+                              memory_order_relaxed);
+        if (pthread_mutex_trylock(&ep->io) == 0) {
+            if (atomic_load_explicit(&ep->queued, memory_order_relaxed))
+                tcp_take_ops(ep);
+            tcp_poll_data(ep);
+            pthread_mutex_unlock(&ep->io);
+        }
+    }
+    now = atomic_load_explicit(&ep->completed, memory_order_acquire);
+    n = (int)(now - ep->reported_completed);
     ep->reported_completed = now;
     if (ep->err_st != TUTTI_OK) { /* a racy peek; the lock decides */
         char text[512];
@@ -215,7 +255,10 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
         close(ep->evc.fd);
     if (ep->epfd >= 0)
         close(ep->epfd);
+    if (ep->dsc.fd >= 0)
+        close(ep->dsc.fd);
     pthread_mutex_destroy(&ep->lock);
+    pthread_mutex_destroy(&ep->io);
     free(ep->peers);
     free(ep);
 }
@@ -255,7 +298,8 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     ep->task = g->task;
     ep->group_key = g->group_key;
     ep->rank_task = g->rank_task;
-    ep->epfd = ep->evc.fd = ep->lsc.fd = -1;
+    ep->epfd = ep->evc.fd = ep->lsc.fd = ep->dsc.fd = -1;
+    pthread_mutex_init(&ep->io, NULL);
     pthread_mutex_init(&ep->lock, NULL);
     snprintf(ep->job, sizeof(ep->job), "%s", g->job_id);
     ep->peers = calloc((size_t)g->group_size, sizeof(peer_t));
