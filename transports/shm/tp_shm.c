@@ -181,8 +181,11 @@ static tutti_status_t create_own(shm_ep_t *ep, const tutti_tp_group_t *g)
         return core->error(TUTTI_ERR_IO, "shm", "sizing %s to %zu bytes: %s",
                             ep->own_name, ep->seg_bytes, strerror(e));
     }
-    void *p = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd, 0);
+    /* Populated at once: a job's first messages otherwise fault in a
+     * page per new slot (8 B allreduces at 4 us instead of 0.4 until
+     * every slot had been used once). */
+    void *p = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_POPULATE, fd, 0);
     int e = errno;
     close(fd);
     if (p == MAP_FAILED) {
@@ -385,7 +388,7 @@ static tutti_status_t map_peer(shm_ep_t *ep, const tutti_tp_group_t *g, int r,
         if (fd >= 0 && fstat(fd, &sb) == 0 &&
             (size_t)sb.st_size == ep->seg_bytes) {
             void *p = mmap(NULL, ep->seg_bytes, PROT_READ | PROT_WRITE,
-                           MAP_SHARED, fd, 0);
+                           MAP_SHARED | MAP_POPULATE, fd, 0);
             close(fd);
             if (p == MAP_FAILED)
                 return core->error(TUTTI_ERR_IO, "shm", "mmap %s: %s", name,
