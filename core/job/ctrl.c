@@ -263,8 +263,9 @@ tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
                               "control thread");
             goto err_free;
         }
+    } else {
+        *ctrl_out = c; /* no thread: a job of one task */
     }
-    *ctrl_out = c;
     return TUTTI_OK;
 
 err_free:
