@@ -24,6 +24,8 @@
 #define TUTTI_CORE_EXEC_EXEC_H
 
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include <tutti/module.h>
 #include <tutti/transport.h>
@@ -208,6 +210,31 @@ struct tutti_group {
     char failure[512];                /* its detail */
 };
 
+/* A request's failure detail: here, not in request.c, since both
+ * request.c and cuda_exec.c (which request.c calls) keep and read it. */
+#define TUTTI__REQUEST_ERROR_MAX 512
+
+/** Keeps @p text as @p r's failure detail (a failure is the only time a
+ *  request allocates: its buffer stays with it for later ones). */
+static inline void tutti__request_set_error(tutti_request_t *r,
+                                            const char *text)
+{
+    if (r->error == NULL)
+        r->error = malloc(TUTTI__REQUEST_ERROR_MAX);
+    if (r->error != NULL)
+        snprintf(r->error, TUTTI__REQUEST_ERROR_MAX, "%s", text);
+}
+
+/** @p r's failure detail, or "". */
+static inline const char *tutti__request_error(const tutti_request_t *r)
+{
+    if (r->error == NULL)
+        return r->status == TUTTI_OK || r->status == TUTTI_INPROGRESS
+                   ? ""
+                   : "(the failure's detail was lost: no memory to keep it)";
+    return r->error;
+}
+
 /* group.c */
 /** Whether @p g is a joined group's handle: TUTTI_OK, or
  *  TUTTI_ERR_INVALID_ARG naming @p call and what is wrong with it. */
@@ -252,11 +279,6 @@ void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst);
 /** Every request of @p g goes back to the process's pool, marked left
  *  (tutti_group_leave). */
 void tutti__request_release_all(tutti_group_t *g);
-/** Keeps @p text as @p r's failure detail (a failure is the only time a
- *  request allocates: its buffer stays with it for later ones). */
-void tutti__request_set_error(tutti_request_t *r, const char *text);
-/** @p r's failure detail, or "". */
-const char *tutti__request_error(const tutti_request_t *r);
 /** Ends @p r with @p st: post-scale, callback, and the next execution of
  *  its instance moves up. */
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st);

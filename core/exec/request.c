@@ -252,25 +252,6 @@ void tutti__request_resolved(tutti_group_t *g, tutti__instance_t *inst)
         tutti__request_list_insert(&g->ready, inst->ready);
 }
 
-#define REQUEST_ERROR_MAX 512
-
-void tutti__request_set_error(tutti_request_t *r, const char *text)
-{
-    if (r->error == NULL)
-        r->error = malloc(REQUEST_ERROR_MAX);
-    if (r->error != NULL)
-        snprintf(r->error, REQUEST_ERROR_MAX, "%s", text);
-}
-
-const char *tutti__request_error(const tutti_request_t *r)
-{
-    if (r->error == NULL)
-        return r->status == TUTTI_OK || r->status == TUTTI_INPROGRESS
-                   ? ""
-                   : "(the failure's detail was lost: no memory to keep it)";
-    return r->error;
-}
-
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
