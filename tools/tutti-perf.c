@@ -239,9 +239,12 @@ static tutti_status_t run_n(bench_t *b, tutti_instance_params_t *p, int n)
         tutti_status_t st = tutti_execute(b->group, p, send, recv, &r);
         if (st == TUTTI_OK) {
             st = tutti_request_wait(r);
-            tutti_request_info(r, &info);
-            snprintf(b->impl, sizeof(b->impl), "%s",
-                     info.algorithm[0] ? info.algorithm : "-");
+            /* Once, not per call: the peers' loops format nothing. */
+            if (i == n - 1) {
+                tutti_request_info(r, &info);
+                snprintf(b->impl, sizeof(b->impl), "%s",
+                         info.algorithm[0] ? info.algorithm : "-");
+            }
             tutti_request_free(r);
         }
         if (st != TUTTI_OK)

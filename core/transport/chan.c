@@ -14,22 +14,50 @@
 
 #define FRAG_HDR_BYTES TUTTI_CACHELINE
 
-#define FRAG_SC 1u  /* a single-copy descriptor: no data in the slot */
-#define FRAG_SUM 2u /* sum holds the sender's checksum of the data */
+#define FRAG_SC 1u     /* a single-copy descriptor: no data in the slot */
+#define FRAG_SUM 2u    /* sum holds the sender's checksum of the data */
+#define FRAG_INLINE 4u /* the whole message is in the header's line */
 
+/* Bytes a message may have to travel inside its fragment header. */
+#define FRAG_INLINE_MAX 32
+
+/* A fragment's header: one cache line, the slot's first.  seq is written
+ * last, with release order, once the rest of the slot is in place: the
+ * receiver polls the line the message is in, not a counter beside it, so
+ * a small message costs it one line from the sender's cache (two with its
+ * data after the header).  A message of up to FRAG_INLINE_MAX bytes (not
+ * summed) travels in the header's second half, whose fields it then
+ * implies: msg_len = frag_len, frag_off = 0. */
 typedef struct {
+    _Atomic uint64_t seq; /* fragment number + 1 on this channel */
     tutti_wire_key_t key;
-    uint64_t msg_len;
-    uint64_t frag_off;
     uint32_t frag_len;
-    uint32_t flags;    /* FRAG_SC or 0 */
-    uint64_t sc_addr;  /* FRAG_SC: the message's address in the sender */
-    int32_t sc_pid;    /* FRAG_SC: the sender's pid */
-    uint32_t sum;      /* FRAG_SUM: of the fragment, or of the message a
-                          descriptor names */
+    uint32_t flags;       /* FRAG_* */
+    union {
+        struct {
+            uint64_t msg_len;
+            uint64_t frag_off;
+            uint64_t sc_addr; /* FRAG_SC: the message's address in the
+                                 sender */
+            int32_t sc_pid;   /* FRAG_SC: the sender's pid */
+            uint32_t sum;     /* FRAG_SUM: of the fragment, or of the
+                                 message a descriptor names */
+        } x;
+        char data[FRAG_INLINE_MAX]; /* FRAG_INLINE */
+    } u;
 } frag_hdr_t;
 
-_Static_assert(sizeof(frag_hdr_t) <= FRAG_HDR_BYTES, "fragment header");
+_Static_assert(sizeof(frag_hdr_t) == FRAG_HDR_BYTES, "fragment header");
+
+/* A received fragment as the consuming code reads it, whichever form its
+ * header took. */
+typedef struct {
+    const frag_hdr_t *h;
+    tutti_wire_key_t key;
+    uint64_t msg_len, frag_off;
+    uint32_t frag_len, flags, sum;
+    char *data;               /* the fragment's bytes, in the slot */
+} frag_t;
 
 static size_t slot_stride(size_t slot_size)
 {
@@ -43,7 +71,6 @@ size_t tutti__chan_bytes(uint32_t slots, size_t slot_size)
 
 void tutti__chan_init(tutti__chan_t *ch)
 {
-    atomic_store_explicit(&ch->head, 0, memory_order_relaxed);
     atomic_store_explicit(&ch->tail, 0, memory_order_relaxed);
     atomic_store_explicit(&ch->sc_done, 0, memory_order_relaxed);
     atomic_store_explicit(&ch->sc_accept, 0, memory_order_relaxed);
@@ -60,6 +87,32 @@ static frag_hdr_t *slot_at(const tutti__chan_ep_t *ep, tutti__chan_t *ch,
 static char *slot_data(const frag_hdr_t *h)
 {
     return (char *)h + FRAG_HDR_BYTES;
+}
+
+/* Reads the header of fragment @p h, which has arrived, into @p f. */
+static void frag_read(const frag_hdr_t *h, frag_t *f)
+{
+    f->h = h;
+    f->key = h->key;
+    f->frag_len = h->frag_len;
+    f->flags = h->flags;
+    if (h->flags & FRAG_INLINE) {
+        f->msg_len = h->frag_len;
+        f->frag_off = 0;
+        f->sum = 0;
+        f->data = (char *)h->u.data;
+    } else {
+        f->msg_len = h->u.x.msg_len;
+        f->frag_off = h->u.x.frag_off;
+        f->sum = h->u.x.sum;
+        f->data = slot_data(h);
+    }
+}
+
+/* Publishes fragment number @p seq, whose slot @p h is written. */
+static void frag_publish(frag_hdr_t *h, uint64_t seq)
+{
+    atomic_store_explicit(&h->seq, seq + 1, memory_order_release);
 }
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
@@ -215,13 +268,23 @@ static void unexp_claim(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     free(u);
 }
 
+static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p);
+static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer);
+
+/* A send with none queued before it goes onto the ring at once, and a
+ * receive takes what has already arrived: the message leaves, or is
+ * taken, a progress call earlier (a small message's latency is a few such
+ * calls). */
 tutti_status_t tutti__chan_send(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
 {
     tutti_status_t st = op_start(ep, op, 0);
-    if (st == TUTTI_OK)
-        enqueue(&ep->peers[op->peer].sendq, &ep->peers[op->peer].sendq_tail,
-                op);
-    return st;
+    if (st != TUTTI_OK)
+        return st;
+    tutti__chan_peer_t *p = &ep->peers[op->peer];
+    enqueue(&p->sendq, &p->sendq_tail, op);
+    if (p->sendq == op && p->out != NULL)
+        push_sends(ep, p);
+    return TUTTI_OK;
 }
 
 tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
@@ -231,10 +294,13 @@ tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
         return st;
     tutti__chan_peer_t *p = &ep->peers[op->peer];
     tutti__chan_unexp_t *u = p->unexp ? unexp_take(p, &op->key) : NULL;
-    if (u != NULL)
+    if (u != NULL) {
         unexp_claim(ep, p, u, op);
-    else
+    } else {
         enqueue(&p->recvq, &p->recvq_tail, op);
+        if (p->in != NULL)
+            drain(ep, p, op->peer);
+    }
     return TUTTI_OK;
 }
 
@@ -255,14 +321,14 @@ static void post_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                             tutti_tp_op_t *op, frag_hdr_t *h)
 {
     h->key = op->key;
-    h->msg_len = op->len;
-    h->frag_off = 0;
+    h->u.x.msg_len = op->len;
+    h->u.x.frag_off = 0;
     h->frag_len = 0;
     h->flags = FRAG_SC;
-    h->sc_addr = (uint64_t)(uintptr_t)op->sbuf;
-    h->sc_pid = ep->pid;
+    h->u.x.sc_addr = (uint64_t)(uintptr_t)op->sbuf;
+    h->u.x.sc_pid = ep->pid;
     if (ep->verify) {
-        h->sum = tutti__csum(op->sbuf, op->len);
+        h->u.x.sum = tutti__csum(op->sbuf, op->len);
         h->flags |= FRAG_SUM;
     }
     p->sendq = op->next;
@@ -303,32 +369,35 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
                 break;
         }
         tutti_tp_op_t *op = p->sendq;
+        frag_hdr_t *h = slot_at(ep, p->out, p->out_head);
         if (goes_single_copy(p, op)) {
-            post_descriptor(ep, p, op, slot_at(ep, p->out, p->out_head));
-            p->out_head++;
-            atomic_store_explicit(&p->out->head, p->out_head,
-                                  memory_order_release);
+            post_descriptor(ep, p, op, h);
+            frag_publish(h, p->out_head++);
             moved++;
             continue;
         }
         size_t frag = op->len - op->done;
         if (frag > ep->slot_size)
             frag = ep->slot_size;
-        frag_hdr_t *h = slot_at(ep, p->out, p->out_head);
         h->key = op->key;
-        h->msg_len = op->len;
-        h->frag_off = op->done;
         h->frag_len = (uint32_t)frag;
-        h->flags = 0;
-        if (frag > 0)
-            memcpy(slot_data(h), (const char *)op->sbuf + op->done, frag);
-        if (ep->verify) { /* while the slot is in cache */
-            h->sum = tutti__csum(slot_data(h), frag);
-            h->flags = FRAG_SUM;
+        if (frag <= FRAG_INLINE_MAX && op->done == 0 && !ep->verify) {
+            h->flags = FRAG_INLINE;
+            if (frag > 0)
+                memcpy(h->u.data, op->sbuf, frag);
+        } else {
+            h->u.x.msg_len = op->len;
+            h->u.x.frag_off = op->done;
+            h->flags = 0;
+            if (frag > 0)
+                memcpy(slot_data(h), (const char *)op->sbuf + op->done, frag);
+            if (ep->verify) { /* while the slot is in cache */
+                h->u.x.sum = tutti__csum(slot_data(h), frag);
+                h->flags = FRAG_SUM;
+            }
         }
         op->done += frag;
-        p->out_head++;
-        atomic_store_explicit(&p->out->head, p->out_head, memory_order_release);
+        frag_publish(h, p->out_head++);
         moved++;
         if (op->done == op->len) {
             p->sendq = op->next;
@@ -359,17 +428,17 @@ static tutti_tp_op_t *match(tutti__chan_peer_t *p, const tutti_wire_key_t *key)
     return NULL;
 }
 
-/* Starts receiving the message whose first fragment is @p h.  Returns 0 if
+/* Starts receiving the message whose first fragment is @p f.  Returns 0 if
  * no receive is posted for it yet. */
 static int begin_message(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                         const frag_hdr_t *h, int peer)
+                         const frag_t *f, int peer)
 {
-    tutti_tp_op_t *op = match(p, &h->key);
+    tutti_tp_op_t *op = match(p, &f->key);
     if (op == NULL)
         return 0;
-    if (op->len != h->msg_len) {
-        op->status = truncated(ep, peer, &h->key, h->msg_len, op->len);
-        p->discard_left = h->msg_len;
+    if (op->len != f->msg_len) {
+        op->status = truncated(ep, peer, &f->key, f->msg_len, op->len);
+        p->discard_left = f->msg_len;
         p->discarding = 1;
         return 1;
     }
@@ -377,27 +446,27 @@ static int begin_message(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     return 1;
 }
 
-/* Starts copying the message whose first fragment is @p h into a new
+/* Starts copying the message whose first fragment is @p f into a new
  * unexpected record.  Returns 0 if memory ran out: the message then stays
  * at the head and is tried again on the next progress call. */
 static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                       const frag_hdr_t *h, int peer)
+                       const frag_t *f, int peer)
 {
-    tutti__chan_unexp_t *u = malloc(sizeof(*u) + h->msg_len);
+    tutti__chan_unexp_t *u = malloc(sizeof(*u) + f->msg_len);
     if (u == NULL) {
         if (!p->nomem_logged)
             tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
                          "rank %d: no memory to buffer a %llu-byte message "
                          "from rank %d that no receive matches yet; its "
                          "channel stays blocked", ep->rank,
-                         (unsigned long long)h->msg_len, peer);
+                         (unsigned long long)f->msg_len, peer);
         p->nomem_logged = 1;
         return 0;
     }
     p->nomem_logged = 0;
     u->next = NULL;
-    u->key = h->key;
-    u->msg_len = h->msg_len;
+    u->key = f->key;
+    u->msg_len = f->msg_len;
     u->got = 0;
     u->status = TUTTI_OK;
     if (p->unexp_tail)
@@ -409,14 +478,15 @@ static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     return 1;
 }
 
-/* Reads @p len bytes at offset @p off of the message descriptor @p h names
+/* Reads @p len bytes at offset @p off of the message descriptor @p f names
  * into @p dst.  Returns 0, or the errno of the failure. */
-static int sc_read(const tutti__chan_peer_t *p, const frag_hdr_t *h,
+static int sc_read(const tutti__chan_peer_t *p, const frag_t *f,
                    uint64_t off, char *dst, size_t len)
 {
     while (len > 0) {
         struct iovec local = {dst, len};
-        struct iovec remote = {(void *)(uintptr_t)(h->sc_addr + off), len};
+        struct iovec remote = {
+            (void *)(uintptr_t)(f->h->u.x.sc_addr + off), len};
         ssize_t n = process_vm_readv(p->sc_pid, &local, 1, &remote, 1, 0);
         if (n < 0 && errno == EINTR)
             continue;
@@ -431,11 +501,11 @@ static int sc_read(const tutti__chan_peer_t *p, const frag_hdr_t *h,
 
 /* The test hook (TUTTI_TEST_CORRUPT): flips byte corrupt_at of the first
  * message of more than that many bytes, where @p data holds the bytes
- * [@p off, @p off + @p len) of message @p h. */
-static void test_corrupt(tutti__chan_ep_t *ep, const frag_hdr_t *h, int peer,
+ * [@p off, @p off + @p len) of message @p f. */
+static void test_corrupt(tutti__chan_ep_t *ep, const frag_t *f, int peer,
                          uint64_t off, char *data, size_t len)
 {
-    if (!ep->corrupt_armed || h->msg_len <= ep->corrupt_at ||
+    if (!ep->corrupt_armed || f->msg_len <= ep->corrupt_at ||
         ep->corrupt_at < off || ep->corrupt_at - off >= len)
         return;
     data[ep->corrupt_at - off] ^= 0x10;
@@ -444,77 +514,77 @@ static void test_corrupt(tutti__chan_ep_t *ep, const frag_hdr_t *h, int peer,
     tutti__log(TUTTI_LOG_WARN, ep->tp_name, "rank %d: test hook: flipped "
                "byte %llu of a message from rank %d (instance 0x%llx step %u "
                "tag %u)", ep->rank, (unsigned long long)ep->corrupt_at, peer,
-               (unsigned long long)h->key.instance, h->key.step, h->key.tag);
+               (unsigned long long)f->key.instance, f->key.step, f->key.tag);
 }
 
 /* Verify on: TUTTI_OK if @p got, the sum of the bytes [@p off, @p off +
- * @p len) of message @p h from @p peer, is the one the sender wrote; else
+ * @p len) of message @p f from @p peer, is the one the sender wrote; else
  * the error, recorded with everything a user needs to find the chunk. */
 static tutti_status_t check_sum(const tutti__chan_ep_t *ep,
-                                const frag_hdr_t *h, int peer, uint64_t off,
+                                const frag_t *f, int peer, uint64_t off,
                                 uint64_t len, uint32_t got)
 {
     unsigned long long last = (unsigned long long)(off + len - (len > 0));
-    if (!(h->flags & FRAG_SUM))
+    if (!(f->flags & FRAG_SUM))
         return tutti__error(
             TUTTI_ERR_PEER, ep->tp_name,
             "rank %d: chunk from rank %d (instance 0x%llx step %u tag %u, "
             "bytes %llu-%llu of %llu) carries no checksum: verify is "
             "checksum here and off on rank %d", ep->rank, peer,
-            (unsigned long long)h->key.instance, h->key.step, h->key.tag,
-            (unsigned long long)off, last, (unsigned long long)h->msg_len,
+            (unsigned long long)f->key.instance, f->key.step, f->key.tag,
+            (unsigned long long)off, last, (unsigned long long)f->msg_len,
             peer);
-    if (h->sum == got)
+    if (f->sum == got)
         return TUTTI_OK;
     return tutti__error(
         TUTTI_ERR_PEER, ep->tp_name,
         "rank %d: chunk from rank %d failed its checksum (instance 0x%llx "
         "step %u tag %u, bytes %llu-%llu of %llu): rank %d sent 0x%08x, "
         "received 0x%08x", ep->rank, peer,
-        (unsigned long long)h->key.instance, h->key.step, h->key.tag,
-        (unsigned long long)off, last, (unsigned long long)h->msg_len, peer,
-        h->sum, got);
+        (unsigned long long)f->key.instance, f->key.step, f->key.tag,
+        (unsigned long long)off, last, (unsigned long long)f->msg_len, peer,
+        f->sum, got);
 }
 
-/* Fragment @p h (in its slot) passes the test hook and, verify on, its
+/* Fragment @p f (in its slot) passes the test hook and, verify on, its
  * check; TUTTI_OK or the error recorded. */
-static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_hdr_t *h,
+static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_t *f,
                                      int peer)
 {
-    test_corrupt(ep, h, peer, h->frag_off, slot_data(h), h->frag_len);
+    test_corrupt(ep, f, peer, f->frag_off, f->data, f->frag_len);
     if (!ep->verify)
         return TUTTI_OK;
-    return check_sum(ep, h, peer, h->frag_off, h->frag_len,
-                     tutti__csum(slot_data(h), h->frag_len));
+    return check_sum(ep, f, peer, f->frag_off, f->frag_len,
+                     tutti__csum(f->data, f->frag_len));
 }
 
 /* A single-copy message read whole into @p data: as check_fragment(). */
-static tutti_status_t check_read(tutti__chan_ep_t *ep, const frag_hdr_t *h,
+static tutti_status_t check_read(tutti__chan_ep_t *ep, const frag_t *f,
                                  int peer, char *data)
 {
-    test_corrupt(ep, h, peer, 0, data, h->msg_len);
+    test_corrupt(ep, f, peer, 0, data, f->msg_len);
     if (!ep->verify)
         return TUTTI_OK;
-    return check_sum(ep, h, peer, 0, h->msg_len, tutti__csum(data, h->msg_len));
+    return check_sum(ep, f, peer, 0, f->msg_len, tutti__csum(data, f->msg_len));
 }
 
-/* Reads the message descriptor @p h names into receive @p op: straight into
+/* Reads the message descriptor @p f names into receive @p op: straight into
  * its buffer, or bounce block by bounce block, each reduced into it (and,
  * where the endpoint checks, summed into @p sum before). */
 static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
-                      const frag_hdr_t *h, int peer, tutti_tp_op_t *op,
+                      const frag_t *f, int peer, tutti_tp_op_t *op,
                       tutti__csum_t *sum)
 {
     if (op->reduce.fn == NULL)
-        return sc_read(p, h, 0, op->rbuf, op->len);
+        return sc_read(p, f, 0, op->rbuf, op->len);
     for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
         size_t n = op->len - off < TUTTI_CHAN_SC_BOUNCE
                        ? (size_t)(op->len - off) : TUTTI_CHAN_SC_BOUNCE;
-        int err = sc_read(p, h, off, ep->bounce, n);
+        int err = sc_read(p, f, off, ep->bounce, n);
         if (err != 0)
             return err;
         if (ep->check) {
-            test_corrupt(ep, h, peer, off, ep->bounce, n);
+            test_corrupt(ep, f, peer, off, ep->bounce, n);
             tutti__csum_update(sum, ep->bounce, n);
         }
         deliver(op, off, ep->bounce, n);
@@ -530,47 +600,47 @@ static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
  * freed its buffer first, is then named there.  The read's own cause is
  * logged here. */
 static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
-                      const frag_hdr_t *h, int err)
+                      const frag_t *f, int err)
 {
     char why[128];
     if (err > 0)
         snprintf(why, sizeof(why), "process_vm_readv: %s", strerror(err));
     else
         snprintf(why, sizeof(why), "its descriptor names pid %d",
-                 (int)h->sc_pid);
+                 (int)f->h->u.x.sc_pid);
     p->sc_frozen = 1;
     tutti__log(TUTTI_LOG_WARN, ep->tp_name,
                "rank %d: cannot read a %llu-byte message from rank %d (pid "
                "%d, instance 0x%llx step %u tag %u) by single copy: %s; "
                "nothing more is taken from rank %d", ep->rank,
-               (unsigned long long)h->msg_len, peer, p->sc_pid,
-               (unsigned long long)h->key.instance, h->key.step, h->key.tag,
+               (unsigned long long)f->msg_len, peer, p->sc_pid,
+               (unsigned long long)f->key.instance, f->key.step, f->key.tag,
                why, peer);
 }
 
-/* Takes descriptor @p h: reads its message into the receive matched to it
+/* Takes descriptor @p f: reads its message into the receive matched to it
  * or into the record it is buffered in (or drops it, on a size mismatch),
  * then tells the sender it may complete.  Returns 0 if the read failed
  * (sc_freeze). */
 static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                              const frag_hdr_t *h, int peer)
+                              const frag_t *f, int peer)
 {
-    int err = h->sc_pid != p->sc_pid ? -1 : 0;
+    int err = f->h->u.x.sc_pid != p->sc_pid ? -1 : 0;
     if (p->discarding) {
         p->discarding = 0;
         p->discard_left = 0;
     } else if (p->filling != NULL) {
         tutti__chan_unexp_t *u = p->filling;
         if (err == 0)
-            err = sc_read(p, h, 0, u->data, u->msg_len);
+            err = sc_read(p, f, 0, u->data, u->msg_len);
         if (err != 0) {
-            sc_freeze(ep, p, peer, h, err);
+            sc_freeze(ep, p, peer, f, err);
             return 0;
         }
         u->got = u->msg_len;
         p->filling = NULL;
         if (ep->check)
-            u->status = check_read(ep, h, peer, u->data);
+            u->status = check_read(ep, f, peer, u->data);
         ep->stats.sc_in++;
     } else {
         tutti_tp_op_t *op = p->cur_recv;
@@ -578,15 +648,15 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         tutti__csum_t sum;
         tutti__csum_init(&sum);
         if (err == 0)
-            err = sc_read_op(ep, p, h, peer, op, &sum);
+            err = sc_read_op(ep, p, f, peer, op, &sum);
         if (err != 0) {
-            sc_freeze(ep, p, peer, h, err);
+            sc_freeze(ep, p, peer, f, err);
             return 0;
         }
         if (ep->check && op->reduce.fn == NULL)
-            st = check_read(ep, h, peer, op->rbuf);
+            st = check_read(ep, f, peer, op->rbuf);
         else if (ep->verify)
-            st = check_sum(ep, h, peer, 0, h->msg_len, tutti__csum_final(&sum));
+            st = check_sum(ep, f, peer, 0, f->msg_len, tutti__csum_final(&sum));
         op->done = op->len;
         p->cur_recv = NULL;
         op->status = st;
@@ -598,26 +668,26 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     return 1;
 }
 
-/* Moves fragment @p h to where its message goes: dropped, buffered, or into
+/* Moves fragment @p f to where its message goes: dropped, buffered, or into
  * the receive being filled.  Returns 0 if it could not (it stays). */
 static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                   const frag_hdr_t *h, int peer)
+                   const frag_t *f, int peer)
 {
-    if (h->flags & FRAG_SC)
-        return consume_descriptor(ep, p, h, peer);
-    if (h->frag_off == 0 && h->msg_len >= TUTTI_CHAN_SC_MIN)
+    if (f->flags & FRAG_SC)
+        return consume_descriptor(ep, p, f, peer);
+    if (f->frag_off == 0 && f->msg_len >= TUTTI_CHAN_SC_MIN)
         ep->stats.ring_large_in++;
     if (p->discarding) {
-        p->discard_left -= h->frag_len;
+        p->discard_left -= f->frag_len;
         p->discarding = p->discard_left > 0;
         return 1;
     }
-    tutti_status_t st = ep->check ? check_fragment(ep, h, peer) : TUTTI_OK;
+    tutti_status_t st = ep->check ? check_fragment(ep, f, peer) : TUTTI_OK;
     if (p->filling != NULL) {
         tutti__chan_unexp_t *u = p->filling;
-        if (h->frag_len > 0)
-            memcpy(u->data + h->frag_off, slot_data(h), h->frag_len);
-        u->got += h->frag_len;
+        if (f->frag_len > 0)
+            memcpy(u->data + f->frag_off, f->data, f->frag_len);
+        u->got += f->frag_len;
         if (u->status == TUTTI_OK)
             u->status = st;
         if (u->got == u->msg_len)
@@ -626,12 +696,12 @@ static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         tutti_tp_op_t *op = p->cur_recv;
         p->cur_recv = NULL;
         op->status = st;
-        p->discard_left = h->msg_len - h->frag_off - h->frag_len;
+        p->discard_left = f->msg_len - f->frag_off - f->frag_len;
         p->discarding = p->discard_left > 0;
     } else {
         tutti_tp_op_t *op = p->cur_recv;
-        deliver(op, h->frag_off, slot_data(h), h->frag_len);
-        op->done += h->frag_len;
+        deliver(op, f->frag_off, f->data, f->frag_len);
+        op->done += f->frag_len;
         if (op->done == op->len) {
             p->cur_recv = NULL;
             op->status = TUTTI_OK;
@@ -660,9 +730,13 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
     int moved = 0;
     if (p->sc_frozen)
         return 0;
-    uint64_t head = atomic_load_explicit(&p->in->head, memory_order_acquire);
-    while (p->in_tail < head) {
-        frag_hdr_t *h = slot_at(ep, p->in, p->in_tail);
+    for (;;) {
+        const frag_hdr_t *h = slot_at(ep, p->in, p->in_tail);
+        if (atomic_load_explicit(&h->seq, memory_order_acquire) !=
+            p->in_tail + 1)
+            break; /* not written yet */
+        frag_t fr, *f = &fr;
+        frag_read(h, f);
         int between = p->cur_recv == NULL && !p->discarding &&
                       p->filling == NULL;
         /* Unmatched: its receive usually comes a moment later (a neighbour
@@ -672,10 +746,10 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
          * member waits for it before it posts this one's receive
          * (instances issued in different orders): only then is the head
          * worth an allocation and a copy. */
-        if (between && !begin_message(ep, p, h, peer) &&
-            (!waits_elsewhere(p, &h->key) || !unexp_begin(ep, p, h, peer)))
+        if (between && !begin_message(ep, p, f, peer) &&
+            (!waits_elsewhere(p, &f->key) || !unexp_begin(ep, p, f, peer)))
             break;
-        if (!consume(ep, p, h, peer))
+        if (!consume(ep, p, f, peer))
             break;
         p->in_tail++;
         atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);

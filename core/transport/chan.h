@@ -4,11 +4,13 @@
  *
  * A channel carries messages one way between two members: a ring of
  * fixed-size slots in memory both can reach (heap for local, a shared
- * segment for shm), with a producer counter and a consumer counter on
- * separate cache lines.  A message travels as fragments of up to one slot;
- * the receiver copies (or reduces) each fragment into the posted buffer and
- * frees the slot, so large messages stream through a small, cache-resident
- * ring.  Sends to one peer leave in the order posted; a receive matches the
+ * segment for shm).  Each slot starts with a one-line header whose
+ * sequence number the sender writes last; the receiver's consumer count
+ * sits on a line of its own, read by the sender only when the ring looks
+ * full.  A message of up to 32 bytes travels inside its header's line.
+ * A larger one travels as fragments of up to one slot; the receiver copies
+ * (or reduces) each fragment into the posted buffer and frees the slot, so
+ * large messages stream through a small, cache-resident ring.  Sends to one peer leave in the order posted; a receive matches the
  * message at the head of the channel by key.
  *
  * A message at the head that no posted receive matches stays there while
@@ -73,11 +75,12 @@
  * cache); a multiple of every element size. */
 #define TUTTI_CHAN_SC_BOUNCE (128 * 1024)
 
-/* One channel's header; its slots follow.  The third cache line is written
- * only by the receiver and read by the sender (single copy, above). */
+/* One channel's header; its slots follow.  Both lines are written only by
+ * the receiver and read by the sender: what it consumed, and (the second)
+ * single copy, above.  What the sender wrote is told by each slot's own
+ * sequence number (chan.c), so the receiver polls the line the message is
+ * in, not a counter beside it. */
 typedef struct {
-    _Atomic uint64_t head; /* fragments written (producer) */
-    char pad0[TUTTI_CACHELINE - sizeof(uint64_t)];
     _Atomic uint64_t tail; /* fragments consumed (consumer) */
     char pad1[TUTTI_CACHELINE - sizeof(uint64_t)];
     _Atomic uint64_t sc_done;   /* descriptors the receiver finished */
@@ -87,7 +90,10 @@ typedef struct {
 
 /* Bytes one channel of @p slots slots of @p slot_size bytes takes. */
 size_t tutti__chan_bytes(uint32_t slots, size_t slot_size);
-/* Zero a channel's counters (its creator, before anyone uses it). */
+/* Sets up a channel (its creator, before anyone uses it) in memory of
+ * tutti__chan_bytes() bytes that is filled with zeros: a slot's sequence
+ * number is read as written the moment it matches, so stale bytes of an
+ * earlier use could pass for a message. */
 void tutti__chan_init(tutti__chan_t *ch);
 
 /* A message taken off a full ring before its receive was posted. */

@@ -96,6 +96,7 @@ static tutti_status_t mesh_get(const tutti_tp_group_t *g, int expected,
         free(m);
         return TUTTI_ERR_NO_MEMORY;
     }
+    memset(m->mem, 0, total); /* the channels' slots start unwritten */
     snprintf(m->job_id, sizeof(m->job_id), "%s", g->job_id);
     m->key = g->group_key;
     m->size = g->group_size;

@@ -119,7 +119,9 @@ typedef struct {
     const char *(*config_get)(const void *config, const char *key,
                               char *buf, size_t len);
     /** Bytes one channel of @p slots x @p slot_size takes, and its set-up
-     *  by the memory's creator before anyone uses it. */
+     *  by the memory's creator before anyone uses it, in memory of that
+     *  many bytes filled with zeros (a fresh shared mapping is; heap memory
+     *  must be cleared). */
     size_t (*chan_bytes)(uint32_t slots, size_t slot_size);
     void (*chan_init)(void *chan);
     /** An endpoint of @p size ranks' channels for rank @p rank. */
