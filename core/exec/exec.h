@@ -41,6 +41,16 @@
 #include "plugin/services.h"
 
 #define TUTTI_INSTANCE_BUCKETS 64   /* a group's first table; it doubles */
+/* Idle progress polls a wait spins before it yields the processor: on a
+ * host with a processor per member, and on one with more members (then
+ * it sleeps instead where the transport can wake it). */
+#define TUTTI__SPIN_POLLS 1024
+#define TUTTI__SPIN_POLLS_OVERSUBSCRIBED 1
+/* Where waits sleep (tutti_tp_group_t.sleep): how long a wait yields
+ * before it sleeps, and the longest it sleeps before it looks at the
+ * group's health and time limit again (seconds). */
+#define TUTTI__SLEEP_AFTER 0.001
+#define TUTTI__SLEEP_MAX 0.001
 
 /* What a handle's state word says (tutti_group_t and tutti_request_t).
  * Their memory is never given back to malloc while the process runs (a
@@ -189,7 +199,10 @@ struct tutti_group {
     tutti__group_state_t *mod_state;  /* per registry module: its group
                                          state (ABI 1.3), made on demand */
     double timeout;
-    unsigned spin_limit;              /* idle polls before yielding */
+    unsigned spin_limit;              /* idle polls before yielding or
+                                         sleeping */
+    int sleeps;                       /* oversubscribed host, and the
+                                         transport can wake a sleeper */
     tutti__instance_t **instances;    /* hash table, num_buckets chains */
     size_t num_buckets, num_instances;
     tutti__req_list_t ready;          /* waiting to launch (resolved), by

@@ -4,7 +4,9 @@
  * leaves by freeing what its instances and requests held.  Handles are
  * checked before use (exec.h: state words, shells kept in a pool).
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,8 +183,32 @@ static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
     return TUTTI_OK;
 }
 
+/* True if this host runs more members of @p g than it has processors:
+ * those online, or those of this task's affinity mask where tutti-run
+ * left its ranks unpinned (TUTTI_BIND=none: a mask it was itself started
+ * under, e.g. by taskset, holds every rank).  A task pinned to one CPU by
+ * another launcher sees one CPU in its mask, not the host's. */
+static int host_oversubscribed(const tutti_group_t *g)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *bind = getenv("TUTTI_BIND");
+    cpu_set_t mask;
+    if (bind != NULL && strcmp(bind, "none") == 0 &&
+        sched_getaffinity(0, sizeof(mask), &mask) == 0 &&
+        CPU_COUNT(&mask) < cpus)
+        cpus = CPU_COUNT(&mask);
+    int here = 0;
+    for (int r = 0; r < g->size; r++)
+        here += g->localities[r].host == g->localities[g->rank].host;
+    return cpus > 0 && here > cpus;
+}
+
 /* Inside one task the local transport connects everyone directly; across
- * tasks each peer gets its transport (tp_mux.c). */
+ * tasks each peer gets its transport (tp_mux.c).  Where this host runs
+ * more members than it has processors, a waiting member must give its
+ * processor to the peer it waits for soon, not spin: it spins briefly,
+ * then sleeps until a peer's data wakes it (the transports place
+ * doorbells), or yields where a transport cannot wake it. */
 static tutti_status_t connect_group(tutti_group_t *g)
 {
     tutti__job_t *job = g->job;
@@ -191,10 +217,14 @@ static tutti_status_t connect_group(tutti_group_t *g)
         return TUTTI_ERR_NO_MEMORY;
     for (int r = 0; r < g->size; r++)
         hosts[r] = g->localities[r].host;
+    /* (A CUDA member's work completes on its device, which rings no
+     * bell.) */
+    int over = host_oversubscribed(g);
+    int sleep = over && g->device_type == TUTTI_DEVICE_CPU;
     tutti_tp_group_t tg = {sizeof(tg), job->job_id, g->key, g->rank, g->size,
                            g->rank_task, job->task, g->timeout, job->cfg, 0,
                            0, &tutti__tp_core_ops, NULL, hosts, NULL,
-                           job->cfg->verify};
+                           job->cfg->verify, sleep};
     tutti__peer_link_t *link = &g->peers;
     tutti_status_t st;
     if (g->num_tasks == 1) {
@@ -205,6 +235,13 @@ static tutti_status_t connect_group(tutti_group_t *g)
                                    &link->ep);
     }
     free(hosts);
+    if (st == TUTTI_OK && over) {
+        g->spin_limit = TUTTI__SPIN_POLLS_OVERSUBSCRIBED;
+        g->sleeps = sleep &&
+                    link->tp->size >= offsetof(tutti_tp_ops_t, sleep) +
+                                          sizeof(link->tp->sleep) &&
+                    link->tp->sleep != NULL;
+    }
     return st;
 }
 
@@ -292,10 +329,7 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
         return st;
     g->size = params->group_size;
     g->timeout = params->timeout > 0 ? params->timeout : job->cfg->timeout;
-    /* More members on this host than processors: a waiting member must
-     * give its processor to the peer it waits for at once, not spin. */
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    g->spin_limit = cpus > 0 && params->group_size > cpus ? 1 : 1024;
+    g->spin_limit = TUTTI__SPIN_POLLS; /* connect_group() may lower it */
     snprintf(g->device_name, sizeof(g->device_name), "task:%d/%s:%d",
              job->task, tutti_device_type_name(g->device_type),
              g->device_index);

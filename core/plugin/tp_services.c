@@ -50,4 +50,6 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .chan_progress = tutti__chan_api_progress,
     .chan_enable_single_copy = tutti__chan_api_enable_single_copy,
     .chan_set_verify = tutti__chan_api_set_verify,
+    .chan_attach_bell = tutti__chan_api_attach_bell,
+    .chan_sleep = tutti__chan_api_sleep,
 };

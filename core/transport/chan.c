@@ -2,11 +2,17 @@
  * descriptors between processes (chan.h). */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#endif
 
 #include "transport/chan.h"
 #include "base/checksum.h"
@@ -357,6 +363,19 @@ static int reap_single_copy(tutti__chan_peer_t *p)
     return done;
 }
 
+/* After this member's writes to a channel shared with the owner of @p b:
+ * wakes the owner if it sleeps (chan.h, tutti__chan_bell_t). */
+static void bell_ring(tutti__chan_bell_t *b)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&b->sleeping, memory_order_relaxed) == 0)
+        return;
+    atomic_fetch_add_explicit(&b->seq, 1, memory_order_relaxed);
+#ifdef __linux__
+    syscall(SYS_futex, &b->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+#endif
+}
+
 /* Writes as many fragments of queued sends as there are free slots. */
 static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
 {
@@ -406,6 +425,8 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
             op->status = TUTTI_OK;
         }
     }
+    if (moved > 0 && p->bell != NULL)
+        bell_ring(p->bell);
     return moved;
 }
 
@@ -755,6 +776,8 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
         atomic_store_explicit(&p->in->tail, p->in_tail, memory_order_release);
         moved++;
     }
+    if (moved > 0 && p->bell != NULL)
+        bell_ring(p->bell); /* it may wait for room on the ring */
     return moved;
 }
 
@@ -796,6 +819,41 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
     return TUTTI_OK;
 }
 
+void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell)
+{
+    if (rank == ep->rank)
+        ep->bell = bell;
+    else if (rank >= 0 && rank < ep->size)
+        ep->peers[rank].bell = bell;
+}
+
+int tutti__chan_sleep(tutti__chan_ep_t *ep, double seconds)
+{
+    tutti__chan_bell_t *b = ep->bell;
+    if (b == NULL)
+        return -1;
+    uint32_t seen = atomic_load_explicit(&b->seq, memory_order_relaxed);
+    atomic_store_explicit(&b->sleeping, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    int moved = tutti__chan_progress(ep);
+    if (moved == 0) {
+#ifdef __linux__
+        struct timespec ts;
+        ts.tv_sec = (time_t)seconds;
+        ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+        /* Returns at a ring (seq no longer seen), a signal or the limit:
+         * the caller makes progress and decides either way. */
+        syscall(SYS_futex, &b->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
+#else
+        (void)seen;
+        (void)seconds;
+        sched_yield();
+#endif
+    }
+    atomic_store_explicit(&b->sleeping, 0, memory_order_relaxed);
+    return moved;
+}
+
 tutti_status_t tutti__chan_tp_send(tutti_tp_ep_t *ep, tutti_tp_op_t *op)
 {
     return tutti__chan_send((tutti__chan_ep_t *)ep, op);
@@ -809,6 +867,11 @@ tutti_status_t tutti__chan_tp_recv(tutti_tp_ep_t *ep, tutti_tp_op_t *op)
 int tutti__chan_tp_progress(tutti_tp_ep_t *ep)
 {
     return tutti__chan_progress((tutti__chan_ep_t *)ep);
+}
+
+int tutti__chan_tp_sleep(tutti_tp_ep_t *ep, double seconds)
+{
+    return tutti__chan_sleep((tutti__chan_ep_t *)ep, seconds);
 }
 
 /* ---- the channels as transport modules see them (tutti_tp_core_ops_t) -- */
@@ -887,4 +950,14 @@ tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
 void tutti__chan_api_set_verify(tutti_chan_ep_t *ep, int verify)
 {
     tutti__chan_set_verify(&ep->chan, verify);
+}
+
+void tutti__chan_api_attach_bell(tutti_chan_ep_t *ep, int rank, void *bell)
+{
+    tutti__chan_attach_bell(&ep->chan, rank, bell);
+}
+
+int tutti__chan_api_sleep(tutti_chan_ep_t *ep, double seconds)
+{
+    return tutti__chan_sleep(&ep->chan, seconds);
 }

@@ -88,6 +88,20 @@ typedef struct {
     char pad2[TUTTI_CACHELINE - sizeof(uint64_t) - sizeof(uint32_t)];
 } tutti__chan_t;
 
+/* A member's doorbell (TUTTI_CHAN_BELL_BYTES, in memory its peers reach),
+ * for groups whose waits sleep.  The member sets sleeping, makes progress
+ * once more and, if nothing moved, sleeps on seq (a futex) with a time
+ * limit; a peer that moved data to or from it checks sleeping after its
+ * own writes (a full fence on each side between the write and the read,
+ * so one of the two always sees the other's) and, if set, bumps seq and
+ * wakes it.  Peers pay the fence and a load per progress call that moved
+ * something, and only in such groups. */
+typedef struct {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t sleeping;
+    char pad[TUTTI_CHAN_BELL_BYTES - 2 * sizeof(uint32_t)];
+} tutti__chan_bell_t;
+
 /* Bytes one channel of @p slots slots of @p slot_size bytes takes. */
 size_t tutti__chan_bytes(uint32_t slots, size_t slot_size);
 /* Sets up a channel (its creator, before anyone uses it) in memory of
@@ -129,6 +143,8 @@ typedef struct {
     int out_sc_ok;               /* peer set out->sc_accept */
     uint64_t sc_acked;           /* finished descriptors we completed */
     tutti_tp_op_t *scq, *scq_tail; /* sends the peer is reading, in order */
+    tutti__chan_bell_t *bell;    /* the peer's doorbell, or NULL: rung
+                                    after data moved to or from it */
 } tutti__chan_peer_t;
 
 /* What an endpoint moved, for its debug line at teardown. */
@@ -158,6 +174,8 @@ typedef struct {
     uint64_t corrupt_at;
     int check;                   /* verify or corrupt_armed: a received
                                     fragment is looked at */
+    tutti__chan_bell_t *bell;    /* this member's doorbell, or NULL: it
+                                    cannot sleep */
 } tutti__chan_ep_t;
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
@@ -176,6 +194,13 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
 /* Checksums on (TUTTI_TP_VERIFY_CHECKSUM) or off for what @p ep sends and
  * receives from now on. */
 void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify);
+/* @p bell is the doorbell of @p rank: this member's own, or a peer's that
+ * it rings (tutti__chan_bell_t).  Before the first operation. */
+void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell);
+/* Sleeps on this member's bell until a peer rings it or @p seconds pass,
+ * unless the progress made first moves something: returns what it moved,
+ * 0 after a sleep, -1 without a bell (tutti_tp_core_ops_t.chan_sleep). */
+int tutti__chan_sleep(tutti__chan_ep_t *ep, double seconds);
 
 /* In-process channel meshes (local.c): a size x size matrix of
  * channels shared by the members of one process; @p expected of them join
@@ -191,6 +216,7 @@ void tutti__local_mesh_leave(tutti__local_mesh_t *m);
 tutti_status_t tutti__chan_tp_send(tutti_tp_ep_t *ep, tutti_tp_op_t *op);
 tutti_status_t tutti__chan_tp_recv(tutti_tp_ep_t *ep, tutti_tp_op_t *op);
 int tutti__chan_tp_progress(tutti_tp_ep_t *ep);
+int tutti__chan_tp_sleep(tutti_tp_ep_t *ep, double seconds);
 
 /* The same channels behind the opaque tutti_chan_ep_t of transport.h, for
  * transport modules (through tutti_tp_core_ops_t). */
@@ -207,5 +233,7 @@ void tutti__chan_api_init(void *chan);
 tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
                                                   int peer, int peer_pid);
 void tutti__chan_api_set_verify(tutti_chan_ep_t *ep, int verify);
+void tutti__chan_api_attach_bell(tutti_chan_ep_t *ep, int rank, void *bell);
+int tutti__chan_api_sleep(tutti_chan_ep_t *ep, double seconds);
 
 #endif

@@ -1,9 +1,11 @@
 /*
  * local transport: members of one group inside one process (one thread
  * each).  The first member to join allocates every channel of the group;
- * the others find it in a process-wide table by job and group key.  The
- * same meshes serve the shm transport for the pairs of members that share
- * a process (tutti__local_mesh_join with the number of such members).
+ * the others find it in a process-wide table by job and group key.  In a
+ * group that spans processes, the members of one process meet here too,
+ * through the per-peer choice (mux.c), with the number of such members.
+ * The mesh holds a doorbell per member after the channels, used where the
+ * group's waits sleep (tutti_tp_group_t.sleep).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,7 +32,8 @@ struct tutti__local_mesh {
     int expected;               /* members that join it (this process's) */
     int joined, left;
     unsigned char *present;     /* which ranks joined */
-    char *mem;                  /* size x size channels */
+    char *mem;                  /* size x size channels, then size
+                                   doorbells */
     size_t chan_bytes;
     struct tutti__local_mesh *next;
 };
@@ -50,6 +53,12 @@ static tutti__chan_t *mesh_chan(local_mesh_t *m, int src, int dst)
     return (tutti__chan_t *)(m->mem +
                              ((size_t)src * (size_t)m->size + (size_t)dst) *
                                  m->chan_bytes);
+}
+
+static void *mesh_bell(local_mesh_t *m, int rank)
+{
+    return m->mem + (size_t)m->size * (size_t)m->size * m->chan_bytes +
+           (size_t)rank * TUTTI_CHAN_BELL_BYTES;
 }
 
 static void mesh_free(local_mesh_t *m)
@@ -83,7 +92,8 @@ static tutti_status_t mesh_get(const tutti_tp_group_t *g, int expected,
         return TUTTI_OK;
     }
     local_mesh_t *m = calloc(1, sizeof(*m));
-    size_t total = chan_bytes * (size_t)g->group_size * (size_t)g->group_size;
+    size_t total = chan_bytes * (size_t)g->group_size * (size_t)g->group_size +
+                   TUTTI_CHAN_BELL_BYTES * (size_t)g->group_size;
     if (m == NULL)
         return TUTTI_ERR_NO_MEMORY;
     m->present = calloc((size_t)g->group_size, 1);
@@ -96,7 +106,7 @@ static tutti_status_t mesh_get(const tutti_tp_group_t *g, int expected,
         free(m);
         return TUTTI_ERR_NO_MEMORY;
     }
-    memset(m->mem, 0, total); /* the channels' slots start unwritten */
+    memset(m->mem, 0, total); /* slots unwritten, bells silent */
     snprintf(m->job_id, sizeof(m->job_id), "%s", g->job_id);
     m->key = g->group_key;
     m->size = g->group_size;
@@ -221,6 +231,13 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
         ep->chan.peers[r].out = mesh_chan(ep->mesh, g->rank, r);
         ep->chan.peers[r].in = mesh_chan(ep->mesh, r, g->rank);
     }
+    if (g->size >= offsetof(tutti_tp_group_t, sleep) + sizeof(g->sleep) &&
+        g->sleep) {
+        for (int r = 0; r < g->group_size; r++) {
+            if (r == g->rank || g->serve == NULL || g->serve[r])
+                tutti__chan_attach_bell(&ep->chan, r, mesh_bell(ep->mesh, r));
+        }
+    }
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;
 }
@@ -228,4 +245,5 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
 const tutti_tp_ops_t tutti__tp_local_ops = {
     .size = sizeof(tutti_tp_ops_t), .name = "local", .connect = local_connect,
     .send = tutti__chan_tp_send, .recv = tutti__chan_tp_recv,
-    .progress = tutti__chan_tp_progress, .disconnect = local_disconnect};
+    .progress = tutti__chan_tp_progress, .disconnect = local_disconnect,
+    .sleep = tutti__chan_tp_sleep};

@@ -28,9 +28,10 @@
  *
  * ABI versions (plugin.h says the rule): 2.1 added settings at the end of
  * the descriptor and of the group; 2.2 the group's verify and the core's
- * chan_set_verify (read them where the group's and the core ops' size
- * covers them); the loader reads a 2.0 descriptor by
- * its size.  A change that cannot be made that way is major 3: this header
+ * chan_set_verify; 2.3 the group's sleep, the core's doorbells
+ * (chan_attach_bell, chan_sleep) and the transport's optional sleep (read
+ * each where the size of its table covers it); the loader reads a 2.0
+ * descriptor by its size.  A change that cannot be made that way is major 3: this header
  * is then copied unchanged to include/tutti/abi/tp_v2.h and core/plugin/
  * gets one adapter that wraps a v2 descriptor into a v3 one, so v2 modules
  * keep loading; a module of tests/modules built against the frozen header
@@ -50,7 +51,7 @@ extern "C" {
 #endif
 
 #define TUTTI_TP_ABI_MAJOR 2
-#define TUTTI_TP_ABI_MINOR 2
+#define TUTTI_TP_ABI_MINOR 3
 
 /** tutti_tp_group_t.verify: what a transport checks of the bytes it
  *  moves (the core's `verify` setting). */
@@ -60,6 +61,12 @@ extern "C" {
                                         difference fails the receive with a
                                         line naming the sender, the key, the
                                         chunk's bytes and both sums */
+
+/** Bytes of one member's doorbell (ABI 2.3): memory every peer of the
+ *  member can reach, aligned to 64 bytes and filled with zeros, that a
+ *  transport places for each member of a group whose waits sleep
+ *  (tutti_tp_group_t.sleep; chan_attach_bell). */
+#define TUTTI_CHAN_BELL_BYTES 64
 
 /** Key of one message on the wire. */
 typedef struct {
@@ -152,6 +159,19 @@ typedef struct {
      *  channel must say the same; a fragment without a sum on a checking
      *  end fails its receive, naming the sender. */
     void (*chan_set_verify)(tutti_chan_ep_t *ep, int verify);
+    /* ABI 2.3: */
+    /** Doorbells, for groups whose waits sleep (group->sleep): @p bell is
+     *  the doorbell of rank @p rank (TUTTI_CHAN_BELL_BYTES as that macro
+     *  says): this member's own, which chan_sleep() sleeps on, or an
+     *  attached peer's, which this member rings (a futex wake, only while
+     *  the peer sleeps) after it moved data to or from that peer.  Attach
+     *  every bell before the group's first operation. */
+    void (*chan_attach_bell)(tutti_chan_ep_t *ep, int rank, void *bell);
+    /** Sleeps until a peer rings this member's bell or @p seconds pass,
+     *  unless progress, made after the member said it sleeps, moves
+     *  something.  Returns what that progress moved (> 0: no sleep), 0
+     *  after a sleep, -1 if this member has no bell. */
+    int (*chan_sleep)(tutti_chan_ep_t *ep, double seconds);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */
@@ -184,6 +204,15 @@ typedef struct {
     int verify;                /**< TUTTI_TP_VERIFY_* (the `verify`
                                     setting); where the ends of a transfer
                                     differ, the checking end fails it */
+    /* ABI 2.3: */
+    int sleep;                 /**< 1: this host runs more members of the
+                                    group than it has processors, so a
+                                    member that found nothing to do for a
+                                    while calls sleep() rather than
+                                    yielding; a transport with that op
+                                    wakes it when data moves (doorbells:
+                                    chan_attach_bell).  The same on every
+                                    member of a host. */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;
@@ -212,6 +241,15 @@ typedef struct {
      *  peer), or NULL if they did not; borrowed until disconnect.  The core
      *  asks when a transfer fails, whichever thread noticed first. */
     const char *(*peer_error)(tutti_tp_ep_t *ep, int peer);
+    /* ABI 2.3: */
+    /** Optional.  Blocks the calling member until a peer may have moved
+     *  data for it or @p seconds pass (the core checks the group's health
+     *  and time limit between calls).  Returns > 0 if it moved something
+     *  instead (it makes progress after saying it sleeps, so nothing that
+     *  arrives meanwhile is missed), 0 after sleeping, or a negative value
+     *  if it cannot sleep (no group->sleep, or a peer it cannot be woken
+     *  by): the core then yields the processor instead. */
+    int (*sleep)(tutti_tp_ep_t *ep, double seconds);
 } tutti_tp_ops_t;
 
 /** A transport module's descriptor: the first six fields as in

@@ -329,7 +329,10 @@ tutti_status_t tutti_execute(tutti_group_t *group,
 
 /** TUTTI_OK when complete, TUTTI_INPROGRESS, or the execution's error. */
 tutti_status_t tutti_request_test(tutti_request_t *request);
-/** Block (spinning, then yielding) until complete; its status. */
+/** Block until complete; its status.  The calling thread spins, then
+ *  yields the processor; on a host running more members of the group than
+ *  it has processors, a wait idle for a millisecond sleeps until a peer's
+ *  data wakes it (shm and local transports). */
 tutti_status_t tutti_request_wait(tutti_request_t *request);
 /** Release a completed request.  NULL ok. */
 void tutti_request_free(tutti_request_t *request);

@@ -38,4 +38,10 @@ typedef struct {
 
 _Static_assert(sizeof(seg_hdr_t) <= SEG_HDR_BYTES, "segment header");
 
+/* The owner's doorbell (TUTTI_CHAN_BELL_BYTES, transport ABI 2.3) lives at
+ * this offset of the header page, on a line of its own; zero until a
+ * member sleeps on it. */
+#define SEG_BELL_OFF 2048
+_Static_assert(sizeof(seg_hdr_t) <= SEG_BELL_OFF, "segment header");
+
 #endif

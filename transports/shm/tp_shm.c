@@ -61,6 +61,7 @@ typedef struct {
     char own_name[128];
     int own_unlinked;
     uint64_t probe_cookie; /* read by peers probing for single copy */
+    int sleeps;            /* bells attached: waits may sleep */
 } shm_ep_t;
 
 static void *seg_chan(const shm_ep_t *ep, int owner, int src)
@@ -595,6 +596,17 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
             core->chan_attach(ep->chan, r, seg_chan(ep, r, g->rank),
                               seg_chan(ep, g->rank, r));
     }
+    /* Doorbells (ABI 2.3): a member of a group whose waits sleep sleeps
+     * on the bell in its own header, and rings its peers' in theirs. */
+    ep->sleeps = g->size >= offsetof(tutti_tp_group_t, sleep) +
+                                sizeof(g->sleep) &&
+                 g->sleep &&
+                 core->size >= offsetof(tutti_tp_core_ops_t, chan_sleep) +
+                                   sizeof(core->chan_sleep);
+    for (int r = 0; ep->sleeps && r < g->group_size; r++) {
+        if (r == g->rank || serves(g, r))
+            core->chan_attach_bell(ep->chan, r, ep->maps[r] + SEG_BELL_OFF);
+    }
     core->log(3, "shm", "group 0x%llx rank %d: channels of %u slots of %zu "
               "bytes, a segment of %zu bytes", (unsigned long long)g->group_key,
               g->rank, ep->slots, ep->slot_size, ep->seg_bytes);
@@ -640,11 +652,17 @@ static int shm_progress(tutti_tp_ep_t *tep)
     return ep->core->chan_progress(ep->chan);
 }
 
+static int shm_sleep(tutti_tp_ep_t *tep, double seconds)
+{
+    shm_ep_t *ep = (shm_ep_t *)tep;
+    return ep->sleeps ? ep->core->chan_sleep(ep->chan, seconds) : -1;
+}
+
 static const tutti_tp_ops_t shm_ops = {
     .size = sizeof(tutti_tp_ops_t), .name = "shm", .connect = shm_connect,
     .send = shm_send, .recv = shm_recv, .progress = shm_progress,
     .disconnect = shm_disconnect, .peer_alive = shm_peer_alive,
-    .reachable = shm_reachable};
+    .reachable = shm_reachable, .sleep = shm_sleep};
 
 static const tutti_setting_t shm_settings[] = {
     {.name = "slot_size",
