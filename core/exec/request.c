@@ -302,6 +302,8 @@ static void request_start(tutti_request_t *r)
     order_remove(g, r);
     if (inst->mode != TUTTI__MODE_HOST)
         st = tutti__cuda_start(r);
+    else if (inst->params.count == 0)
+        ; /* every member agreed on no elements: nothing moves anywhere */
     else if (inst->prepared &&
              (st = tutti__coll_prepare_pooled(&inst->params, g->rank, g->size,
                                               &g->stages, &r->stage,

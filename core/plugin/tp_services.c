@@ -52,4 +52,5 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .chan_set_verify = tutti__chan_api_set_verify,
     .chan_attach_bell = tutti__chan_api_attach_bell,
     .chan_sleep = tutti__chan_api_sleep,
+    .chan_set_single_copy_range = tutti__chan_api_set_single_copy_range,
 };

@@ -135,6 +135,8 @@ tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
     ep->slot_size = slot_size;
     ep->tp_name = tp_name;
     ep->pid = (int)getpid();
+    ep->sc_min = TUTTI_CHAN_SC_MIN;
+    ep->sc_max = SIZE_MAX;
     const char *hook = getenv("TUTTI_TEST_CORRUPT");
     int hook_rank;
     unsigned long long hook_at;
@@ -311,9 +313,10 @@ tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
 }
 
 /* True if @p op goes to @p p as a single-copy descriptor. */
-static int goes_single_copy(tutti__chan_peer_t *p, const tutti_tp_op_t *op)
+static int goes_single_copy(const tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                            const tutti_tp_op_t *op)
 {
-    if (op->len < TUTTI_CHAN_SC_MIN || op->done != 0)
+    if (op->len < ep->sc_min || op->len > ep->sc_max || op->done != 0)
         return 0;
     if (!p->out_sc_ok)
         p->out_sc_ok = atomic_load_explicit(&p->out->sc_accept,
@@ -389,7 +392,7 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
         }
         tutti_tp_op_t *op = p->sendq;
         frag_hdr_t *h = slot_at(ep, p->out, p->out_head);
-        if (goes_single_copy(p, op)) {
+        if (goes_single_copy(ep, p, op)) {
             post_descriptor(ep, p, op, h);
             frag_publish(h, p->out_head++);
             moved++;
@@ -819,6 +822,13 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
     return TUTTI_OK;
 }
 
+void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,
+                                       size_t max)
+{
+    ep->sc_min = min;
+    ep->sc_max = max;
+}
+
 void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell)
 {
     if (rank == ep->rank)
@@ -960,4 +970,10 @@ void tutti__chan_api_attach_bell(tutti_chan_ep_t *ep, int rank, void *bell)
 int tutti__chan_api_sleep(tutti_chan_ep_t *ep, double seconds)
 {
     return tutti__chan_sleep(&ep->chan, seconds);
+}
+
+void tutti__chan_api_set_single_copy_range(tutti_chan_ep_t *ep, size_t min,
+                                           size_t max)
+{
+    tutti__chan_set_single_copy_range(&ep->chan, min, max);
 }

@@ -67,8 +67,9 @@
 #define TUTTI_CACHELINE 64
 
 /* Messages of this many bytes or more go by single copy where the channel
- * accepts it: below it, the two copies through a cache-resident slot cost
- * less than the system call and the page walk of a cross-process read. */
+ * accepts it, unless the transport sets another range: below it, the two
+ * copies through a cache-resident slot cost less than the system call and
+ * the page walk of a cross-process read. */
 #define TUTTI_CHAN_SC_MIN (64 * 1024)
 /* Bytes read per process_vm_readv into the bounce block of a
  * reduce-on-receive (then reduced into the destination while hot in
@@ -176,6 +177,8 @@ typedef struct {
                                     fragment is looked at */
     tutti__chan_bell_t *bell;    /* this member's doorbell, or NULL: it
                                     cannot sleep */
+    size_t sc_min, sc_max;       /* lengths sent by single copy (to peers
+                                    that accept it), inclusive */
 } tutti__chan_ep_t;
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
@@ -194,6 +197,11 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
 /* Checksums on (TUTTI_TP_VERIFY_CHECKSUM) or off for what @p ep sends and
  * receives from now on. */
 void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify);
+/* Messages of @p min to @p max bytes (inclusive) that @p ep sends go by
+ * single copy where the peer accepts it; TUTTI_CHAN_SC_MIN and up until
+ * this is called. */
+void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,
+                                       size_t max);
 /* @p bell is the doorbell of @p rank: this member's own, or a peer's that
  * it rings (tutti__chan_bell_t).  Before the first operation. */
 void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell);
@@ -235,5 +243,7 @@ tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
 void tutti__chan_api_set_verify(tutti_chan_ep_t *ep, int verify);
 void tutti__chan_api_attach_bell(tutti_chan_ep_t *ep, int rank, void *bell);
 int tutti__chan_api_sleep(tutti_chan_ep_t *ep, double seconds);
+void tutti__chan_api_set_single_copy_range(tutti_chan_ep_t *ep, size_t min,
+                                           size_t max);
 
 #endif

@@ -29,7 +29,8 @@
  * ABI versions (plugin.h says the rule): 2.1 added settings at the end of
  * the descriptor and of the group; 2.2 the group's verify and the core's
  * chan_set_verify; 2.3 the group's sleep, the core's doorbells
- * (chan_attach_bell, chan_sleep) and the transport's optional sleep (read
+ * (chan_attach_bell, chan_sleep), chan_set_single_copy_range and the
+ * transport's optional sleep (read
  * each where the size of its table covers it); the loader reads a 2.0
  * descriptor by its size.  A change that cannot be made that way is major 3: this header
  * is then copied unchanged to include/tutti/abi/tp_v2.h and core/plugin/
@@ -172,6 +173,12 @@ typedef struct {
      *  something.  Returns what that progress moved (> 0: no sleep), 0
      *  after a sleep, -1 if this member has no bell. */
     int (*chan_sleep)(tutti_chan_ep_t *ep, double seconds);
+    /** The lengths of the messages this member sends by single copy, to
+     *  the peers that enabled it: from @p min_bytes to @p max_bytes
+     *  inclusive (without this call: 64 KiB and up).  Others go through
+     *  the slots. */
+    void (*chan_set_single_copy_range)(tutti_chan_ep_t *ep, size_t min_bytes,
+                                       size_t max_bytes);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */

@@ -225,6 +225,22 @@ static void test_single_copy_refused(void **state)
     unlink(log);
 }
 
+/* A single-copy range whose minimum is above its maximum is refused at
+ * connect, naming both settings and their values. */
+static void test_single_copy_range_refused(void **state)
+{
+    char out[8192];
+    (void)state;
+    int rc = test_run("TUTTI_SHM_SINGLE_COPY_MIN=2M TUTTI_TIMEOUT=30 " RUN
+                      " --timeout 60 -n 2 " PERF " -b 8 -e 8", 1, out,
+                      sizeof(out));
+    assert_int_not_equal(rc, 0);
+    if (strstr(out, "shm.single_copy_min (TUTTI_SHM_SINGLE_COPY_MIN) is "
+                    "2097152 bytes, above shm.single_copy_max") == NULL ||
+        strstr(out, "expected min <= max") == NULL)
+        fail_msg("no refusal naming both settings in:\n%s", out);
+}
+
 /* Geometries the shm module states in log @p path ("channels of S slots of
  * B bytes"): the data groups' (@p data) and the control plane's (@p ctrl),
  * each with how many lines said it, and the first line of a group that
@@ -446,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_single_copy_off_2),
         cmocka_unit_test(test_single_copy_off_3),
         cmocka_unit_test(test_single_copy_refused),
+        cmocka_unit_test(test_single_copy_range_refused),
         cmocka_unit_test(test_slots_and_slot_size),
         cmocka_unit_test(test_no_segments_after_abort),
         cmocka_unit_test(test_no_segments_after_kill),

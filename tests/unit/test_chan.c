@@ -593,6 +593,25 @@ static void test_sc_matched(void **state)
     assert_int_equal(atomic_load(&pp->chan[0]->sc_done), 7);
 }
 
+/* A sender's single-copy range (the shm module's single_copy_min and
+ * _max): lengths inside it go as descriptors, those outside through the
+ * slots, all exact. */
+static void test_sc_range(void **state)
+{
+    pair_t *pp = *state;
+    static const size_t sizes[] = {1000, 4095, 4096, 9000, 9001, 70000};
+    uint32_t tag = 600;
+
+    tutti__chan_set_single_copy_range(&pp->ep[0], 4096, 9000);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        transfer(pp, tag++, sizes[i], 1);
+        transfer(pp, tag++, sizes[i], 0);
+    }
+    assert_int_equal(pp->ep[0].stats.sc_out, 4); /* 4096 and 9000, twice */
+    assert_int_equal(pp->ep[1].stats.sc_in, 4);
+    assert_int_equal(pp->ep[1].stats.ring_large_in, 2); /* 70000 */
+}
+
 /* Reduce-on-receive over more than one bounce block, with a tail. */
 static void test_sc_reduce(void **state)
 {
@@ -707,6 +726,7 @@ int main(void)
         PAIR_TEST(test_zero_length_buffered),
         PAIR_TEST(test_leftovers_freed),
         SC_TEST(test_sc_matched),
+        SC_TEST(test_sc_range),
         SC_TEST(test_sc_reduce),
         SC_TEST(test_sc_buffered),
         SC_TEST(test_sc_mismatch),

@@ -478,6 +478,7 @@ typedef struct {
     uint64_t slot_size;
     uint64_t slots;
     int single_copy;      /* index in single_copy_modes */
+    uint64_t sc_min, sc_max; /* message lengths sent by single copy */
 } shm_settings_t;
 
 static const char *const single_copy_modes[] = {"auto", "off", NULL};
@@ -518,6 +519,11 @@ static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g,
                   "(shm.single_copy)", key, g->rank);
         return;
     }
+    if (core->size >= offsetof(tutti_tp_core_ops_t,
+                               chan_set_single_copy_range) +
+                          sizeof(core->chan_set_single_copy_range))
+        core->chan_set_single_copy_range(ep->chan, (size_t)set->sc_min,
+                                         (size_t)set->sc_max);
     for (int r = 0; r < g->group_size; r++) {
         if (!serves(g, r))
             continue;
@@ -553,6 +559,13 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
         return core->error(TUTTI_ERR_MODULE, "shm", "the core handed no "
                            "settings; this module needs a core of "
                            "transport ABI 2.1 or later");
+    if (set->sc_min > set->sc_max)
+        return core->error(TUTTI_ERR_CONFIG, "shm", "shm.single_copy_min "
+                           "(TUTTI_SHM_SINGLE_COPY_MIN) is %llu bytes, above "
+                           "shm.single_copy_max (TUTTI_SHM_SINGLE_COPY_MAX), "
+                           "%llu: expected min <= max",
+                           (unsigned long long)set->sc_min,
+                           (unsigned long long)set->sc_max);
     shm_ep_t *ep = calloc(1, sizeof(*ep));
     if (ep == NULL)
         return TUTTI_ERR_NO_MEMORY;
@@ -688,6 +701,21 @@ static const tutti_setting_t shm_settings[] = {
      .offset = offsetof(shm_settings_t, single_copy),
      .choices = single_copy_modes,
      .expected = "auto or off"},
+    {.name = "single_copy_min",
+     .default_value = "64K",
+     .doc = "the smallest message sent by single copy",
+     .type = TUTTI_SETTING_SIZE,
+     .offset = offsetof(shm_settings_t, sc_min),
+     .min = 1,
+     .max = 1ULL << 40},
+    {.name = "single_copy_max",
+     .default_value = "1M",
+     .doc = "the largest message sent by single copy (larger: two copies "
+            "through the slots, the sender's and the receiver's at once)",
+     .type = TUTTI_SETTING_SIZE,
+     .offset = offsetof(shm_settings_t, sc_max),
+     .min = 1,
+     .max = 1ULL << 40},
 };
 
 TUTTI_TP_MODULE_DEFINE_SETTINGS("shm", "0.3.0", shm_ops, shm_settings,
