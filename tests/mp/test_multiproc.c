@@ -135,8 +135,8 @@ static void test_perf_table(void **state)
         assert_string_equal(r.type, "int64");
         assert_int_equal(r.size, r.count * 8);
         assert_int_equal(r.wrong, 0);
-        /* the default config: recursive doubling up to 64K for 3 */
-        assert_string_equal(r.impl, r.size <= 65536
+        /* the default config: recursive doubling up to 8K for 3 */
+        assert_string_equal(r.impl, r.size <= 8192
                                         ? "RecursiveDoublingAllreduce"
                                         : "RingAllreduce");
         rows++;

@@ -181,11 +181,13 @@ static void test_shipped_config(void **state)
     assert_string_equal(f->cfg.transports.items[0], "shm");
     assert_int_equal(take_modules(f), TUTTI_OK);
     expect_values(f, (const char *const[]){"shm.slot_size", "64K",
-        "shm.slots", "16", "shm.single_copy", "off", "tcp.interface", "",
+        "shm.slots", "16", "shm.single_copy", "off",
+        "shm.single_copy_min", "64K", "shm.single_copy_max", "1M",
+        "tcp.interface", "",
         "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
     expect_printed(f, (const char *const[]){"shm.single_copy = off (file)\n",
         "tcp.connections = 2 (file)\n", NULL});
-    assert_int_equal(f->cfg.num_rules, 19);
+    assert_int_equal(f->cfg.num_rules, 20);
     r = f->cfg.rules;
     /* CUDA groups try NCCL first, one rule per collective it runs. */
     for (int i = 0; i < TUTTI_COLL_COUNT; i++) {
@@ -207,25 +209,28 @@ static void test_shipped_config(void **state)
             fail_msg("no rule for %s of any size",
                      tutti_collective_name((tutti_collective_t)c));
     }
-    assert_string_equal(r[4].algorithm, "BruckAllgather");
-    assert_int_equal(r[4].size_max, 4096);
-    assert_int_equal(r[4].group_min, 6);
-    assert_string_equal(r[5].algorithm, "RingAllgather");
-    assert_string_equal(r[9].algorithm, "TreeReduce");
-    assert_string_equal(param(&r[9], "chunk")->value, "256K");
+    assert_string_equal(r[5].algorithm, "BruckAllgather");
+    assert_int_equal(r[5].size_max, 1024);
+    assert_int_equal(r[5].group_min, 4);
+    assert_string_equal(r[6].algorithm, "RingAllgather");
+    assert_string_equal(r[10].algorithm, "TreeReduce");
+    assert_string_equal(param(&r[10], "chunk")->value, "256K");
     assert_string_equal(r[0].algorithm, "RecursiveDoublingAllreduce");
     assert_int_equal(r[0].size_min, 0);
     assert_int_equal(r[0].size_max, 4096);
     assert_string_equal(r[1].algorithm, "RecursiveDoublingAllreduce");
-    assert_int_equal(r[1].size_max, 65536);
+    assert_int_equal(r[1].size_max, 8192);
     assert_int_equal(r[1].group_min, 3);
-    assert_string_equal(r[2].algorithm, "RingAllreduce");
-    assert_int_equal(r[2].collectives, TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE));
-    assert_int_equal(r[2].num_params, 0);
-    assert_string_equal(r[3].algorithm, "HierarchicalTreeBroadcast");
-    assert_int_equal(r[3].collectives, TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST));
-    assert_string_equal(param(&r[3], "fanout")->value, "2");
-    assert_string_equal(param(&r[3], "chunk")->value, "256K");
+    assert_string_equal(r[2].algorithm, "RecursiveDoublingAllreduce");
+    assert_int_equal(r[2].size_max, 16384);
+    assert_int_equal(r[2].group_min, 8);
+    assert_string_equal(r[3].algorithm, "RingAllreduce");
+    assert_int_equal(r[3].collectives, TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE));
+    assert_int_equal(r[3].num_params, 0);
+    assert_string_equal(r[4].algorithm, "HierarchicalTreeBroadcast");
+    assert_int_equal(r[4].collectives, TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST));
+    assert_string_equal(param(&r[4], "fanout")->value, "2");
+    assert_string_equal(param(&r[4], "chunk")->value, "256K");
 }
 
 /* ---- errors ------------------------------------------------------------- */
