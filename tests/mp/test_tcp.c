@@ -84,6 +84,32 @@ static int perf_rows_clean(char *out)
     return rows;
 }
 
+/* Groups over tcp share the process's progress engine: joining 6 groups
+ * adds no thread (one per endpoint, before, added 6), and every group's
+ * sums are exact. */
+static void test_groups_share_engine(void **state)
+{
+    char out[8192];
+    (void)state;
+    int rc = test_run(ENV RUN " --timeout 120 -n 2 " TUTTI_TEST_BUILDDIR
+                      "/tests/mp/groups_worker 6", 1, out, sizeof(out));
+    if (rc != 0)
+        fail_msg("exit %d:\n%s", rc, out);
+    for (int r = 0; r < 2; r++) {
+        char want[64];
+        int before, with;
+        snprintf(want, sizeof(want), "groups_worker: rank %d: threads ", r);
+        const char *line = strstr(out, want);
+        if (line == NULL ||
+            sscanf(line + strlen(want), "%d before, %d with", &before,
+                   &with) != 2)
+            fail_msg("no thread count of rank %d in:\n%s", r, out);
+        if (with != before)
+            fail_msg("rank %d: %d threads before its 6 groups, %d with "
+                     "them:\n%s", r, before, with, out);
+    }
+}
+
 /* allreduce float32 sum and int64 max over 0 .. 1 Mi + 3 elements. */
 static void test_perf(void **state)
 {
@@ -768,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_matrix_3),
         cmocka_unit_test(test_matrix_4),
         cmocka_unit_test(test_perf),
+        cmocka_unit_test(test_groups_share_engine),
         cmocka_unit_test(test_strangers_refused),
         cmocka_unit_test(test_garbled_frame_fails_peer),
         cmocka_unit_test(test_truncated_frame_fails_peer),

@@ -54,7 +54,7 @@ typedef struct {
 
 /** What a conn_t is: the wake-up eventfd, the listener, an accepted or
  *  opened connection in its handshake, a joined data socket, or the epoll
- *  set of the data sockets (watched in the thread's set). */
+ *  set of the data sockets (watched in the endpoint's own set). */
 enum { C_EVENT, C_LISTEN, C_IN, C_OUT, C_DATA, C_DATASET };
 
 /** One socket of the endpoint, as whoever holds its I/O lock sees it. */
@@ -120,7 +120,7 @@ typedef struct {
 } peer_t;
 
 /** An endpoint: what connect() returns as a tutti_tp_ep_t. */
-typedef struct {
+typedef struct tcp_ep {
     const tutti_tp_core_ops_t *core;
     int rank, size, task;
     uint64_t group_key;
@@ -129,16 +129,20 @@ typedef struct {
     tcp_cred_t cred;
     char job[TCP_JOB_MAX];
     peer_t *peers;
-    int epfd;                       /* the thread's: evc, lsc, the sockets
-                                       in their handshake, dsc */
+    int epfd;                       /* its own: evc, lsc, the sockets in
+                                       their handshake, dsc; watched by the
+                                       engine (tcp_progress.c) */
     conn_t evc, lsc;                /* the eventfd and the listener */
     conn_t dsc;                     /* dsc.fd: the data sockets' epoll set */
     conn_t *pending;                /* connections in their handshake */
-    pthread_t thread;
-    int running;
-    atomic_int stop;
+    /* The engine's, under its lock: */
+    struct tcp_ep *eng_next;        /* the registered endpoints */
+    int running;                    /* registered */
+    int woke;                       /* epfd had events this round */
+    int retry;                      /* a member held the I/O lock */
+    int watching;                   /* dsc is in epfd (not parked) */
     /* io guards the sockets and every list of the data path: whoever
-     * holds it (the thread, or an API call that got it with trylock)
+     * holds it (the engine, or an API call that got it with trylock)
      * moves bytes.  lock guards what follows it; take io first. */
     pthread_mutex_t io;
     pthread_mutex_t lock;
@@ -220,7 +224,7 @@ void tcp_accept_all(tcp_ep_t *ep);
 void tcp_expire_pending(tcp_ep_t *ep);
 
 /** Opens the sockets to @p peer (a higher rank, registered as @p reg)
- *  and hands them to the progress thread, which waits for their answers. */
+ *  and hands them to the progress engine, which waits for their answers. */
 tutti_status_t tcp_open_to(tcp_ep_t *ep, int peer, const tcp_reg_t *reg,
                            const char *my_host, double deadline);
 
@@ -242,19 +246,25 @@ static inline void tcp_op_append(tutti_tp_op_t **head, tutti_tp_op_t **tail,
     *tail = op;
 }
 
-/** Wakes the progress thread, to take what was queued or to stop (the
- *  API's side, the join's and the thread's own all ring it). */
+/** Wakes the engine for this endpoint, to take what was queued (the
+ *  API's side, the join's and the engine itself ring it). */
 static inline void tcp_ring(tcp_ep_t *ep)
 {
     uint64_t one = 1;
     if (write(ep->evc.fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        ep->core->log(0, "tcp", "waking the progress thread: %s",
+        ep->core->log(0, "tcp", "waking the progress engine: %s",
                       strerror(errno));
 }
 
 /** Makes @p ep's epoll sets and eventfd, watches them and the listener
- *  (already open), and starts the progress thread. */
-tutti_status_t tcp_thread_start(tcp_ep_t *ep, const tutti_tp_group_t *g);
+ *  (already open), and registers the endpoint with the process's progress
+ *  engine (starting it with the first). */
+tutti_status_t tcp_engine_add(tcp_ep_t *ep, const tutti_tp_group_t *g);
+
+/** Takes @p ep out of the engine (no-op if it never joined): from the
+ *  return on, the engine never touches it; the last one out stops and
+ *  joins the engine's thread. */
+void tcp_engine_remove(tcp_ep_t *ep);
 
 /** Posts the ops send()/recv() queued while another held the I/O lock;
  *  the caller holds it. */
@@ -264,7 +274,7 @@ void tcp_take_ops(tcp_ep_t *ep);
 uint64_t tcp_now_ns(void);
 
 /** Moves what the data sockets have ready (epoll_wait with no wait), as
- *  the thread does; the caller holds the I/O lock. */
+ *  the engine does; the caller holds the I/O lock. */
 void tcp_poll_data(tcp_ep_t *ep);
 
 #endif

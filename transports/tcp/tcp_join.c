@@ -47,7 +47,7 @@ void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
 static void join(tcp_ep_t *ep, conn_t *c, int peer, unsigned index)
 {
     peer_t *p = &ep->peers[peer];
-    /* From the thread's set to the data sockets', which API calls poll
+    /* From the endpoint's own set to the data sockets', which API calls poll
      * too: watched there before any op can use it (a socket no set
      * watched could wait forever for room). */
     epoll_ctl(ep->epfd, EPOLL_CTL_DEL, c->fd, NULL);

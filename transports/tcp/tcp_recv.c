@@ -4,7 +4,7 @@
  * op->reduce.fn where it reduces), waits in its socket while no receive of
  * the peer is posted, or is copied aside when a receive for another
  * message waits behind it.  A frame that fails its checks fails the peer.
- * Whoever holds the endpoint's I/O lock runs this: the progress thread,
+ * Whoever holds the endpoint's I/O lock runs this: the progress engine,
  * or an API call (recv() or progress()) that polls the sockets itself.
  */
 #include <errno.h>

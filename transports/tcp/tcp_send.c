@@ -3,7 +3,7 @@
  * sockets (striped from tcp.connections x 256K up, else whole on one
  * socket, round robin); a send that finds no room waits in the peer's
  * queue until a socket frees some.  Whoever holds the endpoint's I/O lock
- * runs this: the progress thread, or the API call that posts the send
+ * runs this: the progress engine, or the API call that posts the send
  * (it writes what the socket takes at once).
  */
 #include <errno.h>

@@ -2,12 +2,11 @@
  * tcp transport module: members on any hosts, over sockets.
  *
  * Each endpoint has a listening socket, tcp.connections sockets per peer
- * and its own progress thread: an epoll loop (edge-triggered) over the
- * listener, connections still in their handshake, an eventfd the API
- * calls ring, and the epoll set of the peer sockets.  One thread per
- * endpoint rather than per process keeps each endpoint's state apart, and
- * disconnect is a join; a process holds few endpoints (the control plane
- * and its groups).
+ * and an epoll set (edge-triggered) over the listener, connections still
+ * in their handshake, an eventfd the API calls ring, and the epoll set of
+ * the peer sockets.  One progress engine per process (tcp_progress.c), a
+ * thread over every endpoint's set, serves them all: the control plane
+ * and any number of groups cost one thread, not one each.
  *
  * The data path has a direct way and a queued one (tcp_progress.c).
  * send()/recv() that get the endpoint's I/O lock with trylock post the op
@@ -15,7 +14,7 @@
  * progress() that gets it polls the peer sockets with no wait and moves
  * what is ready: a member that polls pays no thread wake-up per message.
  * Where another holds the lock, send()/recv() queue the op (no
- * allocation) and ring the thread.  Whoever holds the lock completes ops
+ * allocation) and ring the engine.  Whoever holds the lock completes ops
  * by storing op->status (release); progress() returns how many completed
  * since its last call.
  *
@@ -50,7 +49,7 @@
  *
  * Where each part lives: this file is the ops table, the settings' rows,
  * connect (with the test hook's parsing) and disconnect; tcp_progress.c
- * the thread and the polling API calls share with it; tcp_send.c and
+ * the engine and the polling API calls share with it; tcp_send.c and
  * tcp_recv.c the data path; tcp_complete.c completing operations and
  * failing a peer; tcp_join.c the sockets of
  * each pair and their handshake; tcp_rendezvous.c the rendezvous;
@@ -126,8 +125,8 @@ static int tcp_progress(tutti_tp_ep_t *tep)
     /* With no op in flight there is nothing to move here (a message that
      * comes first waits for its receive), and no system call is made: a
      * group whose other peers are on shm polls this endpoint on every
-     * pass.  Otherwise this tells the thread a member polls (it then
-     * leaves the data sockets to it); where the thread or another caller
+     * pass.  Otherwise this tells the engine a member polls (it then
+     * leaves the data sockets to it); where the engine or another caller
      * holds the lock, they move the bytes. */
     if (atomic_load_explicit(&ep->submitted, memory_order_relaxed) !=
             atomic_load_explicit(&ep->completed, memory_order_relaxed)) {
@@ -157,8 +156,8 @@ static int tcp_progress(tutti_tp_ep_t *tep)
     return n;
 }
 
-/* The failure text is written once, by the progress thread, before the
- * operations it fails complete (their release store publishes it). */
+/* The failure text is written once, by whoever holds the I/O lock, before
+ * the operations it fails complete (their release store publishes it). */
 static const char *tcp_peer_error(tutti_tp_ep_t *tep, int peer)
 {
     tcp_ep_t *ep = (tcp_ep_t *)tep;
@@ -218,11 +217,7 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
     tcp_ep_t *ep = (tcp_ep_t *)tep;
     if (ep == NULL)
         return;
-    if (ep->running) {
-        atomic_store(&ep->stop, 1);
-        tcp_ring(ep);
-        pthread_join(ep->thread, NULL);
-    }
+    tcp_engine_remove(ep);
     while (ep->pending != NULL)
         tcp_pending_drop(ep, ep->pending, NULL);
     for (conn_t *c = ep->new_out, *n; c; c = n) {
@@ -343,7 +338,7 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     }
     memset(&reg, 0, sizeof(reg));
     if ((st = tcp_listen(core, &ep->set, &ep->lsc.fd, &reg)) != TUTTI_OK ||
-        (st = tcp_thread_start(ep, g)) != TUTTI_OK)
+        (st = tcp_engine_add(ep, g)) != TUTTI_OK)
         goto err;
     for (uint32_t i = 0; i < reg.naddr; i++) {
         char a[80];
