@@ -50,6 +50,7 @@ typedef struct {
     int phase;
     int in_place, steps;          /* this call */
     int posted, done;             /* data steps */
+    int own_copied;               /* out of place: the own block is */
 } a2a_state_t;
 
 static void a2a_fini_context(void *state)
@@ -139,19 +140,29 @@ static tutti_status_t post_step(a2a_state_t *s, tutti_alg_exec_t *x, int i)
                          &s->sx[slot]);
 }
 
-/* Copies the own block and posts the first window of steps. */
+/* Enters the data phase: data_progress() posts the first window of
+ * steps, then copies the own block. */
 static tutti_status_t start_data(a2a_state_t *s, tutti_alg_exec_t *x)
+{
+    (void)x;
+    s->phase = PHASE_DATA;
+    s->posted = s->done = 0;
+    s->own_copied = s->in_place;
+    return TUTTI_OK;
+}
+
+/* Out of place: the own block, copied while the first window's transfers
+ * are on their way (a send with nothing queued before it is written into
+ * the channel as it is posted, so the peers take it meanwhile). */
+static void copy_own(a2a_state_t *s, tutti_alg_exec_t *x)
 {
     int r = s->c.inst->rank;
     size_t es = s->c.esize;
-
-    s->phase = PHASE_DATA;
-    s->posted = s->done = 0;
-    if (!s->in_place && s->sblk.len[r] > 0)
+    s->own_copied = 1;
+    if (s->sblk.len[r] > 0)
         memcpy(tutti_alg_ring_at(x->recvbuf, s->rblk.off[r] * es),
                tutti_alg_ring_cat(x->sendbuf, s->sblk.off[r] * es),
                s->sblk.len[r] * es);
-    return TUTTI_OK;
 }
 
 /* Completes data steps in order and keeps the window full. */
@@ -164,6 +175,8 @@ static tutti_status_t data_progress(a2a_state_t *s, tutti_alg_exec_t *x)
                 return st;
             s->posted++;
         }
+        if (!s->own_copied)
+            copy_own(s, x);
         if (s->done == s->steps)
             return TUTTI_OK;
         int to, from, slot = s->done % WINDOW;
