@@ -1,9 +1,13 @@
 /*
  * The local transport: several members of one group in one process, one
  * thread each (1 to 5), running the correctness matrix (check_common.h); and the errors of
- * joining (a member that never comes, a member with another group size).
+ * joining (a member that never comes, a member with another group size);
+ * and, with more members than processors, waits that sleep on the mesh's
+ * doorbells.
  */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -388,6 +392,106 @@ static void run_ordered(void **state, uint64_t key, const int *const *orders,
 }
 
 /* rank r goes to the member at default position order[r]. */
+/* ---- more members than processors -------------------------------------- */
+
+typedef struct {
+    member_t m;
+    int late_ms;          /* member 1: how late it comes to the call */
+    double waited_ms, cpu_ms; /* member 0: its wait, and the CPU it took */
+    int wrong;            /* elements wrong over the rounds */
+    tutti_status_t st;
+} sleeper_t;
+
+static double ms_of(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* One 8-int32 allreduce under @p key; counts wrong elements into @p s. */
+static void sum_round(sleeper_t *s, tutti_group_t *g, uint64_t key, int n)
+{
+    int32_t in[8], out[8];
+    tutti_instance_params_t ip;
+    for (int i = 0; i < 8; i++)
+        in[i] = s->m.index * 10 + i;
+    test_params(&ip, key, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, 8);
+    if ((s->st = test_exec_wait(g, &ip, in, out)) != TUTTI_OK)
+        return;
+    for (int i = 0; i < 8; i++)
+        s->wrong += out[i] != 10 * n * (n - 1) / 2 + n * i;
+}
+
+static void *sleeper_main(void *arg)
+{
+    sleeper_t *s = arg;
+    tutti_group_t *g = join(&s->m);
+    struct timespec late = {0, 2000000};
+    if (g == NULL)
+        return NULL;
+    sum_round(s, g, 1, s->m.size); /* resolved: then only waits */
+    if (s->st == TUTTI_OK && s->m.index == 1) {
+        struct timespec ts = {s->late_ms / 1000,
+                              (long)(s->late_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        sum_round(s, g, 1, s->m.size);
+    } else if (s->st == TUTTI_OK) {
+        double wall = ms_of(CLOCK_MONOTONIC);
+        double cpu = ms_of(CLOCK_THREAD_CPUTIME_ID);
+        sum_round(s, g, 1, s->m.size);
+        s->waited_ms = ms_of(CLOCK_MONOTONIC) - wall;
+        s->cpu_ms = ms_of(CLOCK_THREAD_CPUTIME_ID) - cpu;
+    }
+    /* Rounds with a member late by 2 ms now and then: no wake-up lost. */
+    for (int i = 0; s->st == TUTTI_OK && i < 200; i++) {
+        if (i % 7 == 0 && s->m.index == (i / 7) % s->m.size)
+            nanosleep(&late, NULL);
+        sum_round(s, g, 2 + (uint64_t)(i % 3), s->m.size);
+    }
+    tutti_group_leave(g);
+    return NULL;
+}
+
+/* Three members as threads of a process held to one CPU (as taskset
+ * would, tutti-run's TUTTI_BIND=none saying its ranks are unpinned): the
+ * member waiting 300 ms for a late one sleeps on its doorbell, taking a
+ * few ms of CPU (yielding alone on the CPU it took all of it), and every
+ * sum of the rounds after is exact. */
+static void test_oversubscribed_waits_sleep(void **state)
+{
+    cpu_set_t old, one;
+    int cpu = 0;
+    assert_int_equal(sched_getaffinity(0, sizeof(old), &old), 0);
+    while (!CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    assert_int_equal(setenv("TUTTI_BIND", "none", 1), 0);
+    sleeper_t s[3];
+    for (int i = 0; i < 3; i++)
+        s[i] = (sleeper_t){{*state, 700, 3, i, 30, 0, "", {0, 0, 0, 0}},
+                           300, 0, 0, 0, TUTTI_OK};
+    int started = test_threads(3, sleeper_main, s, sizeof(s[0]));
+    unsetenv("TUTTI_BIND");
+    assert_int_equal(sched_setaffinity(0, sizeof(old), &old), 0);
+    assert_int_equal(started, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s[i].m.join_status, TUTTI_OK);
+        if (s[i].st != TUTTI_OK || s[i].wrong != 0)
+            fail_msg("member %d: %s, %d elements wrong: %s", i,
+                     tutti_status_name(s[i].st), s[i].wrong,
+                     tutti_last_error());
+    }
+    print_message("member 0 waited %.0f ms, took %.1f ms of CPU\n",
+                  s[0].waited_ms, s[0].cpu_ms);
+    assert_true(s[0].waited_ms > 200);
+    if (s[0].cpu_ms > 0.2 * s[0].waited_ms)
+        fail_msg("member 0 took %.0f ms of CPU in a %.0f ms wait", s[0].cpu_ms,
+                 s[0].waited_ms);
+}
+
 static void test_ring_order(void **state)
 {
     static const int order[3] = {2, 0, 1};
@@ -435,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_execution_timeout),
         cmocka_unit_test(test_instances_in_opposite_orders),
         cmocka_unit_test(test_flight_recorder_on_timeout),
+        cmocka_unit_test(test_oversubscribed_waits_sleep),
         cmocka_unit_test(test_ring_order),
         cmocka_unit_test(test_ring_order_disagreement),
     };
