@@ -21,6 +21,7 @@
 #include <tutti/module.h>
 
 #include "tree.h"
+#include "tree_fold.h"
 
 #define IMPL "RecursiveDoublingAllreduce"
 
@@ -47,35 +48,23 @@ typedef struct {
 _Static_assert(offsetof(rd_state_t, scratch) == 0,
                "tutti_alg_tree_scratch_fini frees the first member");
 
-/* The real rank of the member with index @p v among the p that double. */
-static int real_rank(int v, int extra)
-{
-    return v < extra ? 2 * v + 1 : v + extra;
-}
-
 /* Writes this member's list of actions. */
 static void plan(rd_state_t *s)
 {
-    int n = s->inst->group_size, r = s->inst->rank, p = 1;
-    while (p * 2 <= n)
-        p *= 2;
-    int extra = n - p, v;
-    if (r < 2 * extra && r % 2 == 0) {
+    int r = s->inst->rank;
+    tutti_alg_tree_fold_t f = tutti_alg_tree_fold(s->inst->group_size, r);
+    if (f.v < 0) {
         s->act[s->nact++] = (action_t){ACT_SEND, r + 1, TAG_HAND_IN};
         s->act[s->nact++] = (action_t){ACT_RECV, r + 1, TAG_HAND_BACK};
         return;
     }
-    if (r < 2 * extra) {
+    if (r < 2 * f.e)
         s->act[s->nact++] = (action_t){ACT_RECV_REDUCE, r - 1, TAG_HAND_IN};
-        v = r / 2;
-    } else {
-        v = r - extra;
-    }
     uint32_t step = 1;
-    for (int mask = 1; mask < p; mask <<= 1)
-        s->act[s->nact++] = (action_t){ACT_EXCHANGE,
-                                       real_rank(v ^ mask, extra), step++};
-    if (r < 2 * extra)
+    for (int mask = 1; mask < f.p; mask <<= 1)
+        s->act[s->nact++] = (action_t){
+            ACT_EXCHANGE, tutti_alg_tree_fold_rank(&f, f.v ^ mask), step++};
+    if (r < 2 * f.e)
         s->act[s->nact++] = (action_t){ACT_SEND, r - 1, TAG_HAND_BACK};
 }
 
@@ -84,24 +73,18 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
                                       const void *details, size_t details_len,
                                       void **state_out)
 {
-    size_t max_act = 2;
-    for (int q = 1; q < inst->group_size; q <<= 1)
-        max_act++;
-    rd_state_t *s = calloc(1, sizeof(*s) + max_act * sizeof(action_t));
+    size_t bytes = inst->count * tutti_dtype_size(inst->dtype);
+    rd_state_t *s = tutti_alg_tree_state_new(
+        core, IMPL,
+        sizeof(*s) + tutti_alg_tree_fold_actions(inst->group_size) *
+                         sizeof(action_t),
+        bytes, "copy of the result");
     (void)details;
     (void)details_len;
     if (s == NULL)
-        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": out of memory");
+        return TUTTI_ERR_NO_MEMORY;
     s->inst = inst;
-    s->bytes = inst->count * tutti_dtype_size(inst->dtype);
-    /* At least one byte: malloc(0) may return NULL, which is no failure. */
-    s->scratch = malloc(s->bytes > 0 ? s->bytes : 1);
-    if (s->scratch == NULL) {
-        size_t bytes = s->bytes;
-        tutti_alg_tree_scratch_fini(s);
-        return core->error(TUTTI_ERR_NO_MEMORY, IMPL ": no memory for a "
-                           "%zu-byte copy of the result", bytes);
-    }
+    s->bytes = bytes;
     plan(s);
     *state_out = s;
     return TUTTI_OK;

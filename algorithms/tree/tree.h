@@ -16,8 +16,12 @@ extern const tutti_alg_ops_t tutti_alg_tree_allreduce_recursive_doubling_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_reduce_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_gather_binomial_ops;
 extern const tutti_alg_ops_t tutti_alg_tree_allgather_bruck_ops;
+extern const tutti_alg_ops_t
+    tutti_alg_tree_reduce_scatter_recursive_halving_ops;
+extern const tutti_alg_ops_t tutti_alg_tree_alltoall_bruck_ops;
 
-/* TreeReduce, TreeGather and RecursiveDoublingAllreduce keep a scratch
+/* TreeReduce, TreeGather, RecursiveDoublingAllreduce,
+ * RecursiveHalvingReduceScatter and BruckAlltoall keep a scratch
  * buffer as the first member of their state (each file asserts it): this
  * fini_context frees both, either of them absent. */
 static inline void tutti_alg_tree_scratch_fini(void *state)

@@ -38,6 +38,17 @@ static const tutti_alg_impl_t tree_impls[] = {
                     "group size, equal counts",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), .device_types = CPU,
      .ops = &tutti_alg_tree_allgather_bruck_ops},
+    {.name = "RecursiveHalvingReduceScatter",
+     .description = "reduce_scatter for small blocks: log2(n) exchanges of "
+                    "halving parts, any group size, equal counts",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER),
+     .device_types = CPU,
+     .ops = &tutti_alg_tree_reduce_scatter_recursive_halving_ops},
+    {.name = "BruckAlltoall",
+     .description = "alltoall for small blocks: ceil(log2 n) exchanges of "
+                    "packed blocks, any group size, equal counts",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL), .device_types = CPU,
+     .ops = &tutti_alg_tree_alltoall_bruck_ops},
 };
 
-TUTTI_MODULE_DEFINE("tree", "0.4.0", tree_impls);
+TUTTI_MODULE_DEFINE("tree", "0.5.0", tree_impls);

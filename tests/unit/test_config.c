@@ -187,7 +187,7 @@ static void test_shipped_config(void **state)
         "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
     expect_printed(f, (const char *const[]){"shm.single_copy = off (file)\n",
         "tcp.connections = 2 (file)\n", NULL});
-    assert_int_equal(f->cfg.num_rules, 20);
+    assert_int_equal(f->cfg.num_rules, 22);
     r = f->cfg.rules;
     /* CUDA groups try NCCL first, one rule per collective it runs. */
     for (int i = 0; i < TUTTI_COLL_COUNT; i++) {
@@ -213,8 +213,14 @@ static void test_shipped_config(void **state)
     assert_int_equal(r[5].size_max, 1024);
     assert_int_equal(r[5].group_min, 4);
     assert_string_equal(r[6].algorithm, "RingAllgather");
-    assert_string_equal(r[10].algorithm, "TreeReduce");
-    assert_string_equal(param(&r[10], "chunk")->value, "256K");
+    assert_string_equal(r[7].algorithm, "RecursiveHalvingReduceScatter");
+    assert_int_equal(r[7].size_max, 4096);
+    assert_int_equal(r[7].group_min, 6);
+    assert_string_equal(r[9].algorithm, "BruckAlltoall");
+    assert_int_equal(r[9].size_max, 512);
+    assert_int_equal(r[9].group_min, 6);
+    assert_string_equal(r[12].algorithm, "TreeReduce");
+    assert_string_equal(param(&r[12], "chunk")->value, "256K");
     assert_string_equal(r[0].algorithm, "RecursiveDoublingAllreduce");
     assert_int_equal(r[0].size_min, 0);
     assert_int_equal(r[0].size_max, 4096);
