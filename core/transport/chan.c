@@ -2,17 +2,11 @@
  * descriptors between processes (chan.h). */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-#endif
 
 #include "transport/chan.h"
 #include "base/checksum.h"
@@ -366,34 +360,6 @@ static int reap_single_copy(tutti__chan_peer_t *p)
     return done;
 }
 
-/* A full fence between this thread's writes before and its reads after,
- * for the doorbell's handshake (chan.h).  gcc's thread sanitizer refuses
- * atomic_thread_fence; in such a build a sequentially consistent
- * read-modify-write of the bell's word stands in (a locked instruction,
- * itself a full fence on x86). */
-static void bell_fence(tutti__chan_bell_t *b)
-{
-#if defined(__SANITIZE_THREAD__)
-    atomic_fetch_add_explicit(&b->sleeping, 0, memory_order_seq_cst);
-#else
-    (void)b;
-    atomic_thread_fence(memory_order_seq_cst);
-#endif
-}
-
-/* After this member's writes to a channel shared with the owner of @p b:
- * wakes the owner if it sleeps (chan.h, tutti__chan_bell_t). */
-static void bell_ring(tutti__chan_bell_t *b)
-{
-    bell_fence(b);
-    if (atomic_load_explicit(&b->sleeping, memory_order_relaxed) == 0)
-        return;
-    atomic_fetch_add_explicit(&b->seq, 1, memory_order_relaxed);
-#ifdef __linux__
-    syscall(SYS_futex, &b->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
-#endif
-}
-
 /* Writes as many fragments of queued sends as there are free slots. */
 static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
 {
@@ -444,7 +410,7 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
         }
     }
     if (moved > 0 && p->bell != NULL)
-        bell_ring(p->bell);
+        tutti__chan_bell_ring(p->bell);
     return moved;
 }
 
@@ -795,7 +761,7 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
         moved++;
     }
     if (moved > 0 && p->bell != NULL)
-        bell_ring(p->bell); /* it may wait for room on the ring */
+        tutti__chan_bell_ring(p->bell); /* it may wait for room on the ring */
     return moved;
 }
 
@@ -842,153 +808,4 @@ void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,
 {
     ep->sc_min = min;
     ep->sc_max = max;
-}
-
-void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell)
-{
-    if (rank == ep->rank)
-        ep->bell = bell;
-    else if (rank >= 0 && rank < ep->size)
-        ep->peers[rank].bell = bell;
-}
-
-int tutti__chan_sleep(tutti__chan_ep_t *ep, double seconds)
-{
-    tutti__chan_bell_t *b = ep->bell;
-    if (b == NULL)
-        return -1;
-    uint32_t seen = atomic_load_explicit(&b->seq, memory_order_relaxed);
-    atomic_store_explicit(&b->sleeping, 1, memory_order_relaxed);
-    bell_fence(b);
-    int moved = tutti__chan_progress(ep);
-    if (moved == 0) {
-#ifdef __linux__
-        struct timespec ts;
-        ts.tv_sec = (time_t)seconds;
-        ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
-        /* Returns at a ring (seq no longer seen), a signal or the limit:
-         * the caller makes progress and decides either way. */
-        syscall(SYS_futex, &b->seq, FUTEX_WAIT, seen, &ts, NULL, 0);
-#else
-        (void)seen;
-        (void)seconds;
-        sched_yield();
-#endif
-    }
-    atomic_store_explicit(&b->sleeping, 0, memory_order_relaxed);
-    return moved;
-}
-
-tutti_status_t tutti__chan_tp_send(tutti_tp_ep_t *ep, tutti_tp_op_t *op)
-{
-    return tutti__chan_send((tutti__chan_ep_t *)ep, op);
-}
-
-tutti_status_t tutti__chan_tp_recv(tutti_tp_ep_t *ep, tutti_tp_op_t *op)
-{
-    return tutti__chan_recv((tutti__chan_ep_t *)ep, op);
-}
-
-int tutti__chan_tp_progress(tutti_tp_ep_t *ep)
-{
-    return tutti__chan_progress((tutti__chan_ep_t *)ep);
-}
-
-int tutti__chan_tp_sleep(tutti_tp_ep_t *ep, double seconds)
-{
-    return tutti__chan_sleep((tutti__chan_ep_t *)ep, seconds);
-}
-
-/* ---- the channels as transport modules see them (tutti_tp_core_ops_t) -- */
-
-struct tutti_chan_ep {
-    tutti__chan_ep_t chan;
-};
-
-tutti_status_t tutti__chan_api_create(int rank, int size, uint32_t slots,
-                                      size_t slot_size, const char *tp_name,
-                                      tutti_chan_ep_t **ep_out)
-{
-    tutti_chan_ep_t *ep = malloc(sizeof(*ep));
-    if (ep == NULL)
-        return TUTTI_ERR_NO_MEMORY;
-    tutti_status_t st = tutti__chan_ep_init(&ep->chan, rank, size, slots,
-                                            slot_size, tp_name);
-    if (st != TUTTI_OK) {
-        free(ep);
-        return st;
-    }
-    *ep_out = ep;
-    return TUTTI_OK;
-}
-
-void tutti__chan_api_destroy(tutti_chan_ep_t *ep)
-{
-    if (ep == NULL)
-        return;
-    const tutti__chan_stats_t *s = &ep->chan.stats;
-    tutti__log(TUTTI_LOG_DEBUG, ep->chan.tp_name,
-               "rank %d: received %llu message(s) by single copy and %llu of "
-               "%d+ bytes through the slots; sent %llu by single copy",
-               ep->chan.rank, (unsigned long long)s->sc_in,
-               (unsigned long long)s->ring_large_in, TUTTI_CHAN_SC_MIN,
-               (unsigned long long)s->sc_out);
-    tutti__chan_ep_fini(&ep->chan);
-    free(ep);
-}
-
-void tutti__chan_api_attach(tutti_chan_ep_t *ep, int peer, void *out,
-                            void *in)
-{
-    if (peer < 0 || peer >= ep->chan.size || peer == ep->chan.rank)
-        return;
-    ep->chan.peers[peer].out = out;
-    ep->chan.peers[peer].in = in;
-}
-
-tutti_status_t tutti__chan_api_send(tutti_chan_ep_t *ep, tutti_tp_op_t *op)
-{
-    return tutti__chan_send(&ep->chan, op);
-}
-
-tutti_status_t tutti__chan_api_recv(tutti_chan_ep_t *ep, tutti_tp_op_t *op)
-{
-    return tutti__chan_recv(&ep->chan, op);
-}
-
-int tutti__chan_api_progress(tutti_chan_ep_t *ep)
-{
-    return tutti__chan_progress(&ep->chan);
-}
-
-void tutti__chan_api_init(void *chan)
-{
-    tutti__chan_init(chan);
-}
-
-tutti_status_t tutti__chan_api_enable_single_copy(tutti_chan_ep_t *ep,
-                                                  int peer, int peer_pid)
-{
-    return tutti__chan_enable_single_copy(&ep->chan, peer, peer_pid);
-}
-
-void tutti__chan_api_set_verify(tutti_chan_ep_t *ep, int verify)
-{
-    tutti__chan_set_verify(&ep->chan, verify);
-}
-
-void tutti__chan_api_attach_bell(tutti_chan_ep_t *ep, int rank, void *bell)
-{
-    tutti__chan_attach_bell(&ep->chan, rank, bell);
-}
-
-int tutti__chan_api_sleep(tutti_chan_ep_t *ep, double seconds)
-{
-    return tutti__chan_sleep(&ep->chan, seconds);
-}
-
-void tutti__chan_api_set_single_copy_range(tutti_chan_ep_t *ep, size_t min,
-                                           size_t max)
-{
-    tutti__chan_set_single_copy_range(&ep->chan, min, max);
 }

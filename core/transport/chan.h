@@ -202,6 +202,9 @@ void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify);
  * this is called. */
 void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,
                                        size_t max);
+/* chan_bell.c: after this member's writes to a channel shared with the
+ * owner of @p b, wakes the owner if it sleeps. */
+void tutti__chan_bell_ring(tutti__chan_bell_t *b);
 /* @p bell is the doorbell of @p rank: this member's own, or a peer's that
  * it rings (tutti__chan_bell_t).  Before the first operation. */
 void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell);
@@ -219,8 +222,8 @@ tutti_status_t tutti__local_mesh_join(const tutti_tp_group_t *g, int expected,
                                      tutti__local_mesh_t **mesh_out);
 void tutti__local_mesh_leave(tutti__local_mesh_t *m);
 
-/* tutti_tp_ops_t entries for transports whose endpoint struct starts with
- * a tutti__chan_ep_t. */
+/* chan_api.c: tutti_tp_ops_t entries for transports whose endpoint struct
+ * starts with a tutti__chan_ep_t. */
 tutti_status_t tutti__chan_tp_send(tutti_tp_ep_t *ep, tutti_tp_op_t *op);
 tutti_status_t tutti__chan_tp_recv(tutti_tp_ep_t *ep, tutti_tp_op_t *op);
 int tutti__chan_tp_progress(tutti_tp_ep_t *ep);
