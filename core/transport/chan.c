@@ -410,7 +410,7 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
         }
     }
     if (moved > 0 && p->bell != NULL)
-        tutti__chan_bell_ring(p->bell);
+        tutti__bell_ring(p->bell);
     return moved;
 }
 
@@ -761,7 +761,7 @@ static int drain(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer)
         moved++;
     }
     if (moved > 0 && p->bell != NULL)
-        tutti__chan_bell_ring(p->bell); /* it may wait for room on the ring */
+        tutti__bell_ring(p->bell); /* it may wait for room on the ring */
     return moved;
 }
 
@@ -808,4 +808,25 @@ void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,
 {
     ep->sc_min = min;
     ep->sc_max = max;
+}
+
+void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell)
+{
+    if (rank == ep->rank)
+        ep->bell = bell;
+    else if (rank >= 0 && rank < ep->size)
+        ep->peers[rank].bell = bell;
+}
+
+int tutti__chan_sleep(tutti__chan_ep_t *ep, double seconds)
+{
+    if (ep->bell == NULL)
+        return -1;
+    uint32_t seen = tutti__bell_arm(ep->bell);
+    int moved = tutti__chan_progress(ep); /* the last look, armed */
+    if (moved == 0)
+        tutti__bell_wait(ep->bell, seen, seconds);
+    else
+        tutti__bell_disarm(ep->bell);
+    return moved;
 }

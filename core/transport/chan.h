@@ -64,6 +64,8 @@
 
 #include <tutti/transport.h>
 
+#include "transport/bell.h"
+
 #define TUTTI_CACHELINE 64
 
 /* Messages of this many bytes or more go by single copy where the channel
@@ -88,20 +90,6 @@ typedef struct {
     _Atomic uint32_t sc_accept; /* 1: the receiver reads descriptors */
     char pad2[TUTTI_CACHELINE - sizeof(uint64_t) - sizeof(uint32_t)];
 } tutti__chan_t;
-
-/* A member's doorbell (TUTTI_CHAN_BELL_BYTES, in memory its peers reach),
- * for groups whose waits sleep.  The member sets sleeping, makes progress
- * once more and, if nothing moved, sleeps on seq (a futex) with a time
- * limit; a peer that moved data to or from it checks sleeping after its
- * own writes (a full fence on each side between the write and the read,
- * so one of the two always sees the other's) and, if set, bumps seq and
- * wakes it.  Peers pay the fence and a load per progress call that moved
- * something, and only in such groups. */
-typedef struct {
-    _Atomic uint32_t seq;
-    _Atomic uint32_t sleeping;
-    char pad[TUTTI_CHAN_BELL_BYTES - 2 * sizeof(uint32_t)];
-} tutti__chan_bell_t;
 
 /* Bytes one channel of @p slots slots of @p slot_size bytes takes. */
 size_t tutti__chan_bytes(uint32_t slots, size_t slot_size);
@@ -144,7 +132,7 @@ typedef struct {
     int out_sc_ok;               /* peer set out->sc_accept */
     uint64_t sc_acked;           /* finished descriptors we completed */
     tutti_tp_op_t *scq, *scq_tail; /* sends the peer is reading, in order */
-    tutti__chan_bell_t *bell;    /* the peer's doorbell, or NULL: rung
+    tutti__bell_t *bell;         /* the peer's doorbell, or NULL: rung
                                     after data moved to or from it */
 } tutti__chan_peer_t;
 
@@ -175,7 +163,7 @@ typedef struct {
     uint64_t corrupt_at;
     int check;                   /* verify or corrupt_armed: a received
                                     fragment is looked at */
-    tutti__chan_bell_t *bell;    /* this member's doorbell, or NULL: it
+    tutti__bell_t *bell;         /* this member's doorbell, or NULL: it
                                     cannot sleep */
     size_t sc_min, sc_max;       /* lengths sent by single copy (to peers
                                     that accept it), inclusive */
@@ -202,11 +190,9 @@ void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify);
  * this is called. */
 void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,
                                        size_t max);
-/* chan_bell.c: after this member's writes to a channel shared with the
- * owner of @p b, wakes the owner if it sleeps. */
-void tutti__chan_bell_ring(tutti__chan_bell_t *b);
-/* @p bell is the doorbell of @p rank: this member's own, or a peer's that
- * it rings (tutti__chan_bell_t).  Before the first operation. */
+/* @p bell is the doorbell of @p rank (bell.h): this member's own, or a
+ * peer's that it rings after data moved to or from that peer.  Before the
+ * first operation. */
 void tutti__chan_attach_bell(tutti__chan_ep_t *ep, int rank, void *bell);
 /* Sleeps on this member's bell until a peer rings it or @p seconds pass,
  * unless the progress made first moves something: returns what it moved,
