@@ -5,7 +5,8 @@
  * gives the flags and the module directory and ABI versions; the module
  * and transport templates of examples/ build with their plain Makefiles
  * (copied out of the tree) and run under the installed tutti-run and
- * tutti-perf, selected by name, with every element checked; a client
+ * tutti-perf, selected by name, with every element checked (and the
+ * module template passes the installed tutti-conformance); a client
  * compiled with `pkg-config --cflags --libs tutti` runs an allreduce; and
  * `make uninstall` leaves no file in the prefix.
  *
@@ -146,6 +147,11 @@ static void test_module_template(void **state)
            "tutti-perf -c allreduce -a GatherBcastAllreduce -b 8 -e 1M -f 8 "
            "-n 3 -w 1", top);
     expect_rows("GatherBcastAllreduce", 6); /* 8 B to 256 KiB by 8 */
+    /* The installed conformance kit passes it. */
+    run_ok("tutti-conformance -n 1,3 %s/work/module-template/alg_template.so",
+           top);
+    if (!test_has_lines(out, "[  PASSED  ] 4 test(s)."))
+        fail_msg("tutti-conformance on the template:\n%s", out);
     /* Or from the installed module directory, selected in YAML. */
     run_ok("cp %s/work/module-template/alg_template.so "
            "\"$(pkg-config --variable=moduledir tutti)\" && printf "

@@ -623,6 +623,14 @@ tutti_check_result_t tutti_check_matrix(const tutti_check_env_t *env)
         m.perms[2 * n + r] = r;
     }
     size_t ix = 0;
+    if (env->only_impl != NULL) {
+        for (; tutti_info_impl(env->ctx, ix, &info) == TUTTI_OK; ix++) {
+            if (strcmp(info.name, env->only_impl) == 0)
+                run_impl(&m, &res, (int)ix + 1, &info, info.collectives);
+        }
+        free(m.perms);
+        return res;
+    }
     for (; tutti_info_impl(env->ctx, ix, &info) == TUTTI_OK; ix++) {
         if (!(info.device_types & TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)))
             continue;

@@ -41,6 +41,9 @@ typedef struct {
     int selection_only;   /* only the pass through selection */
     uint32_t selection_colls; /* collectives of that pass (TUTTI_COLL_BIT);
                                  0: all */
+    const char *only_impl; /* this implementation alone, every collective it
+                              declares (no selection pass, no complaint of
+                              collectives nobody implements); NULL: all */
     FILE *log;            /* every failure, one line each */
 } tutti_check_env_t;
 
