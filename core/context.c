@@ -108,6 +108,10 @@ static tutti_status_t read_config(tutti_context_t *ctx,
                                           TUTTI_SRC_API)) != TUTTI_OK)
         return st;
     tutti__log_set_level(tutti__config_log_level(&ctx->cfg));
+    if ((st = tutti__log_set_subsystems(ctx->cfg.log_subsystems)) !=
+            TUTTI_OK ||
+        (st = tutti__log_set_file(ctx->cfg.log_file)) != TUTTI_OK)
+        return st;
     return TUTTI_OK;
 }
 

@@ -15,8 +15,8 @@
  * of its coordinates picks it (small counts often, 4099 seldom, 1 Mi+3
  * only on the diagonal).  TUTTI_CHECK_FULL=1 runs every case.
  */
-#ifndef TUTTI_TEST_CHECK_COMMON_H
-#define TUTTI_TEST_CHECK_COMMON_H
+#ifndef TUTTI_CONFORMANCE_MATRIX_H
+#define TUTTI_CONFORMANCE_MATRIX_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,12 +1,13 @@
-/* The correctness matrix (see check_common.h). */
+/* The correctness matrix (see matrix.h), shared by the tests and
+ * tutti-conformance. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "check_common.h"
-#include "test_group.h"
-#include "../../tools/pattern.h"
+#include "matrix.h"
+#include "members.h"
+#include "../pattern.h"
 
 #define GUARD 64          /* bytes checked past every output */
 #define FILL 0x5a         /* what unwritten bytes hold */
