@@ -4,6 +4,7 @@
  * public calls that take a context begin here and go down to their rooms.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "job/health.h"
 #include "job/member.h"
 #include "job/sum.h"
+#include "select/lint.h"
 #include "select/select.h"
 
 /* A NULL context given to @p call: refused, naming it. */
@@ -364,6 +366,53 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
                                   "rule's implementation %s is not loaded",
                                   rule->algorithm);
     *impl_out = e->impl->name;
+    return TUTTI_OK;
+}
+
+/* What the lint needs to know of a loaded implementation (registry.c
+ * decides the same at each call). */
+static tutti__lint_impl_t lint_impl(const tutti__registry_t *reg,
+                                    const tutti__impl_entry_t *e)
+{
+    const tutti_alg_impl_t *im = e->impl;
+    tutti__lint_impl_t li = {
+        .name = im->name, .module = reg->modules[e->module].name,
+        .collectives = im->collectives,
+        .per_rank_collectives = im->per_rank_collectives,
+        .native_devices = im->device_types,
+        .may_decline = im->ops->size > offsetof(tutti_alg_ops_t, supports) &&
+                       im->ops->supports != NULL};
+    for (int d = 0; d < TUTTI_DEVICE_COUNT; d++)
+        if (tutti__impl_serves(im, (tutti_device_type_t)d))
+            li.devices |= TUTTI_DEVICE_BIT(d);
+    return li;
+}
+
+tutti_status_t tutti_info_lint(const tutti_context_t *ctx, void *file,
+                               size_t *findings_out)
+{
+    tutti__error_clear();
+    if (ctx == NULL)
+        return null_ctx("tutti_info_lint");
+    if (file == NULL || findings_out == NULL)
+        return null_arg("tutti_info_lint",
+                        file == NULL ? "file" : "findings_out");
+    tutti__lint_impl_t *impls = calloc(ctx->reg.num_impls + 1,
+                                       sizeof(*impls));
+    if (impls == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "select", "tutti_info_lint: "
+                            "no memory for %zu implementations",
+                            ctx->reg.num_impls);
+    for (size_t i = 0; i < ctx->reg.num_impls; i++)
+        impls[i] = lint_impl(&ctx->reg, &ctx->reg.impls[i]);
+    tutti_status_t st = tutti__select_lint(&ctx->cfg, impls,
+                                           ctx->reg.num_impls, file,
+                                           findings_out);
+    free(impls);
+    if (st != TUTTI_OK)
+        return tutti__error(st, "select", "tutti_info_lint: no memory to "
+                            "lint the rules of %s",
+                            ctx->cfg.path ? ctx->cfg.path : "(no file)");
     return TUTTI_OK;
 }
 

@@ -2,8 +2,8 @@
  * tutti-info: what this installation has and how it would choose: modules
  * found and refused (with reasons), implementations, transports, the
  * configuration in force with the source of each value, the selection rules
- * (with those skipped), CUDA's runtime, driver and devices, and --explain
- * for one call.
+ * (with those skipped), CUDA's runtime, driver and devices, --explain
+ * for one call, and --lint of a file's selection rules.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,12 +24,13 @@ static void usage(FILE *out)
         "       tutti-info --explain COLLECTIVE [--size BYTES] [--group-size N]\n"
         "                  [--num-tasks T] [--device cpu|cuda] [--dtype TYPE]\n"
         "                  [--per-rank] [--resolve]\n"
-        "Without --explain: prints the modules found (loaded, and refused with\n"
-        "the reason), the implementations they provide, the transports, CUDA\n"
-        "(runtime, driver and devices; no device, with the runtime's error;\n"
-        "or not built), the configuration in force (each value with its\n"
-        "source: default, file, env or api) and the selection rules, with\n"
-        "those skipped and why.\n"
+        "       tutti-info --lint FILE [--modules DIRS] [--log-level L]\n"
+        "Without --explain or --lint: prints the modules found (loaded, and\n"
+        "refused with the reason), the implementations they provide, the\n"
+        "transports, CUDA (runtime, driver and devices; no device, with the\n"
+        "runtime's error; or not built), the configuration in force (each\n"
+        "value with its source: default, file, env or api) and the selection\n"
+        "rules, with those skipped and why.\n"
         "  --settings         instead, every setting (the core's and the\n"
         "                     loaded modules'): its doc, default, environment\n"
         "                     variable and what it accepts\n"
@@ -69,11 +70,21 @@ static void usage(FILE *out)
         "                     a whole number of elements is rounded down, with\n"
         "                     a note.  --log-level debug also shows the\n"
         "                     resolver's log (group formed, instance decided)\n"
+        "  --lint FILE        check the selection rules of FILE against the\n"
+        "                     modules loaded: implementations not loaded or\n"
+        "                     that do not run the rule's collective or device,\n"
+        "                     rules that never match (earlier rules take their\n"
+        "                     calls), overlapping size ranges, and calls no\n"
+        "                     rule matches (gaps).  One line per finding,\n"
+        "                     FILE:LINE:COLUMN: what, then a summary line\n"
         "  -h, --help         this text\n"
         "Exit status: 0; 1 if the configuration cannot be used, (with\n"
         "--explain) no implementation is chosen, or (with --resolve) a call\n"
         "failed or an element was wrong; 2 on bad options, or values that do\n"
-        "not fit (more tasks than members, a --size under one element).\n");
+        "not fit (more tasks than members, a --size under one element).\n"
+        "With --lint: 0 no findings; 1 findings; 2 FILE cannot be linted (it\n"
+        "cannot be read, does not parse or breaks the schema: the error names\n"
+        "FILE:LINE:COLUMN) or bad options.\n");
 }
 
 static int parse_bytes(const char *s, size_t *out)
@@ -180,6 +191,25 @@ static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
     return 0;
 }
 
+/* --lint: one line per finding, then a summary; 0 none, 1 some, 2 when the
+ * lint itself failed. */
+static int lint(const tutti_context_t *ctx, const char *file)
+{
+    size_t findings = 0;
+    tutti_status_t st = tutti_info_lint(ctx, stdout, &findings);
+    if (st != TUTTI_OK) {
+        fprintf(stderr, "tutti-info: %s: %s\n", tutti_strerror(st),
+                tutti_last_error());
+        return 2;
+    }
+    if (findings == 0)
+        printf("%s: no findings\n", file);
+    else
+        printf("%s: %zu finding%s\n", file, findings,
+               findings == 1 ? "" : "s");
+    return findings == 0 ? 0 : 1;
+}
+
 static int parse_int(const char *s, int *out)
 {
     char *end;
@@ -220,7 +250,7 @@ int main(int argc, char **argv)
         {"num-tasks", 1, 0, 't'},  {"device", 1, 0, 'D'},
         {"dtype", 1, 0, 'd'},      {"help", 0, 0, 'h'},
         {"resolve", 0, 0, 'R'},    {"per-rank", 0, 0, 'P'},
-        {"settings", 0, 0, 'S'},
+        {"settings", 0, 0, 'S'},   {"lint", 1, 0, 'L'},
         {0, 0, 0, 0}};
     tutti_context_params_t cp;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
@@ -228,6 +258,7 @@ int main(int argc, char **argv)
     tutti_context_t *ctx;
     int c, li = 0, want_explain = 0, want_resolve = 0, bad = 0, rc;
     int want_settings = 0;
+    const char *lint_file = NULL;
 
     tutti_context_params_init(&cp);
     while ((c = getopt_long(argc, argv, "h", longs, &li)) != -1) {
@@ -247,6 +278,7 @@ int main(int argc, char **argv)
         case 'R': want_resolve = 1; break;
         case 'P': q.per_rank = 1; break;
         case 'S': want_settings = 1; break;
+        case 'L': lint_file = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -263,6 +295,12 @@ int main(int argc, char **argv)
     }
     if (want_settings && want_explain) {
         fprintf(stderr, "tutti-info: --settings and --explain go apart\n");
+        return 2;
+    }
+    if (lint_file != NULL &&
+        (want_explain || want_settings || cp.config_path != NULL)) {
+        fprintf(stderr, "tutti-info: --lint goes apart from --explain, "
+                "--settings and --config (its FILE is the configuration)\n");
         return 2;
     }
     if (want_resolve && !want_explain) {
@@ -301,13 +339,17 @@ int main(int argc, char **argv)
      * explanation; --resolve's tasks create theirs after it is gone. */
     cp.task = 0;
     cp.num_tasks = 1;
+    if (lint_file != NULL)
+        cp.config_path = lint_file;
     tutti_status_t st = tutti_context_create(&cp, &ctx);
     if (st != TUTTI_OK) {
         fprintf(stderr, "tutti-info: %s: %s\n", tutti_strerror(st),
                 tutti_last_error());
-        return 1;
+        return lint_file != NULL ? 2 : 1;
     }
-    if (want_explain) {
+    if (lint_file != NULL) {
+        rc = lint(ctx, lint_file);
+    } else if (want_explain) {
         rc = explain(ctx, &q);
     } else if (want_settings) {
         tutti_info_print_settings(ctx, stdout);

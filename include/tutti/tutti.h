@@ -476,6 +476,26 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
  *  rules (with those skipped and why) to a stdio FILE *. */
 void tutti_info_print_config(const tutti_context_t *ctx, void *file);
 
+/**
+ * Lint the selection rules of the configuration file @p ctx read (those of
+ * TUTTI_ALGO are left out) against the modules it loaded, as
+ * tutti-info --lint does, and print one line per finding to a stdio
+ * FILE *, "<file>:<line>:<column>: <what>; <what was expected, or which
+ * earlier rule (<file>:<line>) covers it>", in the order of the lines:
+ * implementations no loaded module provides or that do not run the rule's
+ * collectives or devices; rules that never match (earlier rules take every
+ * call they could match); size ranges that overlap the range of an earlier
+ * rule alike in every other key; and calls of a collective the file has
+ * rules for that no rule matches.  A rule whose implementation may decline
+ * a call (as NCCL's do) takes no call from later rules.  Lines
+ * "...: note: ..." (a rule for a device no loaded module runs on, naming an
+ * implementation not loaded) are not findings.  @p findings_out gets the
+ * number of findings.  The schema errors of a file are the context's: its
+ * creation refuses the file, naming file:line:column.
+ */
+tutti_status_t tutti_info_lint(const tutti_context_t *ctx, void *file,
+                               size_t *findings_out);
+
 /** Print every setting, the core's and the loaded modules', to a stdio
  *  FILE *: its key, line of doc, default, environment variable and what it
  *  accepts. */
