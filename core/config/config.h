@@ -52,7 +52,7 @@ typedef struct {
 } tutti__rule_t;
 
 /* The core's own settings, by row (keys.c): log_level, timeout,
- * modules.path, modules.load, transports, verify. */
+ * modules.path, modules.load, transports, verify, timeline. */
 enum {
     TUTTI__SET_LOG_LEVEL,
     TUTTI__SET_TIMEOUT,
@@ -60,6 +60,7 @@ enum {
     TUTTI__SET_MODULE_LOAD,
     TUTTI__SET_TRANSPORTS,
     TUTTI__SET_VERIFY,
+    TUTTI__SET_TIMELINE,
     TUTTI__CORE_SETTINGS
 };
 
@@ -84,6 +85,9 @@ typedef struct {
     tutti__source_t *src;          /* per row */
 } tutti__module_settings_t;
 
+/* The longest timeline path, with its terminating zero. */
+#define TUTTI__TIMELINE_PATH_MAX 1024
+
 typedef struct {
     char *path;                   /* file read, or NULL */
     /* The core's values, at the offsets its rows give (keys.c). */
@@ -93,6 +97,7 @@ typedef struct {
     tutti__strlist_t module_load; /* empty: all */
     tutti__strlist_t transports;
     int verify;                   /* TUTTI_TP_VERIFY_* (transport.h) */
+    char timeline[TUTTI__TIMELINE_PATH_MAX]; /* "": no timeline */
     tutti__source_t src[TUTTI__CORE_SETTINGS];
     tutti__rule_t *rules;         /* in match order */
     size_t num_rules;
