@@ -15,8 +15,10 @@ cd "$(dirname "$0")"
 top=$(pwd)
 build_dir=${TUTTI_BUILD_DIR:-build}
 
+# gnuplot-nox: bench/plot, and its test.
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
-          libyaml-dev libcmocka-dev openmpi-bin iproute2 util-linux)
+          libyaml-dev libcmocka-dev openmpi-bin iproute2 util-linux
+          gnuplot-nox)
 
 deps() {
     local missing=()

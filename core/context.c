@@ -106,6 +106,10 @@ static tutti_status_t read_config(tutti_context_t *ctx,
                                           TUTTI_SRC_API)) != TUTTI_OK)
         return st;
     tutti__log_set_level(tutti__config_log_level(&ctx->cfg));
+    if ((st = tutti__log_set_subsystems(ctx->cfg.log_subsystems)) !=
+            TUTTI_OK ||
+        (st = tutti__log_set_file(ctx->cfg.log_file)) != TUTTI_OK)
+        return st;
     return TUTTI_OK;
 }
 
@@ -296,7 +300,7 @@ tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
                                   ctx->reg.num_modules);
     const tutti__module_t *m = &ctx->reg.modules[index];
     *info_out = (tutti_module_info_t){
-        .name = m->name, .version = m->version, .path = m->path,
+        .name = m->name, .version = m->version, .path = tutti__module_where(m),
         .reason = m->reason, .abi_major = m->abi_major,
         .abi_minor = m->abi_minor,
         .kind = m->kind == TUTTI_MODULE_KIND_ALG  ? "algorithm"

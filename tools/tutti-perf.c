@@ -4,7 +4,8 @@
  * slowest rank's time per size, and every result is checked.  With
  * --device cuda each rank runs on a GPU, its buffers in device memory and
  * its calls ordered on a stream of its own; inputs are made and results
- * checked on the host, as for cpu.
+ * checked on the host, as for cpu.  --csv and --json print the same rows
+ * for programs to read (tools/perf_output.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,6 +18,7 @@
 
 #include "cuda_tools.h"
 #include "pattern.h"
+#include "perf_output.h"
 
 /*
  * What a row means for each collective, as nccl-tests has it: the size
@@ -60,6 +62,7 @@ typedef struct {
     int check;
     int inplace;
     int cuda;      /* --device cuda */
+    perf_format_t format;
 } options_t;
 
 static double bus_factor(tutti_collective_t coll, int n)
@@ -99,6 +102,17 @@ static void usage(FILE *out)
         "                         the GPUs (the local rank: TUTTI_LOCAL_RANK,\n"
         "                         else the rank), a CUDA group, one stream\n"
         "                         per rank; data made and checked on the host\n"
+        "      --csv              rows as CSV: a header line of the column\n"
+        "                         names, then one line per size; each line\n"
+        "                         ends with the run's ranks, inplace (0|1),\n"
+        "                         iters, warmup and device\n"
+        "      --json             one JSON object: the run (collective,\n"
+        "                         dtype, redop, root, ranks, inplace, iters,\n"
+        "                         warmup, device, size_convention,\n"
+        "                         bus_formula, bus_factor; with cuda gpus)\n"
+        "                         and \"rows\", an array of one object per\n"
+        "                         size keyed by the column names; \"error\"\n"
+        "                         when a call failed before the last size\n"
         "  -h, --help             this text\n"
         "Collectives, with n ranks and count elements per rank (the call's\n"
         "count): what a size means (as in nccl-tests) and the bus bandwidth\n"
@@ -119,7 +133,10 @@ static void usage(FILE *out)
         "busbw_GBps (algbw x the factor above), #wrong (elements of every\n"
         "rank's output that differ from the exact result, all ranks, totalled\n"
         "over the control plane, not by the collectives under test), impl\n"
-        "(the implementation that ran), coll (the collective).\n"
+        "(the implementation that ran), coll (the collective). The table\n"
+        "prints fixed decimals; --csv and --json 6 significant digits.\n"
+        "When stderr is a terminal, a sweep that has run a second shows a\n"
+        "progress line there; never when stderr is a file or a pipe.\n"
         "With --device cuda, time_us is taken on the host around each call\n"
         "and its wait (a request completes once the result is in place).\n"
         "Exit status 1 if any element is wrong or a call fails (a collective\n"
@@ -147,6 +164,8 @@ static int parse_int(const char *s, int min, int *out)
     return 0;
 }
 
+enum { OPT_CSV = 256, OPT_JSON };
+
 static int parse_args(int argc, char **argv, options_t *o)
 {
     static const struct option longs[] = {
@@ -157,8 +176,9 @@ static int parse_args(int argc, char **argv, options_t *o)
         {"iters", 1, 0, 'n'},      {"warmup", 1, 0, 'w'},
         {"algorithm", 1, 0, 'a'},  {"check", 1, 0, 'C'},
         {"device", 1, 0, 'D'},     {"help", 0, 0, 'h'},
+        {"csv", 0, 0, OPT_CSV},    {"json", 0, 0, OPT_JSON},
         {0, 0, 0, 0}};
-    int c, bad = 0;
+    int c, bad = 0, formats = 0;
     char *end;
     while ((c = getopt_long(argc, argv, "c:b:e:f:d:o:r:in:w:a:C:h", longs,
                             NULL)) != -1) {
@@ -179,6 +199,8 @@ static int parse_args(int argc, char **argv, options_t *o)
         case 'C': bad = parse_int(optarg, 0, &o->check); break;
         case 'D': o->cuda = strcmp(optarg, "cuda") == 0;
                   bad = !o->cuda && strcmp(optarg, "cpu") != 0; break;
+        case OPT_CSV: o->format = PERF_FORMAT_CSV; formats |= 1; break;
+        case OPT_JSON: o->format = PERF_FORMAT_JSON; formats |= 2; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -192,6 +214,10 @@ static int parse_args(int argc, char **argv, options_t *o)
                     "tutti-perf --help\n", c, optarg);
             return -1;
         }
+    }
+    if (formats == 3) {
+        fprintf(stderr, "tutti-perf: --csv and --json: choose one\n");
+        return -1;
     }
     if (optind < argc || o->min_bytes > o->max_bytes) {
         fprintf(stderr, "tutti-perf: %s; see tutti-perf --help\n",
@@ -364,76 +390,88 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     return TUTTI_OK;
 }
 
-static void print_header(const bench_t *b)
+/* The size after @p sz in the sweep: the factor, or 1 after a size 0. */
+static double next_size(const options_t *o, double sz)
 {
-    const options_t *o = b->o;
-    const coll_info_t *ci = &colls[o->coll];
-    char op[32] = "", root[32] = "";
-
-    if (ci->reduction)
-        snprintf(op, sizeof(op), ", %s", tutti_op_name(o->op));
-    if (ci->rooted)
-        snprintf(root, sizeof(root), ", root %d", o->root);
-    printf("# tutti-perf: %s, %d ranks, %s%s%s, %s, %d iterations "
-           "(+%d warm-up)\n", tutti_collective_name(o->coll), b->size,
-           tutti_dtype_name(o->dtype), op, root,
-           o->inplace ? "in place" : "out of place", o->iters, o->warmups);
-    printf("# size = %scount x %s (%s); busbw = algbw x %s = %.4g\n",
-           ci->blocks ? "n x " : "", tutti_dtype_name(o->dtype),
-           ci->size_doc, bus_formula(o->coll), bus_factor(o->coll, b->size));
-    for (int r = 0; o->cuda && r < b->size; r++)
-        printf("# rank %d: cuda, GPU %s\n", r,
-               tutti_group_pci_bus_id(b->group, r));
-    printf("#%11s %12s %9s %6s %5s %11s %11s %11s %7s  %s  %s\n", "size",
-           "count", "type", "redop", "root", "time_us", "algbw_GBps",
-           "busbw_GBps", "#wrong", "impl", "coll");
+    return sz > 0 ? sz * o->factor : 1;
 }
 
-static int sweep(bench_t *b)
+/* What every row shares, for the writer; @p gpus is filled with cuda. */
+static void describe_run(const bench_t *b, const char **gpus,
+                         perf_run_t *run_out)
 {
     const options_t *o = b->o;
     const coll_info_t *ci = &colls[o->coll];
-    size_t esize = tutti_dtype_size(o->dtype);
-    size_t blocks = ci->blocks ? (size_t)b->size : 1;
-    int failed = 0;
-    uint64_t key = 1;
 
-    if (b->rank == 0) {
-        print_header(b);
-        fflush(stdout);
-    }
+    for (int r = 0; o->cuda && r < b->size; r++)
+        gpus[r] = tutti_group_pci_bus_id(b->group, r);
+    *run_out = (perf_run_t){
+        .coll = tutti_collective_name(o->coll),
+        .dtype = tutti_dtype_name(o->dtype),
+        .redop = ci->reduction ? tutti_op_name(o->op) : "none",
+        .root = ci->rooted ? o->root : -1,
+        .ranks = b->size,
+        .inplace = o->inplace,
+        .iters = o->iters,
+        .warmups = o->warmups,
+        .device = o->cuda ? "cuda" : "cpu",
+        .blocks = ci->blocks,
+        .size_doc = ci->size_doc,
+        .bus_formula = bus_formula(o->coll),
+        .bus_factor = bus_factor(o->coll, b->size),
+        .gpus = o->cuda ? gpus : NULL,
+    };
+}
+
+/* Every size in turn; rank 0 writes the rows.  0, or 1 when an element
+ * was wrong or a call failed (its error on stderr, and in the JSON). */
+static int sweep(bench_t *b, perf_out_t *out)
+{
+    const options_t *o = b->o;
+    size_t esize = tutti_dtype_size(o->dtype);
+    size_t blocks = colls[o->coll].blocks ? (size_t)b->size : 1;
+    int failed = 0, done = 0, total = 0;
+    uint64_t key = 1;
+    perf_progress_t prog;
+    char err[1024];
+
     for (double sz = (double)o->min_bytes; sz <= (double)o->max_bytes;
-         sz = sz > 0 ? sz * o->factor : 1, key++) {
+         sz = next_size(o, sz))
+        total++;
+    perf_progress_init(&prog, total, b->rank == 0);
+    for (double sz = (double)o->min_bytes; sz <= (double)o->max_bytes;
+         sz = next_size(o, sz), key++, done++) {
         /* Per rank, rounded down to whole elements and whole blocks. */
         size_t count = (size_t)sz / esize / blocks;
         size_t bytes = count * esize * blocks;
         double t;
         uint64_t wrong;
+        perf_progress_show(&prog, done, bytes);
         tutti_status_t st = bench_size(b, key, count, bytes, &t, &wrong);
-        if (st != TUTTI_OK && b->cuda_err[0] != '\0') {
-            fprintf(stderr, "tutti-perf: rank %d: %s of %zu bytes: %s\n",
-                    b->rank, tutti_collective_name(o->coll), bytes,
-                    b->cuda_err);
-            return 1;
-        }
+        perf_progress_clear(&prog);
         if (st != TUTTI_OK) {
-            fprintf(stderr, "tutti-perf: rank %d: %s of %zu bytes: %s: %s\n",
-                    b->rank, tutti_collective_name(o->coll), bytes,
-                    tutti_strerror(st), tutti_last_error());
+            if (b->cuda_err[0] != '\0')
+                snprintf(err, sizeof(err), "%s of %zu bytes: %s",
+                         tutti_collective_name(o->coll), bytes, b->cuda_err);
+            else
+                snprintf(err, sizeof(err), "%s of %zu bytes: %s: %s",
+                         tutti_collective_name(o->coll), bytes,
+                         tutti_strerror(st), tutti_last_error());
+            fprintf(stderr, "tutti-perf: rank %d: %s\n", b->rank, err);
+            if (b->rank == 0)
+                perf_out_end(out, err);
             return 1;
         }
         failed |= wrong != 0;
         if (b->rank != 0)
             continue;
         double algbw = t > 0 ? (double)bytes / (t * 1e3) : 0;
-        printf("%12zu %12zu %9s %6s %5d %11.2f %11.3f %11.3f %7llu  %s  %s\n",
-               bytes, count, tutti_dtype_name(o->dtype),
-               ci->reduction ? tutti_op_name(o->op) : "none",
-               ci->rooted ? o->root : -1, t, algbw,
-               algbw * bus_factor(o->coll, b->size), (unsigned long long)wrong, b->impl,
-               tutti_collective_name(o->coll));
-        fflush(stdout);
+        perf_out_row(out, &(perf_row_t){bytes, count, t, algbw,
+                                         algbw * bus_factor(o->coll, b->size),
+                                         (unsigned long long)wrong, b->impl});
     }
+    if (b->rank == 0)
+        perf_out_end(out, NULL);
     /* Every rank knows the outcome; none may exit with it (and have
      * tutti-run stop the job) before rank 0 printed the last row. */
     tutti_status_t st = tutti_barrier(b->ctl);
@@ -443,6 +481,27 @@ static int sweep(bench_t *b)
         return 1;
     }
     return failed;
+}
+
+/* Rank 0 starts the output, then every rank runs the sweep.  0 or 1, as
+ * sweep(); 1 without a sweep if there is no memory. */
+static int run_sweep(bench_t *b)
+{
+    perf_run_t run;
+    perf_out_t out = {0};
+    const char **gpus = calloc((size_t)b->size, sizeof(*gpus));
+    int rc;
+
+    if (gpus == NULL) {
+        fprintf(stderr, "tutti-perf: no memory for %d names\n", b->size);
+        return 1;
+    }
+    describe_run(b, gpus, &run);
+    if (b->rank == 0)
+        perf_out_begin(&out, stdout, b->o->format, &run);
+    rc = sweep(b, &out);
+    free(gpus);
+    return rc;
 }
 
 /* Buffers for the largest size, and permute's ring; 0 or -1. */
@@ -523,7 +582,8 @@ err:
 int main(int argc, char **argv)
 {
     options_t o = {TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, TUTTI_OP_SUM, 0, 8,
-                   64u << 20, 2.0, 20, 5, NULL, 1, 0, 0};
+                   64u << 20, 2.0, 20, 5, NULL, 1, 0, 0,
+                   PERF_FORMAT_TABLE};
     bench_t b = {0};
     tutti_status_t st;
     int rc = 1, ngpus = 0;
@@ -552,7 +612,7 @@ int main(int argc, char **argv)
     if (join(&b, ngpus) != 0)
         goto out_groups;
     if (setup_buffers(&b) == 0)
-        rc = sweep(&b);
+        rc = run_sweep(&b);
     free(b.perm);
     free(b.sendbuf);
     free(b.recvbuf);

@@ -1,8 +1,10 @@
 /* Logging and the per-thread last-error detail. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,6 +15,22 @@
 #define ERROR_DETAIL_MAX 1024
 
 int tutti__log_level = TUTTI_LOG_WARN;
+
+/* log_level itself, and the subsystems with a level of their own
+ * (log_subsystems): set at context creation, read by every line. */
+#define SUBSYS_MAX 16
+#define SUBSYS_NAME_MAX 24
+static int base_level = TUTTI_LOG_WARN;
+static struct {
+    char name[SUBSYS_NAME_MAX];
+    int level;
+} subsys_levels[SUBSYS_MAX];
+static int num_subsys;
+
+/* Where lines go: stderr, or the task's file (log_file). */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(FILE *) log_out;
+static char log_path[1100];
 
 /* Set by whichever thread learns the task first (a context, its control
  * thread); read by every thread that logs. */
@@ -33,9 +51,111 @@ const char *tutti__log_level_name(int level)
                                                            : TUTTI_LOG_TRACE];
 }
 
+/* The macro's gate: the highest level any line may pass at. */
+static void update_gate(void)
+{
+    int top = base_level;
+    for (int i = 0; i < num_subsys; i++)
+        top = subsys_levels[i].level > top ? subsys_levels[i].level : top;
+    tutti__log_level = top;
+}
+
 void tutti__log_set_level(int level)
 {
-    tutti__log_level = level;
+    base_level = level;
+    update_gate();
+}
+
+/* The level of a name in @p text of @p len bytes, or -2 if none. */
+static int level_named(const char *text, size_t len)
+{
+    for (int i = 0; tutti__log_level_names[i] != NULL; i++) {
+        if (strlen(tutti__log_level_names[i]) == len &&
+            strncmp(tutti__log_level_names[i], text, len) == 0)
+            return i <= TUTTI_LOG_TRACE ? i : TUTTI_LOG_OFF;
+    }
+    return -2;
+}
+
+/* Parses "name:level,..." into the table if @p apply; 1 if it is valid. */
+static int parse_subsystems(const char *text, int apply)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        size_t len = strcspn(p, ",");
+        const char *colon = memchr(p, ':', len);
+        size_t nlen = colon ? (size_t)(colon - p) : 0;
+        if (colon == NULL || nlen == 0 || nlen >= SUBSYS_NAME_MAX ||
+            strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_") != nlen ||
+            n == SUBSYS_MAX)
+            return 0;
+        int level = level_named(colon + 1, len - nlen - 1);
+        if (level == -2)
+            return 0;
+        if (apply) {
+            memcpy(subsys_levels[n].name, p, nlen);
+            subsys_levels[n].name[nlen] = '\0';
+            subsys_levels[n].level = level;
+        }
+        n++;
+        p += len;
+        if (*p == ',' && *++p == '\0')
+            return 0; /* a trailing comma */
+    }
+    if (apply) {
+        num_subsys = n;
+        update_gate();
+    }
+    return 1;
+}
+
+int tutti__log_subsystems_ok(const char *text)
+{
+    return parse_subsystems(text, 0);
+}
+
+tutti_status_t tutti__log_set_subsystems(const char *text)
+{
+    if (!parse_subsystems(text, 0))
+        return tutti__error(TUTTI_ERR_CONFIG, "log", "log_subsystems "
+                            "(TUTTI_LOG) '%s': expected SUBSYSTEM:LEVEL,... "
+                            "e.g. registry:debug,tcp:trace", text);
+    parse_subsystems(text, 1);
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__log_set_file(const char *path)
+{
+    char name[sizeof(log_path)];
+    int task = atomic_load_explicit(&log_task, memory_order_relaxed);
+    const char *mark = strstr(path, "%t");
+    if (mark != NULL)
+        snprintf(name, sizeof(name), "%.*s%d%s", (int)(mark - path), path,
+                 task, mark + 2);
+    else if (path[0] != '\0')
+        snprintf(name, sizeof(name), "%s.%d", path, task);
+    else
+        name[0] = '\0';
+    pthread_mutex_lock(&out_lock);
+    int same = strcmp(name, log_path) == 0;
+    pthread_mutex_unlock(&out_lock);
+    if (same)
+        return TUTTI_OK;
+    FILE *f = NULL;
+    if (name[0] != '\0' && (f = fopen(name, "a")) == NULL)
+        return tutti__error(TUTTI_ERR_IO, "log", "log_file (TUTTI_LOG_FILE) "
+                            "%s: %s", name, strerror(errno));
+    if (f != NULL)
+        setvbuf(f, NULL, _IOLBF, 0);
+    pthread_mutex_lock(&out_lock);
+    FILE *old = atomic_load_explicit(&log_out, memory_order_relaxed);
+    atomic_store_explicit(&log_out, f, memory_order_relaxed);
+    snprintf(log_path, sizeof(log_path), "%s", name);
+    pthread_mutex_unlock(&out_lock);
+    if (old != NULL)
+        fclose(old);
+    return TUTTI_OK;
 }
 
 void tutti__log_set_task(int task)
@@ -57,6 +177,14 @@ void tutti__log_vwrite(int level, const char *subsys, const char *fmt,
     char line[1536];
     int n;
 
+    if (num_subsys > 0) {
+        int limit = base_level;
+        for (int i = 0; i < num_subsys; i++)
+            if (strcmp(subsys_levels[i].name, subsys) == 0)
+                limit = subsys_levels[i].level;
+        if (level > limit)
+            return;
+    }
     if (thread_rank >= 0)
         n = snprintf(line, sizeof(line), "tutti[task %d rank %d %s] %s %s: ",
                      task, thread_rank, thread_device,
@@ -68,7 +196,14 @@ void tutti__log_vwrite(int level, const char *subsys, const char *fmt,
         n = 0;
     vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
     /* One write per line so lines of several processes do not interleave. */
-    fprintf(stderr, "%s\n", line);
+    if (atomic_load_explicit(&log_out, memory_order_relaxed) != NULL) {
+        pthread_mutex_lock(&out_lock); /* not closed while written to */
+        FILE *out = atomic_load_explicit(&log_out, memory_order_relaxed);
+        fprintf(out != NULL ? out : stderr, "%s\n", line);
+        pthread_mutex_unlock(&out_lock);
+    } else {
+        fprintf(stderr, "%s\n", line);
+    }
     errno = saved_errno;
 }
 

@@ -25,6 +25,8 @@ enum {
     TUTTI_LOG_TRACE = 4
 };
 
+/* The highest level any line may pass at (log_level, or a subsystem's
+ * above it): what the macro checks before it formats anything. */
 extern int tutti__log_level;
 
 #define tutti__log(level, subsys, ...)                                         \
@@ -42,6 +44,17 @@ void tutti__log_vwrite(int level, const char *subsys, const char *fmt,
 extern const char *const tutti__log_level_names[];
 const char *tutti__log_level_name(int level);
 void tutti__log_set_level(int level);
+/** Subsystems whose lines follow another level than log_level:
+ *  "registry:debug,tcp:trace" (TUTTI_LOG, log_subsystems); "" for none.
+ *  TUTTI_ERR_CONFIG, recorded, if @p text is not that. */
+tutti_status_t tutti__log_set_subsystems(const char *text);
+/** Nonzero if @p text is a valid subsystem list (the setting's check). */
+int tutti__log_subsystems_ok(const char *text);
+/** Lines go to @p path instead of stderr, "" for stderr: one file per
+ *  task (%t in @p path is the task, else ".TASK" is appended), opened for
+ *  appending, a line at a time.  TUTTI_ERR_IO naming the file if it cannot
+ *  be opened (the lines stay where they were). */
+tutti_status_t tutti__log_set_file(const char *path);
 /** Identity printed on this thread's lines: task, and rank/device or -1. */
 void tutti__log_set_task(int task);
 void tutti__log_set_thread_member(int rank, const char *device);

@@ -52,7 +52,8 @@ typedef struct {
 } tutti__rule_t;
 
 /* The core's own settings, by row (keys.c): log_level, timeout,
- * modules.path, modules.load, transports, verify, timeline. */
+ * modules.path, modules.load, transports, verify, log_subsystems,
+ * log_file, timeline. */
 enum {
     TUTTI__SET_LOG_LEVEL,
     TUTTI__SET_TIMEOUT,
@@ -60,9 +61,16 @@ enum {
     TUTTI__SET_MODULE_LOAD,
     TUTTI__SET_TRANSPORTS,
     TUTTI__SET_VERIFY,
+    TUTTI__SET_LOG_SUBSYSTEMS,
+    TUTTI__SET_LOG_FILE,
     TUTTI__SET_TIMELINE,
     TUTTI__CORE_SETTINGS
 };
+
+/* Room for log_subsystems and log_file (STRING settings hold text shorter
+ * than their buffer). */
+#define TUTTI__LOG_SUBSYSTEMS_MAX 512
+#define TUTTI__LOG_FILE_MAX 1024
 
 /* A module's setting met in the file before the module loaded: its
  * section is not one of the core's, so it waits for a module of that
@@ -97,6 +105,8 @@ typedef struct {
     tutti__strlist_t module_load; /* empty: all */
     tutti__strlist_t transports;
     int verify;                   /* TUTTI_TP_VERIFY_* (transport.h) */
+    char log_subsystems[TUTTI__LOG_SUBSYSTEMS_MAX]; /* "registry:debug,..." */
+    char log_file[TUTTI__LOG_FILE_MAX]; /* "": stderr */
     char timeline[TUTTI__TIMELINE_PATH_MAX]; /* "": no timeline */
     tutti__source_t src[TUTTI__CORE_SETTINGS];
     tutti__rule_t *rules;         /* in match order */
@@ -122,7 +132,7 @@ tutti_status_t tutti__config_set_log_level(tutti__config_t *cfg,
                                            tutti__source_t src);
 
 /** Set every core setting to its row's default (log_level warn, timeout
- *  300, transports [shm]); no rules, no module settings. */
+ *  300, transports [shm, tcp]); no rules, no module settings. */
 void tutti__config_init(tutti__config_t *cfg);
 void tutti__config_free(tutti__config_t *cfg);
 

@@ -49,7 +49,7 @@ const tutti_setting_t tutti__core_settings[] = {
     },
     [TUTTI__SET_TRANSPORTS] = {
         .name = "transports",
-        .default_value = "shm",
+        .default_value = "shm, tcp",
         .doc = "transports tried in order for peers in other processes",
         .type = (tutti_setting_type_t)TUTTI__SETTING_NAMES,
         .offset = AT(transports),
@@ -67,12 +67,38 @@ const tutti_setting_t tutti__core_settings[] = {
         .offset = AT(verify),
         .choices = verify_modes,
     },
+    [TUTTI__SET_LOG_SUBSYSTEMS] = {
+        .name = "log_subsystems",
+        .env = "TUTTI_LOG",
+        .default_value = "",
+        .doc = "levels for some subsystems, over log_level: "
+               "registry:debug,tcp:trace",
+        .type = TUTTI_SETTING_STRING,
+        .offset = AT(log_subsystems),
+        .max = TUTTI__LOG_SUBSYSTEMS_MAX,
+        .check = tutti__log_subsystems_ok,
+        .expected = "a comma list of SUBSYSTEM:LEVEL (subsystem names of "
+                    "[a-z0-9_], at most 16; levels error, warn, info, "
+                    "debug, trace or off), e.g. registry:debug,tcp:trace",
+    },
+    [TUTTI__SET_LOG_FILE] = {
+        .name = "log_file",
+        .env = "TUTTI_LOG_FILE",
+        .default_value = "",
+        .doc = "log to this file instead of stderr, one per task: %t is "
+               "the task, else .TASK is appended",
+        .type = TUTTI_SETTING_STRING,
+        .offset = AT(log_file),
+        .max = TUTTI__LOG_FILE_MAX,
+        .expected = "a file path (\"\": stderr), e.g. /tmp/job.%t.log",
+    },
     /* Read by the context (exec/timeline.c writes the file). */
     [TUTTI__SET_TIMELINE] = {
         .name = "timeline",
         .default_value = "",
         .doc = "each task writes a Chrome trace (Perfetto) of its "
-               "executions and transfers here; %t: the task; empty: none",
+               "executions, phases and transfers here: %t is the task, "
+               "else .TASK goes before .json; empty: none",
         .type = TUTTI_SETTING_STRING,
         .offset = AT(timeline),
         .max = TUTTI__TIMELINE_PATH_MAX,

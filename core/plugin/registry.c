@@ -158,7 +158,7 @@ static int name_free(const tutti__registry_t *reg, const char *name,
     if (other == NULL)
         return 1;
     snprintf(why, len, "module name '%s' already registered by %s", name,
-             other->path);
+             tutti__module_where(other));
     return 0;
 }
 
@@ -288,7 +288,7 @@ static int tp_desc_ok(const tutti__registry_t *reg,
     const tutti__module_t *other = tp_module(reg, ops->name);
     if (strcmp(ops->name, "local") == 0 || other != NULL) {
         snprintf(why, len, "transport '%s' already provided by %s", ops->name,
-                 other != NULL ? other->path : "the core");
+                 other != NULL ? tutti__module_where(other) : "the core");
         return 0;
     }
     return 1;
@@ -347,7 +347,7 @@ static const char *name_taken(const tutti__registry_t *reg,
         if (dup != NULL) {
             snprintf(why, len, "implementation '%s' already registered by "
                      "module '%s' (%s)", n, reg->modules[dup->module].name,
-                     reg->modules[dup->module].path);
+                     tutti__module_where(&reg->modules[dup->module]));
             return n;
         }
     }
@@ -446,8 +446,12 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
         return TUTTI_ERR_NO_MEMORY;
     reg->num_modules++;
 
-    if (!tutti__module_file(path, file, sizeof(file), why, sizeof(why)) ||
-        !tutti__elf_check(file, why, sizeof(why)))
+    if (!tutti__module_file(path, file, sizeof(file), why, sizeof(why)))
+        goto refuse;
+    m->file = strdup(file);
+    if (m->file == NULL)
+        return TUTTI_ERR_NO_MEMORY;
+    if (!tutti__elf_check(file, why, sizeof(why)))
         goto refuse;
     /* Every symbol bound now: one that nothing defines refuses the module
      * here, named, rather than ending the process on its first call.
@@ -518,7 +522,8 @@ refuse:
     m->rows = NULL;
     free(m->desc_copy);
     m->desc_copy = NULL;
-    tutti__log(TUTTI_LOG_WARN, "registry", "module %s refused: %s", path, why);
+    tutti__log(TUTTI_LOG_WARN, "registry", "module %s refused: %s",
+               tutti__module_where(m), why);
     if (m->handle != NULL) {
         dlclose(m->handle);
         m->handle = NULL;
@@ -678,6 +683,7 @@ void tutti__registry_free(tutti__registry_t *reg)
         if (m->handle != NULL)
             dlclose(m->handle);
         free(m->path);
+        free(m->file);
         free(m->name);
         free(m->version);
         free(m->reason);

@@ -16,6 +16,8 @@
 
 typedef struct {
     char *path;        /* as found (stem without extension) */
+    char *file;        /* the shared object opened (what a stem's .la
+                          names, else stem.so), NULL if none was found */
     char *name;        /* from the descriptor, or NULL if unreadable */
     char *version;
     unsigned abi_major, abi_minor;
@@ -33,6 +35,12 @@ typedef struct {
     const tutti_alg_group_ops_t *group_ops; /* per-group state (ABI 1.3),
                                                or NULL */
 } tutti__module_t;
+
+/* Where @p m is, for messages and tutti-info: its file, else its stem. */
+static inline const char *tutti__module_where(const tutti__module_t *m)
+{
+    return m->file != NULL ? m->file : m->path;
+}
 
 typedef struct {
     const tutti_alg_impl_t *impl; /* in its module's rows */

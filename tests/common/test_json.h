@@ -1,10 +1,12 @@
 /*
- * A small strict JSON reader for the tests (header-only, static): RFC 8259
- * text into a tree of values, refusing what the grammar does not allow
- * (trailing commas, bare words, leading zeros, control characters in
- * strings, anything after the value) with the byte offset and what was
- * expected.  Numbers keep their text, so a test reads them as exactly as
- * it needs (test_json_ns: microseconds with three decimals, to the ns).
+ * A strict JSON reader for the tests (header-only, static): RFC 8259's
+ * grammar and nothing more (no trailing commas, no comments, no NaN, no
+ * control characters in strings, one value then only white space), with
+ * duplicate keys refused too, into a tree the tests walk.  The tools' JSON
+ * is checked by this, not by a library the project does not install.
+ * Numbers keep their text as well, so a test reads them as exactly as it
+ * needs (test_json_int, test_json_ns: microseconds with three decimals, to
+ * the nanosecond, where a double would round).
  */
 #ifndef TUTTI_TEST_JSON_H
 #define TUTTI_TEST_JSON_H
@@ -23,328 +25,367 @@ typedef enum {
     TEST_JSON_OBJECT
 } test_json_type_t;
 
+/* One value; an object's members carry their key. */
 typedef struct test_json {
     test_json_type_t type;
-    int boolean;
-    char *text;               /* string: decoded (UTF-8); number: as written */
-    struct test_json *items;  /* array: its items; object: its values */
-    char **keys;              /* object: the keys, as items */
-    size_t count;
+    double number;            /* a number; a bool: 0 or 1 */
+    char *string;             /* a string, its escapes decoded to UTF-8 */
+    char *raw;                /* a number: its text as written */
+    char *key;                /* a member's key, else NULL */
+    struct test_json *items;  /* an array's elements, an object's members */
+    size_t n;
 } test_json_t;
 
 typedef struct {
-    const char *s;
-    size_t pos;
+    const char *s, *p;  /* the text, where the reader is */
+    char *err;
+    size_t errlen;
     int depth;
-    char err[160];
 } test_json_reader_t;
 
-#define TEST_JSON_DEPTH_MAX 64
+static inline void test_json_free_items(test_json_t *v)
+{
+    for (size_t i = 0; i < v->n; i++)
+        test_json_free_items(&v->items[i]);
+    free(v->items);
+    free(v->string);
+    free(v->raw);
+    free(v->key);
+}
 
-static inline int test_json_value_(test_json_reader_t *r,
-                                   test_json_t *v);
+/* Frees a tree from test_json_parse(); NULL ok. */
+static inline void test_json_free(test_json_t *v)
+{
+    if (v == NULL)
+        return;
+    test_json_free_items(v);
+    free(v);
+}
 
-static inline int test_json_fail_(test_json_reader_t *r,
-                                  const char *expected)
+/* Records the first error, with the offset it was found at; returns -1. */
+static inline int test_json_fail(test_json_reader_t *r, const char *what)
 {
     if (r->err[0] == '\0')
-        snprintf(r->err, sizeof(r->err), "byte %zu: expected %s, found "
-                 "'%.12s'", r->pos, expected, r->s + r->pos);
+        snprintf(r->err, r->errlen, "offset %ld: %s", (long)(r->p - r->s),
+                 what);
     return -1;
 }
 
-static inline void test_json_space_(test_json_reader_t *r)
+static inline void test_json_ws(test_json_reader_t *r)
 {
-    while (strchr(" \t\r\n", r->s[r->pos]) != NULL && r->s[r->pos] != '\0')
-        r->pos++;
+    while (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r')
+        r->p++;
 }
 
-static inline int test_json_digits_(test_json_reader_t *r)
-{
-    size_t start = r->pos;
-    while (r->s[r->pos] >= '0' && r->s[r->pos] <= '9')
-        r->pos++;
-    return r->pos > start ? 0 : test_json_fail_(r, "a digit");
-}
-
-static inline int test_json_number_(test_json_reader_t *r, test_json_t *v)
-{
-    size_t start = r->pos;
-    if (r->s[r->pos] == '-')
-        r->pos++;
-    if (r->s[r->pos] == '0')
-        r->pos++;
-    else if (test_json_digits_(r) != 0)
-        return -1;
-    if (r->s[r->pos] == '.') {
-        r->pos++;
-        if (test_json_digits_(r) != 0)
-            return -1;
-    }
-    if (r->s[r->pos] == 'e' || r->s[r->pos] == 'E') {
-        r->pos++;
-        if (r->s[r->pos] == '+' || r->s[r->pos] == '-')
-            r->pos++;
-        if (test_json_digits_(r) != 0)
-            return -1;
-    }
-    v->type = TEST_JSON_NUMBER;
-    v->text = strndup(r->s + start, r->pos - start);
-    return v->text != NULL ? 0 : test_json_fail_(r, "memory");
-}
-
-static inline int test_json_hex4_(test_json_reader_t *r, unsigned *out)
+/* Four hex digits at r->p into @p out. */
+static inline int test_json_hex4(test_json_reader_t *r, unsigned *out)
 {
     *out = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = r->s[r->pos];
-        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
-                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
-                                            : 16u;
-        if (d == 16)
-            return test_json_fail_(r, "4 hexadecimal digits");
-        *out = *out * 16 + d;
-        r->pos++;
+    for (int i = 0; i < 4; i++, r->p++) {
+        char c = *r->p;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0)
+            return test_json_fail(r, "bad \\u escape");
+        *out = *out * 16 + (unsigned)d;
     }
     return 0;
 }
 
-/* A string at r->pos (its opening quote) into *out, decoded. */
-static inline int test_json_string_(test_json_reader_t *r, char **out)
+/* Appends code point @p cp as UTF-8 at @p o; returns the bytes written. */
+static inline size_t test_json_utf8(char *o, unsigned cp)
 {
-    size_t cap = 16, n = 0;
-    char *buf = malloc(cap);
-    if (buf == NULL)
-        return test_json_fail_(r, "memory");
-    r->pos++;
-    for (;;) {
-        unsigned char c = (unsigned char)r->s[r->pos];
-        unsigned cp;
-        if (cap - n < 5) {
-            char *grown = realloc(buf, cap *= 2);
-            if (grown == NULL) {
-                free(buf);
-                return test_json_fail_(r, "memory");
-            }
-            buf = grown;
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xc0 | cp >> 6);
+        o[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xe0 | cp >> 12);
+        o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        o[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | cp >> 18);
+    o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+    o[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* A string at r->p (its opening quote) into a new buffer at *out. */
+static inline int test_json_string(test_json_reader_t *r, char **out)
+{
+    const char *q = r->p + 1;
+    size_t n = 0;
+    unsigned cp, lo;
+
+    /* Decoded, a string is never longer than its text up to the closing
+     * quote (or the end, an error found below). */
+    while (*q != '\0' && *q != '"')
+        q += q[0] == '\\' && q[1] != '\0' ? 2 : 1;
+    char *o = malloc((size_t)(q - r->p) + 1);
+
+    if (o == NULL)
+        return test_json_fail(r, "no memory");
+    for (r->p++; *r->p != '"'; r->p++) {
+        unsigned char c = (unsigned char)*r->p;
+        if (c == '\0' || c < 0x20) {
+            free(o);
+            return test_json_fail(r, c ? "control character in a string"
+                                       : "unterminated string");
         }
-        if (c == '"') {
-            r->pos++;
-            break;
-        }
-        if (c < 0x20) {
-            free(buf);
-            return test_json_fail_(r, "a closing quote (control characters "
-                                      "must be escaped)");
-        }
-        r->pos++;
         if (c != '\\') {
-            buf[n++] = (char)c;
+            o[n++] = (char)c;
             continue;
         }
-        c = (unsigned char)r->s[r->pos++];
-        const char *esc = strchr("\"\\/bfnrt", c);
-        if (c != '\0' && esc != NULL) {
-            buf[n++] = "\"\\/\b\f\n\r\t"[esc - "\"\\/bfnrt"];
+        const char *esc = strchr("\"\\/bfnrt", *++r->p);
+        if (*r->p != '\0' && esc != NULL) {
+            o[n++] = "\"\\/\b\f\n\r\t"[esc - "\"\\/bfnrt"];
             continue;
         }
-        if (c != 'u' || test_json_hex4_(r, &cp) != 0) {
-            free(buf);
-            r->pos--;
-            return test_json_fail_(r, "an escape");
+        if (*r->p != 'u') {
+            free(o);
+            return test_json_fail(r, "bad escape");
         }
+        r->p++;
+        if (test_json_hex4(r, &cp) != 0)
+            goto err;
         if (cp >= 0xd800 && cp < 0xdc00) {
-            unsigned lo;
-            if (r->s[r->pos] != '\\' || r->s[r->pos + 1] != 'u') {
-                free(buf);
-                return test_json_fail_(r, "a low surrogate");
-            }
-            r->pos += 2;
-            if (test_json_hex4_(r, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff) {
-                free(buf);
-                return test_json_fail_(r, "a low surrogate");
-            }
+            /* A high surrogate: its low half must follow. */
+            if (r->p[0] != '\\' || r->p[1] != 'u')
+                goto err_surrogate;
+            r->p += 2;
+            if (test_json_hex4(r, &lo) != 0)
+                goto err;
+            if (lo < 0xdc00 || lo > 0xdfff)
+                goto err_surrogate;
             cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (cp >= 0xdc00 && cp < 0xe000) {
+            goto err_surrogate;
         }
-        if (cp < 0x80) {
-            buf[n++] = (char)cp;
-        } else if (cp < 0x800) {
-            buf[n++] = (char)(0xc0 | cp >> 6);
-            buf[n++] = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            buf[n++] = (char)(0xe0 | cp >> 12);
-            buf[n++] = (char)(0x80 | (cp >> 6 & 0x3f));
-            buf[n++] = (char)(0x80 | (cp & 0x3f));
-        } else {
-            buf[n++] = (char)(0xf0 | cp >> 18);
-            buf[n++] = (char)(0x80 | (cp >> 12 & 0x3f));
-            buf[n++] = (char)(0x80 | (cp >> 6 & 0x3f));
-            buf[n++] = (char)(0x80 | (cp & 0x3f));
-        }
+        n += test_json_utf8(o + n, cp);
+        r->p--; /* the loop steps past the last hex digit */
     }
-    buf[n] = '\0';
-    *out = buf;
+    r->p++;
+    o[n] = '\0';
+    *out = o;
+    return 0;
+err_surrogate:
+    test_json_fail(r, "unpaired surrogate");
+err:
+    free(o);
+    return -1;
+}
+
+/* A number, by the grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static inline int test_json_number(test_json_reader_t *r, double *out)
+{
+    const char *q = r->p;
+
+    if (*q == '-')
+        q++;
+    if (*q == '0')
+        q++;
+    else if (*q >= '1' && *q <= '9')
+        while (*q >= '0' && *q <= '9')
+            q++;
+    else
+        return test_json_fail(r, "expected a value");
+    if (*q == '.') {
+        if (*++q < '0' || *q > '9')
+            return test_json_fail(r, "digits expected after '.'");
+        while (*q >= '0' && *q <= '9')
+            q++;
+    }
+    if (*q == 'e' || *q == 'E') {
+        if (*++q == '+' || *q == '-')
+            q++;
+        if (*q < '0' || *q > '9')
+            return test_json_fail(r, "digits expected in the exponent");
+        while (*q >= '0' && *q <= '9')
+            q++;
+    }
+    *out = strtod(r->p, NULL);
+    r->p = q;
     return 0;
 }
 
-/* One more slot in @p v's items (and keys, for an object). */
-static inline test_json_t *test_json_push_(test_json_reader_t *r,
-                                           test_json_t *v, size_t *cap)
-{
-    if (v->count == *cap) {
-        size_t c = *cap ? 2 * *cap : 8;
-        test_json_t *items = realloc(v->items, c * sizeof(*items));
-        if (items == NULL)
-            return test_json_fail_(r, "memory"), NULL;
-        v->items = items;
-        if (v->type == TEST_JSON_OBJECT) {
-            char **keys = realloc(v->keys, c * sizeof(*keys));
-            if (keys == NULL)
-                return test_json_fail_(r, "memory"), NULL;
-            v->keys = keys;
-        }
-        *cap = c;
-    }
-    test_json_t *item = &v->items[v->count];
-    memset(item, 0, sizeof(*item));
-    if (v->type == TEST_JSON_OBJECT)
-        v->keys[v->count] = NULL;
-    v->count++;
-    return item;
-}
+static inline int test_json_value(test_json_reader_t *r, test_json_t *v);
 
-/* An array or object at r->pos (its opening bracket). */
-static inline int test_json_container_(test_json_reader_t *r,
-                                       test_json_t *v)
+/* The members of an object or elements of an array, r->p past its
+ * opening bracket; @p close is '}' or ']'. */
+static inline int test_json_items(test_json_reader_t *r, test_json_t *v,
+                                  char close)
 {
-    int object = r->s[r->pos] == '{';
-    char close = object ? '}' : ']';
     size_t cap = 0;
-    v->type = object ? TEST_JSON_OBJECT : TEST_JSON_ARRAY;
-    if (++r->depth > TEST_JSON_DEPTH_MAX)
-        return test_json_fail_(r, "less nesting");
-    r->pos++;
-    test_json_space_(r);
-    if (r->s[r->pos] == close) {
-        r->pos++;
-        r->depth--;
+
+    test_json_ws(r);
+    if (*r->p == close) {
+        r->p++;
         return 0;
     }
     for (;;) {
-        test_json_t *item = test_json_push_(r, v, &cap);
-        if (item == NULL)
-            return -1;
-        test_json_space_(r);
-        if (object) {
-            if (r->s[r->pos] != '"')
-                return test_json_fail_(r, "a key (a string)");
-            if (test_json_string_(r, &v->keys[v->count - 1]) != 0)
+        char *key = NULL;
+        test_json_ws(r);
+        if (close == '}') {
+            if (*r->p != '"')
+                return test_json_fail(r, "expected a key");
+            if (test_json_string(r, &key) != 0)
                 return -1;
-            test_json_space_(r);
-            if (r->s[r->pos] != ':')
-                return test_json_fail_(r, "':'");
-            r->pos++;
+            for (size_t i = 0; i < v->n; i++)
+                if (strcmp(v->items[i].key, key) == 0) {
+                    free(key);
+                    return test_json_fail(r, "duplicate key");
+                }
+            test_json_ws(r);
+            if (*r->p++ != ':') {
+                free(key);
+                return test_json_fail(r, "expected ':'");
+            }
         }
-        if (test_json_value_(r, item) != 0)
+        if (v->n == cap) {
+            test_json_t *grown = realloc(v->items,
+                                         (cap = cap ? 2 * cap : 8) *
+                                             sizeof(*grown));
+            if (grown == NULL) {
+                free(key);
+                return test_json_fail(r, "no memory");
+            }
+            v->items = grown;
+        }
+        test_json_t *item = &v->items[v->n++];
+        memset(item, 0, sizeof(*item));
+        item->key = key;
+        if (test_json_value(r, item) != 0)
             return -1;
-        test_json_space_(r);
-        if (r->s[r->pos] == close) {
-            r->pos++;
-            r->depth--;
+        test_json_ws(r);
+        if (*r->p == close) {
+            r->p++;
             return 0;
         }
-        if (r->s[r->pos] != ',')
-            return test_json_fail_(r, object ? "',' or '}'" : "',' or ']'");
-        r->pos++;
+        if (*r->p++ != ',')
+            return test_json_fail(r, close == '}' ? "expected ',' or '}'"
+                                                  : "expected ',' or ']'");
     }
 }
 
-static inline int test_json_value_(test_json_reader_t *r, test_json_t *v)
+static inline int test_json_value(test_json_reader_t *r, test_json_t *v)
 {
-    static const char *const words[] = {"null", "true", "false"};
-    test_json_space_(r);
-    char c = r->s[r->pos];
-    if (c == '{' || c == '[')
-        return test_json_container_(r, v);
-    if (c == '"') {
+    static const struct {
+        const char *word;
+        test_json_type_t type;
+        double value;
+    } words[] = {{"null", TEST_JSON_NULL, 0},
+                 {"true", TEST_JSON_BOOL, 1},
+                 {"false", TEST_JSON_BOOL, 0}};
+    int st;
+
+    test_json_ws(r);
+    if (*r->p == '{' || *r->p == '[') {
+        char close = *r->p == '{' ? '}' : ']';
+        if (++r->depth > 64)
+            return test_json_fail(r, "nested deeper than 64");
+        v->type = close == '}' ? TEST_JSON_OBJECT : TEST_JSON_ARRAY;
+        r->p++;
+        st = test_json_items(r, v, close);
+        r->depth--;
+        return st;
+    }
+    if (*r->p == '"') {
         v->type = TEST_JSON_STRING;
-        return test_json_string_(r, &v->text);
+        return test_json_string(r, &v->string);
     }
-    if (c == '-' || (c >= '0' && c <= '9'))
-        return test_json_number_(r, v);
-    for (int i = 0; i < 3; i++) {
-        size_t n = strlen(words[i]);
-        if (strncmp(r->s + r->pos, words[i], n) == 0) {
-            v->type = i == 0 ? TEST_JSON_NULL : TEST_JSON_BOOL;
-            v->boolean = i == 1;
-            r->pos += n;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        size_t len = strlen(words[i].word);
+        if (strncmp(r->p, words[i].word, len) == 0) {
+            v->type = words[i].type;
+            v->number = words[i].value;
+            r->p += len;
             return 0;
         }
     }
-    return test_json_fail_(r, "a value");
+    v->type = TEST_JSON_NUMBER;
+    const char *start = r->p;
+    if (test_json_number(r, &v->number) != 0)
+        return -1;
+    size_t len = (size_t)(r->p - start);
+    if ((v->raw = malloc(len + 1)) == NULL)
+        return test_json_fail(r, "no memory");
+    memcpy(v->raw, start, len);
+    v->raw[len] = '\0';
+    return 0;
 }
 
-static inline void test_json_free(test_json_t *v)
+/* Reads @p text as one JSON document: its tree (free with
+ * test_json_free()), or NULL with the first error and its offset in
+ * @p err. */
+static inline test_json_t *test_json_parse(const char *text, char *err,
+                                           size_t errlen)
 {
-    for (size_t i = 0; i < v->count; i++) {
-        test_json_free(&v->items[i]);
-        if (v->keys != NULL)
-            free(v->keys[i]);
-    }
-    free(v->items);
-    free(v->keys);
-    free(v->text);
-    memset(v, 0, sizeof(*v));
-}
+    test_json_reader_t r = {text, text, err, errlen, 0};
+    test_json_t *v = calloc(1, sizeof(*v));
 
-/* Reads @p text (one value, whitespace around it) into @p v: 0, or -1 with
- * what is wrong in @p err; @p v then holds nothing. */
-static inline int test_json_parse(const char *text, test_json_t *v,
-                                  char *err, size_t len)
-{
-    test_json_reader_t r = {text, 0, 0, ""};
-    memset(v, 0, sizeof(*v));
-    if (test_json_value_(&r, v) == 0) {
-        test_json_space_(&r);
-        if (text[r.pos] == '\0')
-            return 0;
-        test_json_fail_(&r, "the end of the text");
+    err[0] = '\0';
+    if (v == NULL) {
+        snprintf(err, errlen, "no memory");
+        return NULL;
     }
-    snprintf(err, len, "%s", r.err);
+    if (test_json_value(&r, v) == 0) {
+        test_json_ws(&r);
+        if (*r.p == '\0')
+            return v;
+        test_json_fail(&r, "text after the document");
+    }
     test_json_free(v);
-    return -1;
+    return NULL;
 }
 
-/* Object @p v's value of @p key, or NULL (also when @p v is no object). */
+/* An object's member @p key, or NULL (no such member, not an object, or
+ * @p v NULL, so that lookups chain). */
 static inline const test_json_t *test_json_get(const test_json_t *v,
                                                const char *key)
 {
-    if (v == NULL || v->type != TEST_JSON_OBJECT)
-        return NULL;
-    for (size_t i = 0; i < v->count; i++)
-        if (strcmp(v->keys[i], key) == 0)
+    for (size_t i = 0; v != NULL && v->type == TEST_JSON_OBJECT && i < v->n;
+         i++)
+        if (strcmp(v->items[i].key, key) == 0)
             return &v->items[i];
     return NULL;
 }
 
-/* The string @p key of object @p v, or NULL. */
+/* The string member @p key of object @p v, or NULL. */
 static inline const char *test_json_str(const test_json_t *v, const char *key)
 {
     const test_json_t *s = test_json_get(v, key);
-    return s != NULL && s->type == TEST_JSON_STRING ? s->text : NULL;
+    return s != NULL && s->type == TEST_JSON_STRING ? s->string : NULL;
+}
+
+/* A whole number @p v (written without fraction or exponent) in *out; -1
+ * if @p v is not one (or NULL). */
+static inline int test_json_int(const test_json_t *v, long long *out)
+{
+    char *end;
+    if (v == NULL || v->type != TEST_JSON_NUMBER)
+        return -1;
+    *out = strtoll(v->raw, &end, 10);
+    return *end == '\0' ? 0 : -1;
 }
 
 /* A number of microseconds written with at most three decimals, as
- * nanoseconds in *ns_out (exact, where a double would round); -1 if
- * @p v is not such a number. */
+ * nanoseconds in *ns_out, exact; -1 if @p v is not such a number. */
 static inline int test_json_ns(const test_json_t *v, uint64_t *ns_out)
 {
     uint64_t ns = 0;
     int decimals = -1;
-    if (v == NULL || v->type != TEST_JSON_NUMBER || v->text[0] == '-')
+    if (v == NULL || v->type != TEST_JSON_NUMBER || v->raw[0] == '-')
         return -1;
-    for (const char *p = v->text; *p; p++) {
+    for (const char *p = v->raw; *p; p++) {
         if (*p == '.' && decimals < 0) {
             decimals = 0;
             continue;
@@ -359,16 +400,6 @@ static inline int test_json_ns(const test_json_t *v, uint64_t *ns_out)
         ns *= 10;
     *ns_out = ns;
     return 0;
-}
-
-/* A whole number @p v (no fraction or exponent) in *out; -1 if not. */
-static inline int test_json_int(const test_json_t *v, long long *out)
-{
-    char *end;
-    if (v == NULL || v->type != TEST_JSON_NUMBER)
-        return -1;
-    *out = strtoll(v->text, &end, 10);
-    return *end == '\0' ? 0 : -1;
 }
 
 /* The whole file @p path (NUL-terminated, malloc'd), or NULL. */

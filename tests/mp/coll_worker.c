@@ -48,8 +48,8 @@
 
 #include <tutti/tutti.h>
 
-#include "check_common.h"
-#include "test_group.h"
+#include "matrix.h"
+#include "members.h"
 
 typedef struct {
     tutti_context_t *ctx;

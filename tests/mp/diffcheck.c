@@ -36,7 +36,7 @@
 #include <tutti/tutti.h>
 
 #include "diffcheck.h"
-#include "test_group.h"
+#include "members.h"
 
 #define GUARD 64
 #define CTRL_KEY 0x64696666ULL        /* "diff" */

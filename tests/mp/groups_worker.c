@@ -18,7 +18,7 @@
 
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 
 #define MAX_GROUPS 16
 

@@ -26,7 +26,7 @@
 
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 
 static double clock_ms(clockid_t id)
 {

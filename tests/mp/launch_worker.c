@@ -23,7 +23,7 @@
 #include <tutti/tutti.h>
 
 #include "job/bootstrap.h"
-#include "test_group.h"
+#include "members.h"
 
 static const size_t counts[] = {0, 1, 7, 4099, (1u << 20) + 3};
 static const size_t bcast_counts[] = {1, 65537};

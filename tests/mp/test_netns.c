@@ -9,6 +9,8 @@
  *
  *   2 hosts x 2 tasks, TUTTI_TRANSPORTS=shm,tcp: shm within a host, tcp
  *     between them; the control plane over tcp (local size 2 of 4).
+ *   The same with no transport setting at all (the default list, any
+ *     interface): the defaults must fit a job that spans hosts.
  *   3 hosts x 1 task, TUTTI_TRANSPORTS=tcp: the hosts on a bridge.
  *
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip` (iproute2) and `unshare`
@@ -210,8 +212,15 @@ static pid_t start_task(const net_t *n, int t, int ntasks, int h, int lt,
     setenv("TUTTI_JOB_SECRET", secret, 1);
     snprintf(v, sizeof(v), "%s:%d", n->addr[0], RDV_PORT);
     setenv("TUTTI_RENDEZVOUS", v, 1);
-    setenv("TUTTI_TCP_IFNAME", n->ifname[h], 1);
-    setenv("TUTTI_TRANSPORTS", transports, 1);
+    /* transports NULL: the defaults, neither a transport list nor the
+     * interface tcp listens on. */
+    if (transports != NULL) {
+        setenv("TUTTI_TCP_IFNAME", n->ifname[h], 1);
+        setenv("TUTTI_TRANSPORTS", transports, 1);
+    } else {
+        unsetenv("TUTTI_TCP_IFNAME");
+        unsetenv("TUTTI_TRANSPORTS");
+    }
     setenv("TUTTI_LOG_LEVEL", "debug", 1);
     setenv("TUTTI_TIMEOUT", "60", 1);
     snprintf(host, sizeof(host), "tutti-netns-host%d", h);
@@ -381,6 +390,16 @@ static void test_two_hosts_shm_tcp(void **state)
     run_job(n, 4, 2, "shm,tcp", data, "tcp to 3 peer(s)");
 }
 
+/* The same job with the defaults: no transport list, no interface. */
+static void test_two_hosts_defaults(void **state)
+{
+    static const char *const data[] = {"shm to 1 peer(s)",
+                                       "tcp to 2 peer(s)", NULL};
+    net_t *n = *state;
+    net_up(n, 2);
+    run_job(n, 4, 2, NULL, data, "tcp to 3 peer(s)");
+}
+
 /* 3 hosts x 1 task on a bridge, tcp only. */
 static void test_three_hosts_tcp(void **state)
 {
@@ -394,6 +413,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_two_hosts_shm_tcp, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_two_hosts_defaults, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_three_hosts_tcp, net_setup,
                                         net_teardown),

@@ -3,7 +3,9 @@
  * has the rows it should, every row #wrong 0, sizes that follow nccl-tests'
  * convention for the collective and busbw = algbw x its bus factor.  A
  * collective no loaded implementation runs fails its test, naming it, with
- * tutti-perf's own error.
+ * tutti-perf's own error.  --csv and --json carry the same rows (the JSON
+ * read by a strict reader of our own), and the progress line shows on a
+ * terminal only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "test_json.h"
 #include "test_perf.h"
 #include "test_util.h"
 
@@ -41,6 +45,7 @@ typedef struct {
     int root;            /* the root column */
     int blocks;          /* size = n x count x esize */
     int ring;            /* bus factor: 1, or ring x (n-1)/n */
+    int inplace;         /* -i among the options */
 } perf_case_t;
 
 
@@ -50,16 +55,16 @@ static double factor_of(const perf_case_t *c)
     return c->ring == 0 ? 1.0 : (double)c->ring * (n - 1) / n;
 }
 
-/* Checks one table row against the case; @p want_bytes is the size the
- * sweep asked for at this row. */
-static void check_row(const perf_case_t *c, const char *l, size_t want_bytes)
+/* Checks one row, read from line @p l, against the case; @p want_bytes is
+ * the size the sweep asked for at this row; @p exact: the bandwidths have
+ * 6 significant digits (--csv, --json), else the table's 3 decimals. */
+static void check_values(const perf_case_t *c, const test_perf_row_t *rp,
+                         const char *l, size_t want_bytes, int exact)
 {
-    test_perf_row_t r;
+    test_perf_row_t r = *rp;
     size_t blocks = c->blocks ? (size_t)c->nprocs : 1;
     size_t want_count = want_bytes / c->esize / blocks;
 
-    if (!test_perf_row(l, &r) || r.coll[0] == '\0')
-        fail_msg("%s on %d: not a table row: '%s'", c->coll, c->nprocs, l);
     if (r.wrong != 0)
         fail_msg("%s on %d: %lld wrong elements at %lld bytes: '%s'",
                  c->coll, c->nprocs, r.wrong, r.size, l);
@@ -71,24 +76,35 @@ static void check_row(const perf_case_t *c, const char *l, size_t want_bytes)
     /* nccl-tests' size convention, rounded down per rank. */
     assert_int_equal(r.count, (long long)want_count);
     assert_int_equal(r.size, (long long)(want_count * c->esize * blocks));
-    /* Both columns print 3 decimals: within half a unit of each. */
+    /* Both columns print 3 decimals: within half a unit of each; or 6
+     * digits: within 5 parts in a million of each. */
     double f = factor_of(c), d = r.busbw - r.algbw * f;
-    if (d > 0.0005 * (1.0 + f) + 1e-9 || -d > 0.0005 * (1.0 + f) + 1e-9)
+    double tol = exact ? 1e-5 * r.busbw + 1e-12 : 0.0005 * (1.0 + f) + 1e-9;
+    if (d > tol || -d > tol)
         fail_msg("%s on %d: busbw %.3f is not algbw %.3f x %.4f: '%s'",
                  c->coll, c->nprocs, r.busbw, r.algbw, f, l);
 }
 
-static void run_case(void **state)
+/* Checks one table row, as check_values(). */
+static void check_row(const perf_case_t *c, const char *l, size_t want_bytes)
 {
-    const perf_case_t *c = *state;
-    char cmd[512], out[16384], first[64] = "";
-    size_t want = MIN_BYTES;
-    int rows = 0;
+    test_perf_row_t r;
 
+    if (!test_perf_row(l, &r) || r.coll[0] == '\0')
+        fail_msg("%s on %d: not a table row: '%s'", c->coll, c->nprocs, l);
+    check_values(c, &r, l, want_bytes, 0);
+}
+
+/* Runs the case's sweep with @p format ("", "--csv" or "--json"); its
+ * stdout alone (stderr is shown on failure) into @p out. */
+static void run_sweep(const perf_case_t *c, const char *format, char *out,
+                      size_t len)
+{
+    char cmd[640];
     snprintf(cmd, sizeof(cmd), "%s --timeout 120 -n %d %s -c %s -b %d -e %d "
-             "-f %d -n 2 -w 1 %s", RUN, c->nprocs, PERF, c->coll, MIN_BYTES,
-             MAX_BYTES, STEP, c->extra);
-    int rc = test_run(cmd, 1, out, sizeof(out));
+             "-f %d -n 2 -w 1 %s %s", RUN, c->nprocs, PERF, c->coll,
+             MIN_BYTES, MAX_BYTES, STEP, c->extra, format);
+    int rc = test_run(cmd, format[0] == '\0', out, len);
     if (rc != 0) {
         /* cmocka cuts long failure messages: the output goes first, in
          * full, and the failure says what it means. */
@@ -96,6 +112,16 @@ static void run_case(void **state)
         fail_msg("%s on %d: tutti-perf exited %d (no implementation of %s "
                  "ran? its error is above)", c->coll, c->nprocs, rc, c->coll);
     }
+}
+
+static void run_case(void **state)
+{
+    const perf_case_t *c = *state;
+    char out[16384], first[64] = "";
+    size_t want = MIN_BYTES;
+    int rows = 0;
+
+    run_sweep(c, "", out, sizeof(out));
     for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
         if (l[0] == '#') {
             if (first[0] == '\0')
@@ -172,8 +198,12 @@ static void test_help_and_bad_collective(void **state)
     for (size_t i = 0; i < sizeof(help_lines) / sizeof(help_lines[0]); i++)
         if (strstr(out, help_lines[i]) == NULL)
             fail_msg("--help lacks '%s'", help_lines[i]);
+    assert_non_null(strstr(out, "      --csv              rows as CSV"));
+    assert_non_null(strstr(out, "      --json             one JSON object"));
     assert_int_equal(test_run(PERF " -c barrier", 1, out, sizeof(out)), 2);
     assert_non_null(strstr(out, "-c 'barrier': invalid value"));
+    assert_int_equal(test_run(PERF " --csv --json", 1, out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "--csv and --json: choose one"));
 }
 
 /* A wrong result planted by a module that writes zeros for every
@@ -207,6 +237,207 @@ static void test_planted_wrong_result_counted(void **state)
     assert_int_equal(rows, 3); /* 64, 512, 4096 bytes */
 }
 
+/* --csv's header line: the table's columns, then the run's settings. */
+#define CSV_HEADER                                                          \
+    "size,count,type,redop,root,time_us,algbw_GBps,busbw_GBps,#wrong,impl," \
+    "coll,ranks,inplace,iters,warmup,device"
+#define CSV_FIELDS 16
+
+/* --csv: the header line, then one line per size, each the row the table
+ * would print (with 6 significant digits) and the run's settings. */
+static void csv_case(void **state)
+{
+    const perf_case_t *c = *state;
+    char out[16384], *save = NULL;
+    size_t want = MIN_BYTES;
+    int rows = 0;
+
+    run_sweep(c, "--csv", out, sizeof(out));
+    char *l = strtok_r(out, "\n", &save);
+    if (l == NULL || strcmp(l, CSV_HEADER) != 0)
+        fail_msg("%s on %d: first line '%s', want '%s'", c->coll, c->nprocs,
+                 l ? l : "(none)", CSV_HEADER);
+    while ((l = strtok_r(NULL, "\n", &save)) != NULL) {
+        char line[512], *f[CSV_FIELDS + 1], *rest = line, *end;
+        int n = 0;
+        test_perf_row_t r;
+
+        snprintf(line, sizeof(line), "%s", l);
+        while (n <= CSV_FIELDS && (f[n] = strsep(&rest, ",")) != NULL)
+            n++;
+        if (n != CSV_FIELDS || strchr(l, '"') != NULL)
+            fail_msg("%s on %d: not %d plain fields: '%s'", c->coll,
+                     c->nprocs, CSV_FIELDS, l);
+        r.size = strtoll(f[0], &end, 10);
+        r.count = strtoll(f[1], &end, 10);
+        snprintf(r.type, sizeof(r.type), "%s", f[2]);
+        snprintf(r.op, sizeof(r.op), "%s", f[3]);
+        r.root = atoi(f[4]);
+        r.time = strtod(f[5], &end);
+        r.algbw = strtod(f[6], &end);
+        r.busbw = strtod(f[7], &end);
+        r.wrong = strtoll(f[8], &end, 10);
+        if (*end != '\0')
+            fail_msg("%s on %d: #wrong '%s' is not a number", c->coll,
+                     c->nprocs, f[8]);
+        snprintf(r.impl, sizeof(r.impl), "%s", f[9]);
+        snprintf(r.coll, sizeof(r.coll), "%s", f[10]);
+        if (rows == ROWS)
+            fail_msg("%s on %d: more than %d rows; '%s'", c->coll, c->nprocs,
+                     ROWS, l);
+        check_values(c, &r, l, want, 1);
+        assert_int_equal(atoi(f[11]), c->nprocs);
+        assert_string_equal(f[12], c->inplace ? "1" : "0");
+        assert_string_equal(f[13], "2");
+        assert_string_equal(f[14], "1");
+        assert_string_equal(f[15], "cpu");
+        want *= STEP;
+        rows++;
+    }
+    assert_int_equal(rows, ROWS);
+}
+
+/* Member @p key of @p v, which must have type @p type. */
+static const test_json_t *json_member(const test_json_t *v, const char *key,
+                                      test_json_type_t type)
+{
+    const test_json_t *m = test_json_get(v, key);
+    if (m == NULL || m->type != type)
+        fail_msg("JSON member '%s': %s", key,
+                 m == NULL ? "missing" : "of another type");
+    return m;
+}
+
+/* --json: one document (read by a strict reader), the run's description,
+ * then the rows the table would print, each keyed by the column names. */
+static void json_case(void **state)
+{
+    const perf_case_t *c = *state;
+    char out[16384], err[128];
+    size_t want = MIN_BYTES;
+
+    run_sweep(c, "--json", out, sizeof(out));
+    test_json_t *v = test_json_parse(out, err, sizeof(err));
+    if (v == NULL) {
+        test_show("tutti-perf --json", out);
+        fail_msg("%s on %d: not JSON: %s", c->coll, c->nprocs, err);
+    }
+    assert_string_equal(json_member(v, "collective", TEST_JSON_STRING)->string,
+                        c->coll);
+    assert_string_equal(json_member(v, "dtype", TEST_JSON_STRING)->string,
+                        c->dtype);
+    assert_string_equal(json_member(v, "redop", TEST_JSON_STRING)->string,
+                        c->redop);
+    assert_true(json_member(v, "root", TEST_JSON_NUMBER)->number == c->root);
+    assert_true(json_member(v, "ranks", TEST_JSON_NUMBER)->number ==
+                c->nprocs);
+    assert_true(json_member(v, "inplace", TEST_JSON_BOOL)->number ==
+                c->inplace);
+    assert_true(json_member(v, "iters", TEST_JSON_NUMBER)->number == 2);
+    assert_true(json_member(v, "warmup", TEST_JSON_NUMBER)->number == 1);
+    assert_string_equal(json_member(v, "device", TEST_JSON_STRING)->string,
+                        "cpu");
+    double f = json_member(v, "bus_factor", TEST_JSON_NUMBER)->number;
+    assert_true(f > factor_of(c) * (1 - 1e-5) && f < factor_of(c) * (1 + 1e-5));
+    assert_null(test_json_get(v, "error"));
+    const test_json_t *rows = json_member(v, "rows", TEST_JSON_ARRAY);
+    assert_int_equal(rows->n, ROWS);
+    for (size_t i = 0; i < rows->n; i++, want *= STEP) {
+        const test_json_t *o = &rows->items[i];
+        test_perf_row_t r;
+        assert_int_equal(o->type, TEST_JSON_OBJECT);
+        assert_int_equal(o->n, 11);
+        r.size = (long long)json_member(o, "size", TEST_JSON_NUMBER)->number;
+        r.count = (long long)json_member(o, "count", TEST_JSON_NUMBER)->number;
+        snprintf(r.type, sizeof(r.type), "%s",
+                 json_member(o, "type", TEST_JSON_STRING)->string);
+        snprintf(r.op, sizeof(r.op), "%s",
+                 json_member(o, "redop", TEST_JSON_STRING)->string);
+        r.root = (int)json_member(o, "root", TEST_JSON_NUMBER)->number;
+        r.time = json_member(o, "time_us", TEST_JSON_NUMBER)->number;
+        r.algbw = json_member(o, "algbw_GBps", TEST_JSON_NUMBER)->number;
+        r.busbw = json_member(o, "busbw_GBps", TEST_JSON_NUMBER)->number;
+        r.wrong = (long long)json_member(o, "#wrong", TEST_JSON_NUMBER)->number;
+        snprintf(r.impl, sizeof(r.impl), "%s",
+                 json_member(o, "impl", TEST_JSON_STRING)->string);
+        snprintf(r.coll, sizeof(r.coll), "%s",
+                 json_member(o, "coll", TEST_JSON_STRING)->string);
+        check_values(c, &r, "(a JSON row)", want, 1);
+    }
+    test_json_free(v);
+}
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A sweep of 36 tiny sizes, @c %d iterations each, as CSV into a file. */
+#define LONG_SWEEP RUN " --timeout 300 -n 2 " PERF " -b 8 -e 16 -f 1.02 " \
+    "-n %d -w 1 --csv"
+#define LONG_SWEEP_ROWS 36
+
+/* The progress line: on stderr when it is a terminal (util-linux's script
+ * gives it one) once a sweep has run a second (tools/perf_output.h); the
+ * CSV in the file stays clean.  With stderr a pipe, the same sweep writes
+ * nothing there.  The sweep is lengthened until it runs 2 seconds. */
+static void test_progress_only_on_terminal(void **state)
+{
+    test_tmp_t *t = *state;
+    char cmd[1024], out[65536], sweep[512];
+    int iters = 100000, rc;
+    double took;
+
+    if (test_run("script --version", 1, out, sizeof(out)) != 0) {
+        print_message("test_perf_tool: skipped: no 'script' (util-linux) "
+                      "to give tutti-perf a terminal\n");
+        skip();
+    }
+    test_tmpfile(t->path, sizeof(t->path), t->dir, "sweep.csv", NULL);
+    for (;;) {
+        snprintf(sweep, sizeof(sweep), LONG_SWEEP, iters);
+        snprintf(cmd, sizeof(cmd), "script -qec '%s > %s' /dev/null "
+                 "< /dev/null", sweep, t->path);
+        took = wall_s();
+        rc = test_run(cmd, 1, out, sizeof(out));
+        took = wall_s() - took;
+        if (rc != 0) {
+            test_show(cmd, out);
+            fail_msg("the sweep on a terminal exited %d", rc);
+        }
+        if (took >= 2.0 || iters >= 6400000)
+            break;
+        iters *= 4;
+    }
+    if (strstr(out, " sizes done, now ") == NULL) {
+        test_show(cmd, out);
+        fail_msg("a sweep of %.1f s showed no progress on a terminal", took);
+    }
+    assert_non_null(strstr(out, "\r\033[K"));
+    /* The file has the CSV alone: the header and every size. */
+    assert_true(test_file_has(t->path, CSV_HEADER "\n"));
+    assert_false(test_file_has(t->path, "\033"));
+    assert_false(test_file_has(t->path, "sizes done"));
+    FILE *fp = fopen(t->path, "r");
+    int lines = 0;
+    assert_non_null(fp);
+    while (fgets(out, sizeof(out), fp) != NULL)
+        lines++;
+    fclose(fp);
+    assert_int_equal(lines, 1 + LONG_SWEEP_ROWS);
+
+    /* stderr a pipe (the output below is stderr's alone): nothing. */
+    snprintf(cmd, sizeof(cmd), "%s 2>&1 >/dev/null", sweep);
+    rc = test_run(cmd, 0, out, sizeof(out));
+    if (rc != 0 || out[0] != '\0') {
+        test_show(cmd, out);
+        fail_msg("with stderr a pipe: exit %d, and it wrote %zu bytes there "
+                 "(above)", rc, strlen(out));
+    }
+}
+
 /* The collectives: name, redop column, rooted, n blocks, ring factor. */
 static const struct {
     const char *name;
@@ -225,9 +456,18 @@ static const struct {
 static perf_case_t cases[NCOLLS * VARIANTS];
 static char names[NCOLLS * VARIANTS][64];
 
+/* The cases --csv and --json run too: allreduce on 4, reduce_scatter in
+ * place on 3 (rows of n blocks, a reduction), gather in place on 3
+ * (rooted). */
+static const char *const format_cases[] = {"allreduce on 4",
+                                           "reduce_scatter on 3, in place",
+                                           "gather on 3, in place"};
+#define NFORMAT (sizeof(format_cases) / sizeof(format_cases[0]))
+static char format_names[2 * NFORMAT][80];
+
 int main(void)
 {
-    struct CMUnitTest tests[NCOLLS * VARIANTS + 4];
+    struct CMUnitTest tests[NCOLLS * VARIANTS + 2 * NFORMAT + 5];
     size_t k = 0;
 
     for (size_t i = 0; i < NCOLLS; i++) {
@@ -243,6 +483,7 @@ int main(void)
             c->root = !colls[i].rooted ? -1 : inplace ? 2 : 0;
             c->blocks = colls[i].blocks;
             c->ring = colls[i].ring;
+            c->inplace = inplace;
             snprintf(names[k], sizeof(names[k]), "%s on %d%s", c->coll,
                      c->nprocs, inplace ? ", in place" : "");
             tests[k] = (struct CMUnitTest){names[k], run_case, NULL, NULL, c};
@@ -256,5 +497,22 @@ int main(void)
         test_help_and_bad_collective);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(
         test_planted_wrong_result_counted);
+    for (size_t i = 0; i < 2 * NFORMAT; i++) {
+        const char *name = format_cases[i % NFORMAT];
+        size_t j = 0;
+        while (j < NCOLLS * VARIANTS && strcmp(names[j], name) != 0)
+            j++;
+        if (j == NCOLLS * VARIANTS) {
+            fprintf(stderr, "test_perf_tool: no case '%s'\n", name);
+            return 1;
+        }
+        snprintf(format_names[i], sizeof(format_names[i]), "%s, %s", name,
+                 i < NFORMAT ? "--csv" : "--json");
+        tests[k++] = (struct CMUnitTest){format_names[i],
+                                         i < NFORMAT ? csv_case : json_case,
+                                         NULL, NULL, &cases[j]};
+    }
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+        test_progress_only_on_terminal, test_tmp_setup, test_tmp_teardown);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,20 +70,20 @@ static long long int_arg(const test_json_t *args, const char *key)
     return v;
 }
 
-/* Reads task @p task's file at @p path into @p root; fails naming the
+/* The trace at @p path (free with test_json_free()); fails naming the
  * place if it is not valid JSON. */
-static void read_trace(const char *path, test_json_t *root)
+static test_json_t *read_trace(const char *path)
 {
     char err[256];
     char *text = test_json_slurp(path);
     if (text == NULL)
         fail_msg("%s: cannot be read", path);
-    if (test_json_parse(text, root, err, sizeof(err)) != 0) {
-        free(text);
-        fail_msg("%s: not valid JSON: %s", path, err);
-    }
+    test_json_t *root = test_json_parse(text, err, sizeof(err));
     free(text);
+    if (root == NULL)
+        fail_msg("%s: not valid JSON: %s", path, err);
     assert_int_equal(root->type, TEST_JSON_OBJECT);
+    return root;
 }
 
 static int by_start(const void *a, const void *b)
@@ -195,14 +195,14 @@ static void check_phases(const char *path, const ev_t *ev, size_t n,
  * marked in @p ranks_seen. */
 static void check_trace(const char *path, int task, int *ranks_seen)
 {
-    test_json_t root;
+    test_json_t *root;
     char want[64], main_name[96] = "";
     int main_tid = -1, process_named = 0;
     long long v = 0;
 
-    read_trace(path, &root);
-    const test_json_t *evs = test_json_get(&root, "traceEvents");
-    const test_json_t *other = test_json_get(&root, "otherData");
+    root = read_trace(path);
+    const test_json_t *evs = test_json_get(root, "traceEvents");
+    const test_json_t *other = test_json_get(root, "otherData");
     assert_non_null(evs);
     assert_int_equal(evs->type, TEST_JSON_ARRAY);
     assert_int_equal(test_json_int(test_json_get(other, "dropped"), &v), 0);
@@ -211,7 +211,7 @@ static void check_trace(const char *path, int task, int *ranks_seen)
 
     /* Metadata first: the process, the rank's track and its lanes. */
     snprintf(want, sizeof(want), "task %d", task);
-    for (size_t i = 0; i < evs->count; i++) {
+    for (size_t i = 0; i < evs->n; i++) {
         const test_json_t *e = &evs->items[i];
         const char *ph = test_json_str(e, "ph"), *name;
         assert_non_null(ph);
@@ -248,10 +248,10 @@ static void check_trace(const char *path, int task, int *ranks_seen)
     assert_int_equal(ranks_seen[main_tid - 1]++, 0);
 
     /* The complete events. */
-    ev_t *ev = calloc(evs->count, sizeof(*ev));
+    ev_t *ev = calloc(evs->n, sizeof(*ev));
     size_t n = 0;
     assert_non_null(ev);
-    for (size_t i = 0; i < evs->count; i++) {
+    for (size_t i = 0; i < evs->n; i++) {
         const test_json_t *e = &evs->items[i];
         const test_json_t *args = test_json_get(e, "args");
         uint64_t dur = 0;
@@ -364,7 +364,7 @@ static void check_trace(const char *path, int task, int *ranks_seen)
     check_phases(path, ev, n, main_tid);
     check_nesting(ev, n);
     free(ev);
-    test_json_free(&root);
+    test_json_free(root);
 }
 
 /* tools/tutti-timeline-merge makes one trace of the tasks' files in
@@ -372,7 +372,7 @@ static void check_trace(const char *path, int task, int *ranks_seen)
 static void check_merged(const char *dir)
 {
     char cmd[512], out[4096], path[128];
-    test_json_t root, one;
+    test_json_t *root, *one;
     long long total = 0, v = 0;
     int named[TASKS] = {0};
     snprintf(cmd, sizeof(cmd), "%s -o %s/all.json %s/trace.[0-9]*.json",
@@ -380,15 +380,15 @@ static void check_merged(const char *dir)
     test_run_ok(cmd, 1, out, sizeof(out));
     for (int t = 0; t < TASKS; t++) {
         snprintf(path, sizeof(path), "%s/trace.%d.json", dir, t);
-        read_trace(path, &one);
-        total += (long long)test_json_get(&one, "traceEvents")->count;
-        test_json_free(&one);
+        one = read_trace(path);
+        total += (long long)test_json_get(one, "traceEvents")->n;
+        test_json_free(one);
     }
     snprintf(path, sizeof(path), "%s/all.json", dir);
-    read_trace(path, &root);
-    const test_json_t *evs = test_json_get(&root, "traceEvents");
-    assert_int_equal((long long)evs->count, total);
-    for (size_t i = 0; i < evs->count; i++) {
+    root = read_trace(path);
+    const test_json_t *evs = test_json_get(root, "traceEvents");
+    assert_int_equal((long long)evs->n, total);
+    for (size_t i = 0; i < evs->n; i++) {
         const test_json_t *e = &evs->items[i];
         if (strcmp(test_json_str(e, "name"), "process_name") != 0)
             continue;
@@ -398,12 +398,12 @@ static void check_merged(const char *dir)
     }
     for (int t = 0; t < TASKS; t++)
         assert_int_equal(named[t], 1);
-    const test_json_t *tasks = test_json_get(test_json_get(&root,
+    const test_json_t *tasks = test_json_get(test_json_get(root,
                                                            "otherData"),
                                              "tasks");
     assert_non_null(tasks);
-    assert_int_equal(tasks->count, TASKS);
-    test_json_free(&root);
+    assert_int_equal(tasks->n, TASKS);
+    test_json_free(root);
 }
 
 static void test_perf_run_writes_a_trace_per_task(void **state)
@@ -434,7 +434,7 @@ static void test_perf_run_writes_a_trace_per_task(void **state)
 static void test_path_without_placeholder(void **state)
 {
     char dir[64], cmd[1024], out[8192], path[128];
-    test_json_t root;
+    test_json_t *root;
     (void)state;
     assert_int_equal(test_tmpdir(dir, sizeof(dir), "timeline"), 0);
     snprintf(cmd, sizeof(cmd), "TUTTI_TIMELINE=%s/run.json %s --timeout 60 "
@@ -442,8 +442,8 @@ static void test_path_without_placeholder(void **state)
     test_run_ok(cmd, 1, out, sizeof(out));
     for (int t = 0; t < 2; t++) {
         snprintf(path, sizeof(path), "%s/run.%d.json", dir, t);
-        read_trace(path, &root);
-        test_json_free(&root);
+        root = read_trace(path);
+        test_json_free(root);
     }
     snprintf(path, sizeof(path), "%s/run.json", dir);
     assert_int_not_equal(access(path, F_OK), 0);

@@ -22,7 +22,7 @@
 
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 
 #define INFLIGHT_MAX 256
 

@@ -17,7 +17,7 @@
 #include "cuda_members.h"
 #include "device/device.h"
 #include "fake_cuda.h"
-#include "test_group.h"
+#include "members.h"
 
 static test_tmp_t log_dir; /* mod_group's lines (TUTTI_TEST_GROUP_LOG) */
 const char *group_log = log_dir.path;

@@ -18,7 +18,7 @@
 
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 #include "test_util.h"
 
 /* @p st is TUTTI_ERR_INVALID_ARG and the last error mentions @p word. */

@@ -20,8 +20,8 @@
 #include <tutti/tutti.h>
 
 #include "../../tools/pattern.h"
-#include "check_common.h"
-#include "test_group.h"
+#include "matrix.h"
+#include "members.h"
 #include "test_util.h"
 
 /* ---- groups of threads -------------------------------------------------- */

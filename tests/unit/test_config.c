@@ -30,13 +30,14 @@ static void test_defaults(void **state)
     assert_int_equal(tutti__config_log_level(&f->cfg), TUTTI_LOG_WARN);
     assert_int_equal(f->cfg.src[TUTTI__SET_LOG_LEVEL], TUTTI_SRC_DEFAULT);
     assert_true(f->cfg.timeout == 300.0);
-    assert_int_equal(f->cfg.transports.count, 1);
+    assert_int_equal(f->cfg.transports.count, 2);
     assert_string_equal(f->cfg.transports.items[0], "shm");
+    assert_string_equal(f->cfg.transports.items[1], "tcp");
     assert_int_equal(f->cfg.module_path.count, 0);
     assert_int_equal(f->cfg.num_rules, 0);
     assert_null(f->cfg.path);
     expect_printed(f, (const char *const[]){"timeout = 300 (default)\n",
-        "transports = [shm] (default)\n", "log_level = warn (default)\n",
+        "transports = [shm, tcp] (default)\n", "log_level = warn (default)\n",
         NULL});
     /* The core's keys by name too: transport.h promises modules of ABI
      * 2.0 "timeout" through config_get. */
@@ -177,8 +178,9 @@ static void test_shipped_config(void **state)
     assert_true(f->cfg.timeout == 300.0);
     assert_int_equal(f->cfg.module_path.count, 0);
     assert_int_equal(f->cfg.module_load.count, 0);
-    assert_int_equal(f->cfg.transports.count, 1);
+    assert_int_equal(f->cfg.transports.count, 2);
     assert_string_equal(f->cfg.transports.items[0], "shm");
+    assert_string_equal(f->cfg.transports.items[1], "tcp");
     assert_int_equal(take_modules(f), TUTTI_OK);
     expect_values(f, (const char *const[]){"shm.slot_size", "64K",
         "shm.slots", "16", "shm.single_copy", "off",

@@ -27,7 +27,7 @@
 #include "base/reduce.h"
 #include "device/device.h"
 #include "fake_cuda.h"
-#include "test_group.h"
+#include "members.h"
 #include "cuda_members.h"
 #include "test_util.h"
 

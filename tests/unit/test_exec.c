@@ -15,7 +15,7 @@
 
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 #include "test_util.h"
 
 #define MEMBERS 2

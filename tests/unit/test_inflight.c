@@ -21,7 +21,7 @@
 
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 #include "test_util.h"
 
 #define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"

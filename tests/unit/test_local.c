@@ -1,6 +1,6 @@
 /*
  * The local transport: several members of one group in one process, one
- * thread each (1 to 5), running the correctness matrix (check_common.h); and the errors of
+ * thread each (1 to 5), running the correctness matrix (tools/conformance/matrix.h); and the errors of
  * joining (a member that never comes, a member with another group size);
  * and, with more members than processors, waits that sleep on the mesh's
  * doorbells.
@@ -23,8 +23,8 @@
 
 #include <tutti/tutti.h>
 
-#include "check_common.h"
-#include "test_group.h"
+#include "matrix.h"
+#include "members.h"
 #include "test_util.h"
 
 typedef struct {

@@ -20,7 +20,7 @@
 #include <tutti/transport.h>
 #include <tutti/tutti.h>
 
-#include "test_group.h"
+#include "members.h"
 #include "test_util.h"
 
 #define GOOD_DIR TUTTI_TEST_BUILDDIR "/tests/modules/good"
@@ -44,8 +44,11 @@ static tutti_module_info_t module_by_stem(tutti_context_t *ctx,
 {
     tutti_module_info_t m;
     for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++) {
+        /* The file: stem.so, in the build tree .libs/stem.so. */
         const char *base = strrchr(m.path, '/');
-        if (base && strcmp(base + 1, stem) == 0)
+        size_t n = strlen(stem);
+        if (base && strncmp(base + 1, stem, n) == 0 &&
+            (base[1 + n] == '\0' || strcmp(base + 1 + n, ".so") == 0))
             return m;
     }
     fail_msg("module %s not seen by the loader", stem);

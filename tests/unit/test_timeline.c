@@ -24,7 +24,7 @@
 
 #include "config/config.h"
 #include "exec/timeline.h"
-#include "test_group.h"
+#include "members.h"
 #include "test_json.h"
 #include "test_util.h"
 
@@ -47,14 +47,17 @@ static void test_path_per_task(void **state)
     assert_string_equal(buf, "abcdef1");
 }
 
-/* The file at @p path, read whole: fails unless it is valid JSON. */
-static void read_json(const char *path, test_json_t *root)
+/* The file at @p path, read whole (free with test_json_free()): fails
+ * unless it is valid JSON. */
+static test_json_t *read_json(const char *path)
 {
     char err[256], *text = test_json_slurp(path);
     assert_non_null(text);
-    if (test_json_parse(text, root, err, sizeof(err)) != 0)
-        fail_msg("%s: %s", path, err);
+    test_json_t *root = test_json_parse(text, err, sizeof(err));
     free(text);
+    if (root == NULL)
+        fail_msg("%s: %s", path, err);
+    return root;
 }
 
 /* Events of phase @p ph in @p root; *last_out the last of them. */
@@ -64,7 +67,7 @@ static size_t count_ph(const test_json_t *root, const char *ph,
     const test_json_t *evs = test_json_get(root, "traceEvents");
     size_t n = 0;
     assert_non_null(evs);
-    for (size_t i = 0; i < evs->count; i++) {
+    for (size_t i = 0; i < evs->n; i++) {
         if (strcmp(test_json_str(&evs->items[i], "ph"), ph) == 0) {
             n++;
             if (last_out != NULL)
@@ -101,7 +104,7 @@ static void test_full_buffer_drops_and_counts(void **state)
 {
     test_tmp_t t;
     tutti__timeline_t *m;
-    test_json_t root;
+    test_json_t *root;
     const test_json_t *mark = NULL;
     char path[160];
     (void)state;
@@ -117,18 +120,18 @@ static void test_full_buffer_drops_and_counts(void **state)
     tutti__timeline_leave(m);
     tutti__timeline_close(f);
     assert_non_null(strstr(path, "/full.5.json"));
-    read_json(path, &root);
-    assert_int_equal(other(&root, "dropped"), 10);
-    assert_int_equal(other(&root, "events"), TUTTI__TIMELINE_EVENTS);
-    assert_int_equal(count_ph(&root, "X", NULL), TUTTI__TIMELINE_EVENTS);
+    root = read_json(path);
+    assert_int_equal(other(root, "dropped"), 10);
+    assert_int_equal(other(root, "events"), TUTTI__TIMELINE_EVENTS);
+    assert_int_equal(count_ph(root, "X", NULL), TUTTI__TIMELINE_EVENTS);
     /* A mark on the member's track says so where one looks. */
-    assert_int_equal(count_ph(&root, "i", &mark), 1);
+    assert_int_equal(count_ph(root, "i", &mark), 1);
     assert_string_equal(test_json_str(mark, "name"),
                         "timeline full: 10 events dropped");
     long long v = 0;
     assert_int_equal(test_json_int(test_json_get(mark, "tid"), &v), 0);
     assert_int_equal(v, 3); /* rank 2's track */
-    test_json_free(&root);
+    test_json_free(root);
     test_rmtree(t.dir);
 }
 
@@ -136,48 +139,48 @@ static void test_flush_writes_unfinished_and_stays_valid(void **state)
 {
     test_tmp_t t;
     tutti__timeline_t *m;
-    test_json_t root;
+    test_json_t *root;
     const test_json_t *x = NULL;
     char path[160];
     (void)state;
     tutti__timeline_file_t *f = open_in_tmp(&t, "flush.json", 1, path,
                                             sizeof(path));
     /* Whole JSON from the start. */
-    read_json(path, &root);
-    assert_int_equal(count_ph(&root, "X", NULL), 0);
-    test_json_free(&root);
+    root = read_json(path);
+    assert_int_equal(count_ph(root, "X", NULL), 0);
+    test_json_free(root);
 
     assert_int_equal(tutti__timeline_member(f, 7, 0, "task:1/cpu:0", &m),
                      TUTTI_OK);
     uint64_t open = tutti__timeline_resolve_begin(m, 0x99);
     assert_int_not_equal(open, 0);
     tutti__timeline_flush(m); /* its group failed */
-    read_json(path, &root);
-    assert_int_equal(count_ph(&root, "X", &x), 1);
+    root = read_json(path);
+    assert_int_equal(count_ph(root, "X", &x), 1);
     const test_json_t *args = test_json_get(x, "args");
     assert_non_null(test_json_get(args, "unfinished"));
     assert_string_equal(test_json_str(args, "instance"), "0x99");
-    test_json_free(&root);
+    test_json_free(root);
 
     /* Written already: its end is not recorded twice. */
     tutti__timeline_resolve_end(m, open, TUTTI_OK, "X");
     uint64_t later = tutti__timeline_resolve_begin(m, 0x100);
     tutti__timeline_resolve_end(m, later, TUTTI_ERR_MISMATCH, NULL);
     tutti__timeline_leave(m);
-    read_json(path, &root);
-    assert_int_equal(count_ph(&root, "X", &x), 2);
+    root = read_json(path);
+    assert_int_equal(count_ph(root, "X", &x), 2);
     args = test_json_get(x, "args");
     assert_string_equal(test_json_str(args, "instance"), "0x100");
     assert_string_equal(test_json_str(args, "status"),
                         tutti_status_name(TUTTI_ERR_MISMATCH));
     assert_null(test_json_get(args, "unfinished"));
-    test_json_free(&root);
+    test_json_free(root);
 
     tutti__timeline_close(f);
-    read_json(path, &root);
-    assert_int_equal(other(&root, "events"), 2);
-    assert_int_equal(other(&root, "dropped"), 0);
-    test_json_free(&root);
+    root = read_json(path);
+    assert_int_equal(other(root, "events"), 2);
+    assert_int_equal(other(root, "dropped"), 0);
+    test_json_free(root);
     test_rmtree(t.dir);
 }
 
@@ -186,7 +189,7 @@ static void test_close_writes_members_not_left(void **state)
 {
     test_tmp_t t;
     tutti__timeline_t *a, *b;
-    test_json_t root;
+    test_json_t *root;
     char path[160];
     (void)state;
     tutti__timeline_file_t *f = open_in_tmp(&t, "c%t.json", 0, path,
@@ -200,11 +203,11 @@ static void test_close_writes_members_not_left(void **state)
     tutti__timeline_join(a, tutti__timeline_now(), 2, 2);
     tutti__timeline_join(b, tutti__timeline_now(), 2, 2);
     tutti__timeline_close(f);
-    read_json(path, &root);
-    assert_int_equal(count_ph(&root, "X", NULL), 2);
-    const test_json_t *evs = test_json_get(&root, "traceEvents");
+    root = read_json(path);
+    assert_int_equal(count_ph(root, "X", NULL), 2);
+    const test_json_t *evs = test_json_get(root, "traceEvents");
     int tids[2] = {-1, -1}, k = 0;
-    for (size_t i = 0; i < evs->count; i++) {
+    for (size_t i = 0; i < evs->n; i++) {
         long long v = 0;
         if (strcmp(test_json_str(&evs->items[i], "ph"), "X") != 0)
             continue;
@@ -214,7 +217,7 @@ static void test_close_writes_members_not_left(void **state)
     }
     assert_int_not_equal(tids[0], tids[1]);
     assert_true(tids[0] == 1 || tids[1] == 1); /* rank 0's */
-    test_json_free(&root);
+    test_json_free(root);
     /* Left after the file closed: nothing more is written. */
     tutti__timeline_leave(a);
     tutti__timeline_leave(b);
@@ -225,7 +228,7 @@ static void test_close_writes_members_not_left(void **state)
 static const char *track_name(const test_json_t *root, long long tid)
 {
     const test_json_t *evs = test_json_get(root, "traceEvents");
-    for (size_t i = 0; i < evs->count; i++) {
+    for (size_t i = 0; i < evs->n; i++) {
         const test_json_t *e = &evs->items[i];
         long long v = -1;
         if (strcmp(test_json_str(e, "name"), "thread_name") == 0 &&
@@ -241,7 +244,7 @@ static void test_tracks_of_one_device(void **state)
 {
     test_tmp_t t;
     tutti__timeline_t *a, *b, *again;
-    test_json_t root;
+    test_json_t *root;
     char path[160];
     (void)state;
     tutti__timeline_file_t *f = open_in_tmp(&t, "d%t.json", 0, path,
@@ -259,19 +262,19 @@ static void test_tracks_of_one_device(void **state)
     tutti__timeline_leave(again);
     tutti__timeline_leave(b);
     tutti__timeline_close(f);
-    read_json(path, &root);
-    assert_int_equal(count_ph(&root, "X", NULL), 3);
-    assert_string_equal(track_name(&root, 1), "rank 0 (task:0/cpu:0)");
-    assert_string_equal(track_name(&root, 10001),
+    root = read_json(path);
+    assert_int_equal(count_ph(root, "X", NULL), 3);
+    assert_string_equal(track_name(root, 1), "rank 0 (task:0/cpu:0)");
+    assert_string_equal(track_name(root, 10001),
                         "rank 0 (task:0/cpu:0) group 0x20");
     /* Each track named once, however many writes. */
-    const test_json_t *evs = test_json_get(&root, "traceEvents");
+    const test_json_t *evs = test_json_get(root, "traceEvents");
     int names = 0;
-    for (size_t i = 0; i < evs->count; i++)
+    for (size_t i = 0; i < evs->n; i++)
         names += strcmp(test_json_str(&evs->items[i], "name"),
                         "thread_name") == 0;
     assert_int_equal(names, 2);
-    test_json_free(&root);
+    test_json_free(root);
     test_rmtree(t.dir);
 }
 
@@ -323,7 +326,7 @@ static int pair_execs(const test_json_t *root, int rank)
 {
     const test_json_t *evs = test_json_get(root, "traceEvents");
     int execs = 0, phases = 0;
-    for (size_t i = 0; i < evs->count; i++) {
+    for (size_t i = 0; i < evs->n; i++) {
         const test_json_t *e = &evs->items[i];
         long long tid = -1;
         if (strcmp(test_json_str(e, "ph"), "X") != 0 ||
@@ -358,7 +361,7 @@ static void test_pair_in_one_task(void **state)
 {
     tutti_context_params_t cp;
     test_tmp_t t;
-    test_json_t root;
+    test_json_t *root;
     pthread_barrier_t sync;
     pair_member_t m[PAIR];
     char pattern[160], path[160], err[256];
@@ -385,21 +388,22 @@ static void test_pair_in_one_task(void **state)
 
     /* Before anyone left: every execution of both, written. */
     assert_non_null(m[0].while_joined);
-    if (test_json_parse(m[0].while_joined, &root, err, sizeof(err)) != 0)
+    root = test_json_parse(m[0].while_joined, err, sizeof(err));
+    if (root == NULL)
         fail_msg("%s while joined: %s", path, err);
     free(m[0].while_joined);
-    assert_string_equal(track_name(&root, 1), "rank 0 (task:0/cpu:0)");
-    assert_string_equal(track_name(&root, 2), "rank 1 (task:0/cpu:1)");
-    assert_int_equal(pair_execs(&root, 0), PAIR_EXECS + 1);
-    assert_int_equal(pair_execs(&root, 1), PAIR_EXECS + 1);
-    test_json_free(&root);
+    assert_string_equal(track_name(root, 1), "rank 0 (task:0/cpu:0)");
+    assert_string_equal(track_name(root, 2), "rank 1 (task:0/cpu:1)");
+    assert_int_equal(pair_execs(root, 0), PAIR_EXECS + 1);
+    assert_int_equal(pair_execs(root, 1), PAIR_EXECS + 1);
+    test_json_free(root);
 
     tutti_context_destroy(ctx);
-    read_json(path, &root);
-    assert_int_equal(pair_execs(&root, 0), PAIR_EXECS + 1);
-    assert_int_equal(pair_execs(&root, 1), PAIR_EXECS + 1);
-    assert_int_equal(other(&root, "dropped"), 0);
-    test_json_free(&root);
+    root = read_json(path);
+    assert_int_equal(pair_execs(root, 0), PAIR_EXECS + 1);
+    assert_int_equal(pair_execs(root, 1), PAIR_EXECS + 1);
+    assert_int_equal(other(root, "dropped"), 0);
+    test_json_free(root);
     test_rmtree(t.dir);
 }
 

@@ -15,8 +15,8 @@
  * of its coordinates picks it (small counts often, 4099 seldom, 1 Mi+3
  * only on the diagonal).  TUTTI_CHECK_FULL=1 runs every case.
  */
-#ifndef TUTTI_TEST_CHECK_COMMON_H
-#define TUTTI_TEST_CHECK_COMMON_H
+#ifndef TUTTI_CONFORMANCE_MATRIX_H
+#define TUTTI_CONFORMANCE_MATRIX_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +41,9 @@ typedef struct {
     int selection_only;   /* only the pass through selection */
     uint32_t selection_colls; /* collectives of that pass (TUTTI_COLL_BIT);
                                  0: all */
+    const char *only_impl; /* this implementation alone, every collective it
+                              declares (no selection pass, no complaint of
+                              collectives nobody implements); NULL: all */
     FILE *log;            /* every failure, one line each */
 } tutti_check_env_t;
 

@@ -1,13 +1,13 @@
 /*
- * Groups for the tests and for the workers they start (header-only,
- * static): a worker's context, joining a group, the parameters of an
- * instance, one execution waited for, and the members of a group run as
- * threads of this process.
+ * Groups for tutti-conformance, the tests and the workers they start
+ * (header-only, static): a worker's context, joining a group, the
+ * parameters of an instance, one execution waited for, and the members of
+ * a group run as threads of this process.
  * The public API only and no CMocka, so that the workers and the
  * differential client use them too: callers check what is returned.
  */
-#ifndef TUTTI_TEST_GROUP_H
-#define TUTTI_TEST_GROUP_H
+#ifndef TUTTI_CONFORMANCE_MEMBERS_H
+#define TUTTI_CONFORMANCE_MEMBERS_H
 
 #include <pthread.h>
 #include <stddef.h>

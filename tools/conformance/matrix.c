@@ -1,12 +1,13 @@
-/* The correctness matrix (see check_common.h). */
+/* The correctness matrix (see matrix.h), shared by the tests and
+ * tutti-conformance. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "check_common.h"
-#include "test_group.h"
-#include "../../tools/pattern.h"
+#include "matrix.h"
+#include "members.h"
+#include "../pattern.h"
 
 #define GUARD 64          /* bytes checked past every output */
 #define FILL 0x5a         /* what unwritten bytes hold */
@@ -622,6 +623,14 @@ tutti_check_result_t tutti_check_matrix(const tutti_check_env_t *env)
         m.perms[2 * n + r] = r;
     }
     size_t ix = 0;
+    if (env->only_impl != NULL) {
+        for (; tutti_info_impl(env->ctx, ix, &info) == TUTTI_OK; ix++) {
+            if (strcmp(info.name, env->only_impl) == 0)
+                run_impl(&m, &res, (int)ix + 1, &info, info.collectives);
+        }
+        free(m.perms);
+        return res;
+    }
     for (; tutti_info_impl(env->ctx, ix, &info) == TUTTI_OK; ix++) {
         if (!(info.device_types & TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)))
             continue;

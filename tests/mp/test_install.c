@@ -1,0 +1,253 @@
+/*
+ * Tutti from its installed files alone, as a user meets it: the source
+ * tree is configured into a temporary build with a temporary prefix and
+ * installed there; from then on only that prefix is used.  pkg-config
+ * gives the flags and the module directory and ABI versions; the module
+ * and transport templates of examples/ build with their plain Makefiles
+ * (copied out of the tree) and run under the installed tutti-run and
+ * tutti-perf, selected by name, with every element checked (and the
+ * module template passes the installed tutti-conformance); a client
+ * compiled with `pkg-config --cflags --libs tutti` runs an allreduce; and
+ * `make uninstall` leaves no file in the prefix.
+ *
+ * The configure and build take about a minute on 2 cores.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <tutti/module.h>
+#include <tutti/transport.h>
+
+#include "test_util.h"
+
+#define SRC TUTTI_TEST_SRCDIR
+#define OUT_BYTES (256u << 10)
+
+static char top[256];        /* the temporary directory */
+static char env[1024];       /* exports PATH and PKG_CONFIG_PATH of the
+                                prefix */
+static char *out;
+
+/* Runs @p fmt (printf-style) in the prefix's environment; the test fails
+ * with the command and its output unless it exits 0. */
+static void run_ok(const char *fmt, ...)
+{
+    char cmd[4096], full[4096 + 1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof(full), "%s %s", env, cmd);
+    int rc = test_run(full, 1, out, OUT_BYTES);
+    if (rc != 0)
+        fail_msg("exit %d: %s\n%s", rc, cmd, out);
+}
+
+/* Installs the source tree into @p top/prefix (once per test program). */
+static int setup(void **state)
+{
+    (void)state;
+    out = malloc(OUT_BYTES);
+    snprintf(top, sizeof(top), "/tmp/tutti-install-%ld", (long)getpid());
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s && mkdir -p %s/build %s/work && "
+             "cd %s/build && %s/configure --prefix=%s/prefix --quiet "
+             "--without-cuda > configure.log 2>&1 && make -j2 > make.log "
+             "2>&1 && make install > install.log 2>&1", top, top, top, top,
+             SRC, top);
+    if (out == NULL || test_run(cmd, 1, out, OUT_BYTES) != 0) {
+        fprintf(stderr, "test_install: installing into %s/prefix failed (see "
+                "%s/build/*.log):\n%s\n", top, top, out ? out : "");
+        return -1;
+    }
+    /* This program runs under libtool's wrapper, whose LD_LIBRARY_PATH
+     * names the build tree's libtutti: the installed tools must not load
+     * that one (it would use the build tree's modules). */
+    snprintf(env, sizeof(env), "unset LD_LIBRARY_PATH; export "
+             "PATH=%s/prefix/bin:$PATH PKG_CONFIG_PATH=%s/prefix/lib/pkgconfig "
+             "TUTTI_TIMEOUT=60;", top, top);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[512];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
+    test_run(cmd, 1, out, OUT_BYTES);
+    free(out);
+    return 0;
+}
+
+/* pkg-config's variables: the module directory holds the shipped modules,
+ * and the ABI versions are the headers'. */
+static void test_pkg_config(void **state)
+{
+    char want[64];
+    (void)state;
+    run_ok("pkg-config --cflags --libs tutti");
+    if (strstr(out, "-I") == NULL || strstr(out, "-ltutti") == NULL)
+        fail_msg("pkg-config --cflags --libs tutti: %s", out);
+    run_ok("ls \"$(pkg-config --variable=moduledir tutti)\"");
+    if (strstr(out, "alg_ring.so") == NULL || strstr(out, "tp_shm.so") == NULL)
+        fail_msg("the module directory holds:\n%s", out);
+    run_ok("pkg-config --variable=module_abi tutti");
+    snprintf(want, sizeof(want), "%d.%d\n", TUTTI_MODULE_ABI_MAJOR,
+             TUTTI_MODULE_ABI_MINOR);
+    assert_string_equal(out, want);
+    run_ok("pkg-config --variable=transport_abi tutti");
+    snprintf(want, sizeof(want), "%d.%d\n", TUTTI_TP_ABI_MAJOR,
+             TUTTI_TP_ABI_MINOR);
+    assert_string_equal(out, want);
+}
+
+/* Rows of a tutti-perf table in out: each with #wrong 0 and implementation
+ * @p impl; at least @p min of them. */
+static void expect_rows(const char *impl, int min)
+{
+    int rows = 0;
+    for (char *l = strtok(out, "\n"); l != NULL; l = strtok(NULL, "\n")) {
+        unsigned long long size, count;
+        char type[32], op[32], root[32], name[96], coll[32];
+        double t, alg, bus;
+        long wrong;
+        if (l[0] == '#' || strncmp(l, "tutti", 5) == 0)
+            continue;
+        if (sscanf(l, "%llu %llu %31s %31s %31s %lf %lf %lf %ld %95s %31s",
+                   &size, &count, type, op, root, &t, &alg, &bus, &wrong, name,
+                   coll) != 11)
+            continue;
+        if (wrong != 0 || strcmp(name, impl) != 0)
+            fail_msg("row '%s': expected #wrong 0 by %s", l, impl);
+        rows++;
+    }
+    if (rows < min)
+        fail_msg("%d rows by %s, expected %d", rows, impl, min);
+}
+
+/* The module template: built from its copy with pkg-config alone, found
+ * through TUTTI_MODULE_PATH, listed, selected by name, exact. */
+static void test_module_template(void **state)
+{
+    (void)state;
+    run_ok("cp -r %s/examples/module-template %s/work/ && make -C "
+           "%s/work/module-template", SRC, top, top);
+    run_ok("TUTTI_MODULE_PATH=%s/work/module-template tutti-info", top);
+    if (strstr(out, "GatherBcastAllreduce") == NULL)
+        fail_msg("tutti-info does not list the template:\n%s", out);
+    run_ok("TUTTI_MODULE_PATH=%s/work/module-template tutti-run -n 3 "
+           "tutti-perf -c allreduce -a GatherBcastAllreduce -b 8 -e 1M -f 8 "
+           "-n 3 -w 1", top);
+    expect_rows("GatherBcastAllreduce", 6); /* 8 B to 256 KiB by 8 */
+    /* The installed conformance kit passes it. */
+    run_ok("tutti-conformance -n 1,3 %s/work/module-template/alg_template.so",
+           top);
+    if (!test_has_lines(out, "[  PASSED  ] 4 test(s)."))
+        fail_msg("tutti-conformance on the template:\n%s", out);
+    /* Or from the installed module directory, selected in YAML. */
+    run_ok("cp %s/work/module-template/alg_template.so "
+           "\"$(pkg-config --variable=moduledir tutti)\" && printf "
+           "'selection:\\n  - { collective: allreduce, algorithm: "
+           "GatherBcastAllreduce }\\n' > %s/work/t.yaml && "
+           "TUTTI_CONFIG=%s/work/t.yaml tutti-run -n 2 tutti-perf -b 8 -e 64K "
+           "-f 8 -n 3 -w 1", top, top, top);
+    expect_rows("GatherBcastAllreduce", 5); /* 8 B to 32 KiB by 8 */
+    run_ok("rm \"$(pkg-config --variable=moduledir tutti)/alg_template.so\"");
+}
+
+/* The transport template: every peer (and the control plane) meets
+ * through it, results exact. */
+static void test_transport_template(void **state)
+{
+    (void)state;
+    run_ok("cp -r %s/examples/transport-template %s/work/ && make -C "
+           "%s/work/transport-template", SRC, top, top);
+    run_ok("TUTTI_MODULE_PATH=%s/work/transport-template tutti-info", top);
+    if (strstr(out, "mini") == NULL)
+        fail_msg("tutti-info does not list the transport:\n%s", out);
+    run_ok("TUTTI_MODULE_PATH=%s/work/transport-template "
+           "TUTTI_TRANSPORTS=mini TUTTI_LOG_LEVEL=debug tutti-run -n 3 "
+           "tutti-perf -c allreduce -b 8 -e 8 -n 1 -w 0 2>&1", top);
+    if (strstr(out, "mini to 2 peer(s)") == NULL)
+        fail_msg("no group connected through mini:\n%s", out);
+    run_ok("TUTTI_MODULE_PATH=%s/work/transport-template "
+           "TUTTI_TRANSPORTS=mini tutti-run -n 3 tutti-perf -c allreduce -a "
+           "RingAllreduce -b 8 -e 4M -f 8 -n 3 -w 1", top);
+    expect_rows("RingAllreduce", 7); /* 8 B to 2 MiB by 8 */
+}
+
+/* A client compiled and linked with pkg-config's flags (and an rpath to
+ * the prefix's libdir, as the README shows). */
+static void test_client(void **state)
+{
+    (void)state;
+    run_ok("cat > %s/work/client.c <<'EOF'\n"
+           "#include <stdio.h>\n"
+           "#include <tutti/tutti.h>\n"
+           "int main(void)\n"
+           "{\n"
+           "    tutti_context_t *ctx;\n"
+           "    tutti_group_params_t gp;\n"
+           "    tutti_group_t *g;\n"
+           "    double x[3];\n"
+           "    if (tutti_context_create(NULL, &ctx) != TUTTI_OK)\n"
+           "        return 1;\n"
+           "    tutti_group_params_init(&gp);\n"
+           "    gp.group_key = 1;\n"
+           "    gp.group_size = tutti_context_num_tasks(ctx);\n"
+           "    if (tutti_group_join(ctx, &gp, &g) != TUTTI_OK)\n"
+           "        return 1;\n"
+           "    for (int i = 0; i < 3; i++)\n"
+           "        x[i] = tutti_context_task(ctx) + i;\n"
+           "    if (tutti_allreduce(g, x, x, 3, TUTTI_FLOAT64, TUTTI_OP_SUM)"
+           " != TUTTI_OK)\n"
+           "        return 1;\n"
+           "    printf(\"client %%d: %%g %%g %%g\\n\", tutti_context_task(ctx),"
+           " x[0], x[1], x[2]);\n"
+           "    tutti_group_leave(g);\n"
+           "    tutti_context_destroy(ctx);\n"
+           "    return 0;\n"
+           "}\n"
+           "EOF\n"
+           "cc $(pkg-config --cflags tutti) -o %s/work/client %s/work/client.c "
+           "$(pkg-config --libs tutti) "
+           "-Wl,-rpath,$(pkg-config --variable=libdir tutti) && "
+           "tutti-run -n 3 %s/work/client", top, top, top, top);
+    /* sum over tasks t of (t + i): 3 + 3i */
+    for (int t = 0; t < 3; t++) {
+        char want[64];
+        snprintf(want, sizeof(want), "client %d: 3 6 9", t);
+        if (strstr(out, want) == NULL)
+            fail_msg("no '%s' in:\n%s", want, out);
+    }
+}
+
+/* make uninstall takes back every file make install put in the prefix. */
+static void test_uninstall(void **state)
+{
+    (void)state;
+    run_ok("make -C %s/build uninstall > /dev/null && find %s/prefix -type f",
+           top, top);
+    if (out[0] != '\0')
+        fail_msg("left after make uninstall:\n%s", out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pkg_config),
+        cmocka_unit_test(test_module_template),
+        cmocka_unit_test(test_transport_template),
+        cmocka_unit_test(test_client),
+        cmocka_unit_test(test_uninstall),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
