@@ -193,6 +193,10 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     if (st != TUTTI_OK)
         goto err_free;
     log_job(&boot);
+    if (ctx->cfg.timeline[0] != '\0' &&
+        (st = tutti__timeline_open(ctx->cfg.timeline, boot.task,
+                                   &ctx->timeline)) != TUTTI_OK)
+        goto err_free;
     if ((st = module_dirs(ctx, params)) != TUTTI_OK)
         goto err_free;
     if ((st = tutti__registry_load(&ctx->reg, &ctx->module_dirs,
@@ -223,6 +227,8 @@ void tutti_context_destroy(tutti_context_t *ctx)
 {
     if (ctx == NULL)
         return;
+    /* Members not left are written here, before anything may wait. */
+    tutti__timeline_close(ctx->timeline);
     if (ctx->job_ready) {
         tutti__job_t *job = &ctx->job;
         if (job->num_groups > 0)
@@ -261,7 +267,7 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
         return null_ctx("tutti_group_join");
     if (group_out == NULL)
         return null_arg("tutti_group_join", "group_out");
-    return tutti__group_join(&ctx->job, params, group_out);
+    return tutti__group_join(&ctx->job, ctx->timeline, params, group_out);
 }
 
 tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,

@@ -10,6 +10,7 @@
 
 #include "base/strlist.h"
 #include "config/config.h"
+#include "exec/timeline.h"
 #include "job/job.h"
 #include "plugin/registry.h"
 
@@ -19,6 +20,7 @@ struct tutti_context {
     tutti__strlist_t module_dirs;   /* searched, in order */
     tutti__job_t job;
     int job_ready;                  /* tutti__job_init() ran */
+    tutti__timeline_file_t *timeline; /* this task's, or NULL */
 };
 
 /** Control frames this task sent to others, for tests and benchmarks of

@@ -102,6 +102,7 @@ static tutti_status_t start_data(gather_state_t *s, tutti_alg_exec_t *x)
     tutti_status_t st;
 
     s->phase = PHASE_DATA;
+    tutti_alg_exec_phase(x, "data");
     s->recvd = s->sent = s->send_done = 0;
     for (int k = 0; k < n - 1; k++) {
         int b = tutti_alg_ring_mod(r - k - 1, n);
@@ -193,6 +194,7 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     }
     /* Per-rank counts: sizes first, even when this member sends nothing. */
     s->phase = PHASE_SIZES;
+    tutti_alg_exec_phase(x, "sizes");
     tutti_alg_ring_rec_t *rec = s->c.rec;
     rec[in->rank].count = x->send_count;
     rec[in->rank].capacity = x->recv_capacity;

@@ -310,6 +310,8 @@ static tutti_status_t ring_progress(void *state, tutti_alg_exec_t *x)
         return TUTTI_INPROGRESS;
     if (++s->step == steps)
         return TUTTI_OK;
+    if (s->step == s->inst->group_size - 1)
+        tutti_alg_exec_phase(x, "allgather");
     return post_all(s, x);
 }
 
@@ -326,6 +328,7 @@ static tutti_status_t ring_run(void *state, tutti_alg_exec_t *x)
         return TUTTI_OK;
     }
     s->step = 0;
+    tutti_alg_exec_phase(x, "reduce-scatter");
     return post_all(s, x);
 }
 

@@ -144,8 +144,8 @@ static tutti_status_t post_step(a2a_state_t *s, tutti_alg_exec_t *x, int i)
  * steps, then copies the own block. */
 static tutti_status_t start_data(a2a_state_t *s, tutti_alg_exec_t *x)
 {
-    (void)x;
     s->phase = PHASE_DATA;
+    tutti_alg_exec_phase(x, "data");
     s->posted = s->done = 0;
     s->own_copied = s->in_place;
     return TUTTI_OK;
@@ -209,6 +209,7 @@ static tutti_status_t counts_known(a2a_state_t *s, tutti_alg_exec_t *x)
     rec[r].count = total;
     rec[r].capacity = x->recv_capacity;
     s->phase = PHASE_TOTALS;
+    tutti_alg_exec_phase(x, "totals");
     return tutti_alg_ring_meta_post(x, &s->c.meta,
                                     TUTTI_ALG_RING_TAG_META + 1, &rec[r], 0,
                                     rec, sizeof(rec[0]));
@@ -259,6 +260,7 @@ static tutti_status_t a2a_run(void *state, tutti_alg_exec_t *x)
     for (int i = 0; i < n; i++)
         s->cnt_out[i] = x->counts[i];
     s->phase = PHASE_COUNTS;
+    tutti_alg_exec_phase(x, "counts");
     st = tutti_alg_ring_meta_post(x, &s->c.meta, TUTTI_ALG_RING_TAG_META,
                                   s->cnt_out, sizeof(uint64_t), s->cnt_in,
                                   sizeof(uint64_t));

@@ -90,6 +90,15 @@ static tutti_status_t rd_init_context(const tutti_alg_instance_t *inst,
     return TUTTI_OK;
 }
 
+/* The phase of action @p a: the hand-over in, the exchanges, or the
+ * hand-over back. */
+static const char *phase_of(const action_t *a)
+{
+    return a->kind == ACT_EXCHANGE      ? "exchange"
+           : a->tag == TAG_HAND_IN      ? "hand-in"
+                                        : "hand-back";
+}
+
 /* Posts the transfers of action s->cur. */
 static tutti_status_t post(rd_state_t *s, tutti_alg_exec_t *x)
 {
@@ -97,6 +106,8 @@ static tutti_status_t post(rd_state_t *s, tutti_alg_exec_t *x)
     tutti_recv_reduce_t red = {x->recvbuf};
     uint32_t tag = a->tag;
     tutti_status_t st = TUTTI_OK;
+    if (s->cur == 0 || phase_of(a) != phase_of(a - 1))
+        tutti_alg_exec_phase(x, phase_of(a));
     switch (a->kind) {
     case ACT_SEND:
         return x->core->send(x, a->peer, tag, x->recvbuf, s->bytes, &s->sx);

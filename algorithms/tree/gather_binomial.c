@@ -177,6 +177,7 @@ static tutti_status_t gather_progress(void *state, tutti_alg_exec_t *x)
         }
         if (s->parent < 0)
             return TUTTI_OK;
+        tutti_alg_exec_phase(x, "to parent");
         if ((st = post_sends(s, x)) != TUTTI_OK)
             return st;
         s->phase = PHASE_SEND;
@@ -204,6 +205,7 @@ static tutti_status_t gather_run(void *state, tutti_alg_exec_t *x)
     if (s->inst->group_size == 1)
         return TUTTI_OK;
     s->phase = PHASE_RECV;
+    tutti_alg_exec_phase(x, "from children");
     if ((st = post_recvs(s, x)) != TUTTI_OK)
         return st;
     return gather_progress(s, x);

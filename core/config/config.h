@@ -53,7 +53,7 @@ typedef struct {
 
 /* The core's own settings, by row (keys.c): log_level, timeout,
  * modules.path, modules.load, transports, verify, log_subsystems,
- * log_file. */
+ * log_file, timeline. */
 enum {
     TUTTI__SET_LOG_LEVEL,
     TUTTI__SET_TIMEOUT,
@@ -63,6 +63,7 @@ enum {
     TUTTI__SET_VERIFY,
     TUTTI__SET_LOG_SUBSYSTEMS,
     TUTTI__SET_LOG_FILE,
+    TUTTI__SET_TIMELINE,
     TUTTI__CORE_SETTINGS
 };
 
@@ -92,6 +93,9 @@ typedef struct {
     tutti__source_t *src;          /* per row */
 } tutti__module_settings_t;
 
+/* The longest timeline path, with its terminating zero. */
+#define TUTTI__TIMELINE_PATH_MAX 1024
+
 typedef struct {
     char *path;                   /* file read, or NULL */
     /* The core's values, at the offsets its rows give (keys.c). */
@@ -103,6 +107,7 @@ typedef struct {
     int verify;                   /* TUTTI_TP_VERIFY_* (transport.h) */
     char log_subsystems[TUTTI__LOG_SUBSYSTEMS_MAX]; /* "registry:debug,..." */
     char log_file[TUTTI__LOG_FILE_MAX]; /* "": stderr */
+    char timeline[TUTTI__TIMELINE_PATH_MAX]; /* "": no timeline */
     tutti__source_t src[TUTTI__CORE_SETTINGS];
     tutti__rule_t *rules;         /* in match order */
     size_t num_rules;

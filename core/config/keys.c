@@ -92,6 +92,19 @@ const tutti_setting_t tutti__core_settings[] = {
         .max = TUTTI__LOG_FILE_MAX,
         .expected = "a file path (\"\": stderr), e.g. /tmp/job.%t.log",
     },
+    /* Read by the context (exec/timeline.c writes the file). */
+    [TUTTI__SET_TIMELINE] = {
+        .name = "timeline",
+        .default_value = "",
+        .doc = "each task writes a Chrome trace (Perfetto) of its "
+               "executions, phases and transfers here: %t is the task, "
+               "else .TASK goes before .json; empty: none",
+        .type = TUTTI_SETTING_STRING,
+        .offset = AT(timeline),
+        .max = TUTTI__TIMELINE_PATH_MAX,
+        .expected = "a file path, e.g. /tmp/trace.%t.json (empty: no "
+                    "timeline)",
+    },
 };
 
 _Static_assert(sizeof(tutti__core_settings) / sizeof(tutti__core_settings[0])

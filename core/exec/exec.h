@@ -19,6 +19,7 @@
  *   blocking.c  the blocking helpers
  *   coll.c      what each collective reads and writes; scaling
  *   flight.c    the flight recorder
+ *   timeline.c  the timeline (TUTTI_TIMELINE): a trace file per task
  */
 #ifndef TUTTI_CORE_EXEC_EXEC_H
 #define TUTTI_CORE_EXEC_EXEC_H
@@ -35,6 +36,7 @@
 #include "device/stage.h"
 #include "exec/coll.h"
 #include "exec/flight.h"
+#include "exec/timeline.h"
 #include "job/job.h"
 #include "job/member.h"
 #include "plugin/registry.h"
@@ -92,6 +94,8 @@ struct tutti_request {
     struct tutti_request *order_prev;
     uint64_t launch_order;          /* 0 until launched */
     uint64_t flight_seq;            /* its flight recorder entry */
+    uint64_t tl_seq;                /* its timeline event, or 0 */
+    uint64_t tl_phase;              /* its phase's timeline event, or 0 */
     double timeout;                 /* seconds without progress allowed */
     size_t num_wait_for;            /* wait_for's, at the end */
     tutti_request_cb_t cb;
@@ -133,6 +137,7 @@ struct tutti__instance {
     uint64_t launched_through;       /* highest step launched + 1 */
     int *permutation;                /* permute: group_size entries */
     int resolved;                    /* the coordinator decided */
+    uint64_t tl_seq;                 /* its resolution's timeline event */
     tutti_status_t failed;           /* resolution refused it: why */
     /* Facts of the instance, found once at its first execution: */
     int per_rank;                    /* counts given per execution */
@@ -183,6 +188,9 @@ struct tutti_group {
     tutti__job_t *job;
     tutti__job_member_t member;       /* where the coordinator's decisions go */
     tutti__peer_link_t peers;         /* the transport, once connected */
+    tutti__timeline_t *tl;            /* NULL: no timeline */
+    const tutti_core_ops_t *core_ops; /* its executions' services: the
+                                         core's, or the timeline's */
     uint64_t key;
     int rank, size;
     tutti_device_type_t device_type;
@@ -255,8 +263,10 @@ tutti_status_t tutti__group_check(const tutti_group_t *g, const char *call);
 /** The same for a request handle (issued, not freed, its group joined). */
 tutti_status_t tutti__request_check(const tutti_request_t *r,
                                     const char *call);
-/** tutti_group_join()'s body, for the job @p job. */
+/** tutti_group_join()'s body, for the job @p job; its events go to
+ *  @p timeline (NULL: none). */
 tutti_status_t tutti__group_join(tutti__job_t *job,
+                                 tutti__timeline_file_t *timeline,
                                  const tutti_group_params_t *params,
                                  tutti_group_t **group_out);
 

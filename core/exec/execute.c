@@ -107,7 +107,7 @@ tutti_status_t tutti__execute(tutti_group_t *g,
     r->link.instance_key = params->instance_key;
     r->link.algorithm = inst->algorithm;
     r->exec = (tutti_alg_exec_t){
-        .size = sizeof(r->exec), .core = &tutti__core_ops, .inst = &inst->alg,
+        .size = sizeof(r->exec), .core = g->core_ops, .inst = &inst->alg,
         .sendbuf = sendbuf, .recvbuf = recvbuf, .step = step,
         .core_private = &r->link, .counts = params->counts,
         .send_count = params->send_count,

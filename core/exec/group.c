@@ -306,12 +306,14 @@ static tutti_status_t cuda_member(tutti_group_t *g, uint32_t *pci_out)
 }
 
 tutti_status_t tutti__group_join(tutti__job_t *job,
+                                 tutti__timeline_file_t *timeline,
                                  const tutti_group_params_t *params,
                                  tutti_group_t **group_out)
 {
     tutti__group_table_t table;
     tutti_status_t st;
     tutti_group_t *g = NULL;
+    uint64_t began = timeline != NULL ? tutti__timeline_now() : 0;
 
     tutti__error_clear();
     if ((st = check_group_params(params)) != TUTTI_OK)
@@ -367,6 +369,12 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
         goto err_free;
     }
     tutti__log_set_thread_member(g->rank, g->device_name);
+    if (timeline != NULL &&
+        (st = tutti__timeline_member(timeline, g->key, g->rank,
+                                     g->device_name, &g->tl)) != TUTTI_OK)
+        goto err_free;
+    g->core_ops = g->tl != NULL ? tutti__timeline_core_ops()
+                                : &tutti__core_ops;
     if (g->size > 1 && (st = connect_group(g)) != TUTTI_OK)
         goto err_free;
     g->peers.rank = g->rank;
@@ -386,6 +394,8 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
     pthread_mutex_lock(&job->groups_lock);
     job->num_groups++;
     pthread_mutex_unlock(&job->groups_lock);
+    if (g->tl != NULL)
+        tutti__timeline_join(g->tl, began, g->size, g->num_tasks);
     atomic_store_explicit(&g->state, TUTTI__HANDLE_LIVE,
                           memory_order_relaxed);
     *group_out = g;
@@ -395,6 +405,8 @@ err_disconnect:
     if (g->peers.ep)
         g->peers.tp->disconnect(g->peers.ep);
 err_free:
+    tutti__timeline_leave(g->tl);
+    g->tl = NULL;
     free(g->localities);
     free(g->hosts);
     free(g->rank_task);
@@ -413,6 +425,9 @@ void tutti_group_leave(tutti_group_t *g)
     if (g->active.head != NULL)
         tutti__log(TUTTI_LOG_WARN, "group", "group 0x%llx left with "
                    "executions in flight", (unsigned long long)g->key);
+    /* Before the instances go: events name their implementations. */
+    tutti__timeline_leave(g->tl);
+    g->tl = NULL;
     for (size_t b = 0; b < g->num_buckets; b++) {
         while (g->instances[b]) {
             tutti__instance_t *next = g->instances[b]->next;

@@ -180,8 +180,12 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
         snprintf(inst->asked, sizeof(inst->asked), "%s", p->algorithm);
         inst->params.algorithm = inst->algorithm;
     }
+    if (g->tl != NULL)
+        inst->tl_seq = tutti__timeline_resolve_begin(g->tl, inst->key);
     st = tutti__member_propose(g->job, &g->member, p);
     if (st != TUTTI_OK) {
+        if (inst->tl_seq != 0)
+            tutti__timeline_resolve_end(g->tl, inst->tl_seq, st, NULL);
         tutti__cuda_inst_free(inst);
         free(inst->permutation);
         free(inst);

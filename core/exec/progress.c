@@ -83,6 +83,9 @@ static void apply_decision(tutti_group_t *g, const tutti__decision_t *d)
         tutti__error(st, "resolve", "%s", d->detail);
     if (d->status == TUTTI_ERR_TIMEOUT)
         dump_flight(g, d->detail);
+    if (inst->tl_seq != 0)
+        tutti__timeline_resolve_end(g->tl, inst->tl_seq, st,
+                                    st == TUTTI_OK ? inst->algorithm : NULL);
     if (st == TUTTI_OK) {
         inst->resolved = 1;
         tutti__request_resolved(g, inst);
@@ -114,7 +117,8 @@ static void take_decisions(tutti_group_t *g)
  * later calls are refused with them too. */
 static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
 {
-    if (g->failed == TUTTI_OK)
+    int first = g->failed == TUTTI_OK;
+    if (first)
         dump_flight(g, text);
     if (g->failed == TUTTI_OK) {
         g->failed = st;
@@ -139,6 +143,10 @@ static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
         tutti__request_complete(r,
                                 st); /* may promote the next: failed in turn */
     }
+    /* The timeline so far, with the failed executions, in case the task
+     * does not live to leave the group. */
+    if (first && g->tl != NULL)
+        tutti__timeline_flush(g->tl);
 }
 
 /* Abort, or a member's task gone: fail the group once, naming why. */

@@ -75,6 +75,7 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->group = g;
     r->status = TUTTI_INPROGRESS;
     r->launch_order = 0;
+    r->tl_seq = 0;
     r->num_wait_for = 0;
     r->cb = NULL;
     r->cb_arg = NULL;
@@ -280,6 +281,8 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
     }
     r->status = st;
     tutti__flight_finish(&g->flight, r->flight_seq, st);
+    if (g->tl != NULL)
+        tutti__timeline_exec_end(g->tl, r, st);
     if (inst->running == r)
         inst->running = NULL;
     if (r->cb)
@@ -296,6 +299,8 @@ static void request_start(tutti_request_t *r)
     inst->running = r;
     r->launch_order = ++g->launches;
     tutti__flight_launch(&g->flight, r->flight_seq);
+    if (g->tl != NULL)
+        r->tl_seq = tutti__timeline_exec_begin(g->tl, r);
     if (r->exec.step + 1 > inst->launched_through)
         inst->launched_through = r->exec.step + 1;
     tutti_status_t st = TUTTI_OK;

@@ -179,4 +179,5 @@ const tutti_core_ops_t tutti__core_ops = {
     .param_size = core_param_size,
     .error = core_error,
     .log = core_log,
+    .phase = NULL, /* only the timeline records phases (exec/timeline.c) */
 };

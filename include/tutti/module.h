@@ -71,8 +71,9 @@
  * modules.load.
  *
  * ABI versions (plugin.h says the rule): 1.1 added per-rank counts, 1.2
- * aliases, 1.3 devices (flags, streams, group state, supports), each at the
- * end of its struct; the loader reads a module's rows at its own minor's
+ * aliases, 1.3 devices (flags, streams, group state, supports), 1.4 the
+ * core's phase service (tutti_alg_exec_phase()), each at the end of its
+ * struct; the loader reads a module's rows at its own minor's
  * size.  A change that cannot be made that way is
  * major 2: this header is then copied unchanged to include/tutti/abi/
  * alg_v1.h and core/plugin/ gets one adapter that wraps a v1 descriptor
@@ -94,7 +95,7 @@ extern "C" {
 #endif
 
 #define TUTTI_MODULE_ABI_MAJOR 1
-#define TUTTI_MODULE_ABI_MINOR 3
+#define TUTTI_MODULE_ABI_MINOR 4
 #define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
 
 /** One transfer in flight.  Opaque storage owned by the algorithm (in its
@@ -192,6 +193,14 @@ typedef struct {
     /** Log a line at level 0 error .. 4 trace, under the module's name. */
     void (*log)(int level, const char *module, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+    /* ABI 1.4: */
+    /** Optional, NULL where nothing records phases: call it through
+     *  tutti_alg_exec_phase().  The execution enters phase @p name, ending
+     *  the one it was in (NULL: in none from now); the timeline
+     *  (TUTTI_TIMELINE) shows each phase inside its execution, with the
+     *  bytes sent and received in it.  @p name must live as long as the
+     *  module stays loaded (a string literal). */
+    void (*phase)(tutti_alg_exec_t *exec, const char *name);
 } tutti_core_ops_t;
 
 /** One execution, as handed to run and progress. */
@@ -221,6 +230,17 @@ struct tutti_alg_exec {
                                            (NULL: the legacy stream); NULL
                                            for host memory */
 };
+
+/** The execution @p exec enters phase @p name (a string literal; NULL: in
+ *  none from now), for the timeline: one predictable branch where nothing
+ *  records phases.  A module of ABI 1.4 or later always gets a core table
+ *  that has the entry (the loader refuses minors newer than the core's). */
+static inline void tutti_alg_exec_phase(tutti_alg_exec_t *exec,
+                                        const char *name)
+{
+    if (exec->core->phase != NULL)
+        exec->core->phase(exec, name);
+}
 
 typedef struct {
     size_t size; /**< sizeof(tutti_alg_ops_t) */

@@ -4,10 +4,14 @@
  * control characters in strings, one value then only white space), with
  * duplicate keys refused too, into a tree the tests walk.  The tools' JSON
  * is checked by this, not by a library the project does not install.
+ * Numbers keep their text as well, so a test reads them as exactly as it
+ * needs (test_json_int, test_json_ns: microseconds with three decimals, to
+ * the nanosecond, where a double would round).
  */
 #ifndef TUTTI_TEST_JSON_H
 #define TUTTI_TEST_JSON_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +30,7 @@ typedef struct test_json {
     test_json_type_t type;
     double number;            /* a number; a bool: 0 or 1 */
     char *string;             /* a string, its escapes decoded to UTF-8 */
+    char *raw;                /* a number: its text as written */
     char *key;                /* a member's key, else NULL */
     struct test_json *items;  /* an array's elements, an object's members */
     size_t n;
@@ -44,6 +49,7 @@ static inline void test_json_free_items(test_json_t *v)
         test_json_free_items(&v->items[i]);
     free(v->items);
     free(v->string);
+    free(v->raw);
     free(v->key);
 }
 
@@ -306,7 +312,15 @@ static inline int test_json_value(test_json_reader_t *r, test_json_t *v)
         }
     }
     v->type = TEST_JSON_NUMBER;
-    return test_json_number(r, &v->number);
+    const char *start = r->p;
+    if (test_json_number(r, &v->number) != 0)
+        return -1;
+    size_t len = (size_t)(r->p - start);
+    if ((v->raw = malloc(len + 1)) == NULL)
+        return test_json_fail(r, "no memory");
+    memcpy(v->raw, start, len);
+    v->raw[len] = '\0';
+    return 0;
 }
 
 /* Reads @p text as one JSON document: its tree (free with
@@ -333,14 +347,79 @@ static inline test_json_t *test_json_parse(const char *text, char *err,
     return NULL;
 }
 
-/* An object's member @p key, or NULL (no such member, or not an object). */
+/* An object's member @p key, or NULL (no such member, not an object, or
+ * @p v NULL, so that lookups chain). */
 static inline const test_json_t *test_json_get(const test_json_t *v,
                                                const char *key)
 {
-    for (size_t i = 0; v->type == TEST_JSON_OBJECT && i < v->n; i++)
+    for (size_t i = 0; v != NULL && v->type == TEST_JSON_OBJECT && i < v->n;
+         i++)
         if (strcmp(v->items[i].key, key) == 0)
             return &v->items[i];
     return NULL;
+}
+
+/* The string member @p key of object @p v, or NULL. */
+static inline const char *test_json_str(const test_json_t *v, const char *key)
+{
+    const test_json_t *s = test_json_get(v, key);
+    return s != NULL && s->type == TEST_JSON_STRING ? s->string : NULL;
+}
+
+/* A whole number @p v (written without fraction or exponent) in *out; -1
+ * if @p v is not one (or NULL). */
+static inline int test_json_int(const test_json_t *v, long long *out)
+{
+    char *end;
+    if (v == NULL || v->type != TEST_JSON_NUMBER)
+        return -1;
+    *out = strtoll(v->raw, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+/* A number of microseconds written with at most three decimals, as
+ * nanoseconds in *ns_out, exact; -1 if @p v is not such a number. */
+static inline int test_json_ns(const test_json_t *v, uint64_t *ns_out)
+{
+    uint64_t ns = 0;
+    int decimals = -1;
+    if (v == NULL || v->type != TEST_JSON_NUMBER || v->raw[0] == '-')
+        return -1;
+    for (const char *p = v->raw; *p; p++) {
+        if (*p == '.' && decimals < 0) {
+            decimals = 0;
+            continue;
+        }
+        if (*p < '0' || *p > '9' || decimals == 3)
+            return -1;
+        ns = ns * 10 + (uint64_t)(*p - '0');
+        if (decimals >= 0)
+            decimals++;
+    }
+    for (int d = decimals < 0 ? 0 : decimals; d < 3; d++)
+        ns *= 10;
+    *ns_out = ns;
+    return 0;
+}
+
+/* The whole file @p path (NUL-terminated, malloc'd), or NULL. */
+static inline char *test_json_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long len;
+    if (f == NULL)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len + 1)) &&
+        fread(buf, 1, (size_t)len, f) == (size_t)len) {
+        buf[len] = '\0';
+    } else {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
 }
 
 #endif

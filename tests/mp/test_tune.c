@@ -209,9 +209,11 @@ static void test_failing_implementation_left_out(void **state)
                         "failed (tutti-run exited 1; its errors are above): "
                         "left out\n");
     assert_int_equal(parse_summary(out, l), 2);
+    /* The shipped two and whatever else of tests/modules/wrong runs (its
+     * TestTailAllreduce is right at these sizes), never the failed one. */
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(l[i].ncand, 2);
-        for (int k = 0; k < 2; k++)
+        assert_true(l[i].ncand >= 2);
+        for (int k = 0; k < l[i].ncand; k++)
             assert_string_not_equal(l[i].cand[k], "TestZeroAllreduce");
     }
     test_expect_in_file(file, "left out (run failed): TestZeroAllreduce\n");
