@@ -15,10 +15,11 @@ cd "$(dirname "$0")"
 top=$(pwd)
 build_dir=${TUTTI_BUILD_DIR:-build}
 
-# gnuplot-nox: bench/plot, and its test.
+# gnuplot-nox: bench/plot, and its test.  groff-base: tests/unit/test_man
+# renders every man page (skipped without it).
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
           libyaml-dev libcmocka-dev openmpi-bin iproute2 util-linux
-          gnuplot-nox)
+          gnuplot-nox groff-base)
 
 deps() {
     local missing=()
