@@ -123,6 +123,10 @@ typedef struct {
  *  the enum above; each row's name is its dotted key. */
 extern const tutti_setting_t tutti__core_settings[];
 
+/** The top-level keys of a configuration file, from the rows ("log_level,
+ *  timeout, modules, ..., selection"), for messages. */
+const char *tutti__config_top_keys(void);
+
 /** The log level (TUTTI_LOG_*) the configuration asks for. */
 int tutti__config_log_level(const tutti__config_t *cfg);
 /** Sets the log level from the API's text; TUTTI_ERR_CONFIG naming it and

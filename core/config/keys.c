@@ -4,9 +4,12 @@
  * tutti-info's listing and the checks all come from these rows; transports
  * declare theirs in their descriptors (plugin.h).
  */
+#include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "base/log.h"
+#include "base/sbuf.h"
 #include "config/config.h"
 #include "config/setting.h"
 
@@ -110,3 +113,31 @@ const tutti_setting_t tutti__core_settings[] = {
 _Static_assert(sizeof(tutti__core_settings) / sizeof(tutti__core_settings[0])
                    == TUTTI__CORE_SETTINGS,
                "one row per core setting");
+
+static char top_keys[256];
+static pthread_once_t top_keys_once = PTHREAD_ONCE_INIT;
+
+/* The first part of each dotted key, once each, then selection. */
+static void make_top_keys(void)
+{
+    tutti__sbuf_t sb = {top_keys, sizeof(top_keys), 0};
+    for (size_t i = 0; i < TUTTI__CORE_SETTINGS; i++) {
+        const char *name = tutti__core_settings[i].name;
+        size_t n = strcspn(name, ".");
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const char *other = tutti__core_settings[j].name;
+            seen = strncmp(other, name, n) == 0 &&
+                   (other[n] == '.' || other[n] == '\0');
+        }
+        if (!seen)
+            tutti__sbuf_printf(&sb, "%s%.*s", i ? ", " : "", (int)n, name);
+    }
+    tutti__sbuf_printf(&sb, ", selection");
+}
+
+const char *tutti__config_top_keys(void)
+{
+    pthread_once(&top_keys_once, make_top_keys);
+    return top_keys;
+}

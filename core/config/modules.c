@@ -191,9 +191,8 @@ tutti_status_t tutti__config_modules_done(tutti__config_t *cfg)
     if (st != TUTTI_OK || cfg->num_pending == 0)
         return st;
     tutti__sbuf_t sb = {expected, sizeof(expected), 0};
-    tutti__sbuf_printf(&sb, "one of log_level, timeout, modules, transports, "
-                       "selection, or the section of a loaded module with "
-                       "settings");
+    tutti__sbuf_printf(&sb, "one of %s, or the section of a loaded module "
+                       "with settings", tutti__config_top_keys());
     for (size_t i = 0; i < cfg->num_modules; i++)
         tutti__sbuf_printf(&sb, "%s%s", i ? ", " : " (",
                            cfg->modules[i].section);

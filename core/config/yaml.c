@@ -669,16 +669,25 @@ static tutti_status_t parse_module_section(const parse_t *p,
     return st;
 }
 
-#define TOP_EXPECTED                                                           \
-    "one of log_level, timeout, modules, transports, selection, or a "         \
-    "module's section (a mapping), e.g. shm or tcp"
+/* What a top-level key may be (@p buf of TOP_EXPECTED_MAX). */
+#define TOP_EXPECTED_MAX 512
+static const char *top_expected(char *buf)
+{
+    snprintf(buf, TOP_EXPECTED_MAX, "one of %s, or a module's section (a "
+             "mapping), e.g. shm or tcp", tutti__config_top_keys());
+    return buf;
+}
 
 static tutti_status_t parse_top(const parse_t *p, yaml_node_t *root,
                                 tutti__config_t *cfg)
 {
     tutti_status_t st = TUTTI_OK;
-    if (root->type != YAML_MAPPING_NODE)
-        return type_error(p, root, "a mapping of settings, " TOP_EXPECTED);
+    char expected[TOP_EXPECTED_MAX], what[TOP_EXPECTED_MAX + 32];
+    if (root->type != YAML_MAPPING_NODE) {
+        snprintf(what, sizeof(what), "a mapping of settings, %s",
+                 top_expected(expected));
+        return type_error(p, root, what);
+    }
     st = check_keys(p, root, "key");
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top && st == TUTTI_OK; pair++) {
@@ -703,7 +712,8 @@ static tutti_status_t parse_top(const parse_t *p, yaml_node_t *root,
                             "found a list for '%.60s'", name);
         else
             st = node_error(p, yaml_document_get_node(p->doc, pair->key),
-                            TOP_EXPECTED, "unknown key '%.60s' at top level",
+                            top_expected(expected),
+                            "unknown key '%.60s' at top level",
                             name);
         pop_key(p);
     }
