@@ -15,11 +15,12 @@ cd "$(dirname "$0")"
 top=$(pwd)
 build_dir=${TUTTI_BUILD_DIR:-build}
 
-# gnuplot-nox: bench/plot, and its test.  groff-base: tests/unit/test_man
-# renders every man page (skipped without it).
+# gnuplot-nox: bench/plot, and its test (libopenmpi-dev: the peer run it
+# plots beside ours).  groff-base and man-db: tests/unit/test_man renders
+# every man page with groff and man -l (skipped without them).
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
-          libyaml-dev libcmocka-dev openmpi-bin iproute2 util-linux
-          gnuplot-nox groff-base)
+          libyaml-dev libcmocka-dev openmpi-bin libopenmpi-dev iproute2
+          util-linux gnuplot-nox groff-base man-db)
 
 deps() {
     local missing=()

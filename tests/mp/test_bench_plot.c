@@ -3,7 +3,8 @@
  * table, both made through tutti-run, and an mpi_coll table written here
  * in bench/mpi_coll.c's format; each must be recognised for what it is,
  * with its sizes counted, and the result must be a PNG of the size the
- * script draws.  Files in no known form are refused before anything is
+ * script draws; and a tutti-perf run beside a real Open MPI run of
+ * bench/mpi_coll.c.  Files in no known form are refused before anything is
  * drawn.  Where gnuplot is missing (build.sh installs gnuplot-nox), the
  * drawing tests are skipped and the program exits 77 saying so.
  */
@@ -133,6 +134,50 @@ static void test_plot_three_forms(void **state)
     check_png(png);
 }
 
+/* Ours and a real peer's run of the same sweep in one PNG: bench/mpi_coll.c
+ * built with Open MPI's compiler wrapper and run under its mpirun, as
+ * bench/compare does. */
+static void test_plot_with_open_mpi(void **state)
+{
+    test_tmp_t *t = *state;
+    char csv[160], mpi[160], png[160], exe[160], cmd[1024], out[8192];
+    char want[1024];
+
+    require_gnuplot();
+    if (test_run("command -v mpicc.openmpi && command -v mpirun.openmpi", 1,
+                 out, sizeof(out)) != 0) {
+        print_message("skipped: no mpicc.openmpi or mpirun.openmpi (Debian: "
+                      "libopenmpi-dev, openmpi-bin; ./build.sh deps installs "
+                      "them)\n");
+        skip();
+    }
+    test_tmpfile(csv, sizeof(csv), t->dir, "tutti.csv", NULL);
+    test_tmpfile(mpi, sizeof(mpi), t->dir, "ompi.txt", NULL);
+    test_tmpfile(exe, sizeof(exe), t->dir, "ompi_coll", NULL);
+    test_tmpfile(png, sizeof(png), t->dir, "both.png", NULL);
+    perf_run("--csv", csv);
+    snprintf(cmd, sizeof(cmd), "mpicc.openmpi -O2 -o %s %s/bench/mpi_coll.c",
+             exe, TUTTI_TEST_SRCDIR);
+    test_run_ok(cmd, 1, out, sizeof(out));
+    snprintf(cmd, sizeof(cmd), "mpirun.openmpi%s --oversubscribe --bind-to "
+             "none -n 2 %s allreduce 8 32768 8 2 1 > %s", test_mpirun_root_flag(),
+             exe, mpi);
+    test_run_ok(cmd, 1, out, sizeof(out));
+    snprintf(cmd, sizeof(cmd), "%s -o %s -t 'allreduce, 2 ranks' "
+             "tutti=%s 'Open MPI=%s'", PLOT, png, csv, mpi);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0) {
+        test_show(cmd, out);
+        fail_msg("bench/plot exited %d (output above)", rc);
+    }
+    snprintf(want, sizeof(want),
+             "tutti: %s: tutti-perf --csv, 5 sizes\n"
+             "Open MPI: %s: mpi_coll table, 5 sizes\n"
+             "bench/plot: wrote %s\n", csv, mpi, png);
+    assert_string_equal(out, want);
+    check_png(png);
+}
+
 /* Each file in no known form, or with nothing to draw, stops the script
  * with exit status 2 and a message naming it; no PNG is written. */
 static void test_plot_refuses_unknown_input(void **state)
@@ -191,6 +236,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_plot_three_forms,
+                                        test_tmp_setup, test_tmp_teardown),
+        cmocka_unit_test_setup_teardown(test_plot_with_open_mpi,
                                         test_tmp_setup, test_tmp_teardown),
         cmocka_unit_test_setup_teardown(test_plot_refuses_unknown_input,
                                         test_tmp_setup, test_tmp_teardown),
