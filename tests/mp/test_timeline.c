@@ -404,6 +404,15 @@ static void check_merged(const char *dir)
     assert_non_null(tasks);
     assert_int_equal(tasks->n, TASKS);
     test_json_free(root);
+    /* Its --help, and a file that is not a timeline refused. */
+    test_run_ok(MERGE " --help", 1, out, sizeof(out));
+    assert_non_null(strstr(out, "usage: tutti-timeline-merge [-o OUT] "
+                                "FILE..."));
+    snprintf(cmd, sizeof(cmd), "%s -o %s/no.json %s", MERGE, dir,
+             TUTTI_TEST_SRCDIR "/README.md");
+    assert_int_equal(test_run(cmd, 1, out, sizeof(out)), 2);
+    snprintf(path, sizeof(path), "%s/no.json", dir);
+    assert_int_equal(access(path, F_OK), -1);
 }
 
 static void test_perf_run_writes_a_trace_per_task(void **state)
