@@ -659,7 +659,8 @@ tutti_status_t tutti__select_lint(const tutti__config_t *cfg,
     if (st == TUTTI_OK && l.oom)
         st = TUTTI_ERR_NO_MEMORY;
     if (st == TUTTI_OK) {
-        qsort(l.out, l.num_out, sizeof(*l.out), by_line);
+        if (l.num_out > 1) /* no qsort of NULL */
+            qsort(l.out, l.num_out, sizeof(*l.out), by_line);
         for (size_t i = 0; i < l.num_out; i++)
             fprintf(out, "%s\n", l.out[i].text);
         *findings_out = l.findings;

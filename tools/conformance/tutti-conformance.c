@@ -445,11 +445,11 @@ static int add_module_tests(const char *module, const char *only,
             added++;
         }
     }
-    tutti_context_destroy(ctx);
-    if (added == 0)
+    if (added == 0) /* name is the context's: said before it goes */
         fprintf(stderr, "tutti-conformance: %s: module '%s' declares no "
                 "implementation%s%s\n", module, name,
                 only ? " named " : "", only ? only : "");
+    tutti_context_destroy(ctx);
     return added;
 }
 
