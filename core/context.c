@@ -208,7 +208,8 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     tutti__log_error_level(previous);
     if (st != TUTTI_OK)
         goto err_free;
-    if ((st = tutti__registry_name_rules(&ctx->reg, &ctx->cfg)) != TUTTI_OK)
+    if ((st = tutti__registry_name_rules(&ctx->reg, &ctx->cfg)) != TUTTI_OK ||
+        (st = tutti__registry_check_params(&ctx->reg, &ctx->cfg)) != TUTTI_OK)
         goto err_free;
     tutti__select_check_rules(&ctx->cfg, impl_lookup, &ctx->reg,
                               boot.task == 0 ? TUTTI_LOG_WARN

@@ -18,12 +18,15 @@ static const char *const allreduce_was[] = {"RingReduce", NULL};
 static const char *const allgather_was[] = {"RingGather", NULL};
 static const char *const alltoall_was[] = {"AllToAll", NULL};
 static const char *const permute_was[] = {"Permute", NULL};
+/* The rule parameters each reads (core->param_size). */
+static const char *const allreduce_params[] = {"subdivisions", NULL};
+static const char *const chunk_params[] = {"chunk", NULL};
 
 static const tutti_alg_impl_t ring_impls[] = {
     {.name = "RingAllreduce", .aliases = allreduce_was,
      .description = "allreduce: reduce-scatter then allgather around a ring",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), .device_types = CPU,
-     .ops = &tutti_alg_ring_allreduce_ops},
+     .ops = &tutti_alg_ring_allreduce_ops, .params = allreduce_params},
     {.name = "RingAllgather", .aliases = allgather_was,
      .description = "allgather: each member forwards around a ring the "
                     "block it got last step (n-1 steps); per-rank counts too",
@@ -35,7 +38,8 @@ static const tutti_alg_impl_t ring_impls[] = {
                     "reduced on receipt (n-1 steps); per-rank counts too",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER),
      .device_types = CPU, .ops = &tutti_alg_ring_reduce_scatter_ops,
-     .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER)},
+     .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER),
+     .params = chunk_params},
     {.name = "PairwiseAlltoall", .aliases = alltoall_was,
      .description = "alltoall: at step k each member exchanges blocks with "
                     "(k - rank) mod n, a few steps in flight; per-rank "

@@ -11,6 +11,8 @@
 #define CPU TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU)
 
 static const char *const rd_was[] = {"RecursiveDoublingReduce", NULL};
+/* The rule parameters of the pipelined k-ary trees (tree_plan.c). */
+static const char *const tree_params[] = {"fanout", "chunk", NULL};
 
 static const tutti_alg_impl_t tree_impls[] = {
     {.name = "RecursiveDoublingAllreduce", .aliases = rd_was,
@@ -22,12 +24,12 @@ static const tutti_alg_impl_t tree_impls[] = {
      .description = "broadcast from any root across hosts, then tasks, then "
                     "inside each, down k-ary trees pipelined in chunks",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), .device_types = CPU,
-     .ops = &tutti_alg_tree_broadcast_hierarchical_ops},
+     .ops = &tutti_alg_tree_broadcast_hierarchical_ops, .params = tree_params},
     {.name = "TreeReduce",
      .description = "reduce to any root up a k-ary tree, pipelined in "
                     "chunks, reduced on receipt",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE), .device_types = CPU,
-     .ops = &tutti_alg_tree_reduce_ops},
+     .ops = &tutti_alg_tree_reduce_ops, .params = tree_params},
     {.name = "TreeGather",
      .description = "gather to any root down a binomial tree, one message "
                     "per subtree",

@@ -174,6 +174,7 @@ tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const char *key,
         return tutti__cfg_oom();
     kv->key = strdup(key);
     kv->value = strdup(value);
+    kv->line = kv->column = 0;
     if (kv->key == NULL || kv->value == NULL) {
         free(kv->key);
         free(kv->value);
@@ -198,9 +199,14 @@ static tutti_status_t rule_copy(tutti__rule_t *dst, const tutti__rule_t *src)
         st = tutti__cfg_set_str(&dst->skip_reason, src->skip_reason);
     if (st == TUTTI_OK)
         st = tutti__cfg_set_str(&dst->written, src->written);
-    for (size_t i = 0; i < src->num_params && st == TUTTI_OK; i++)
+    for (size_t i = 0; i < src->num_params && st == TUTTI_OK; i++) {
         st = tutti__cfg_param_add(dst, src->params[i].key,
                                   src->params[i].value);
+        if (st == TUTTI_OK) {
+            dst->params[i].line = src->params[i].line;
+            dst->params[i].column = src->params[i].column;
+        }
+    }
     if (st != TUTTI_OK)
         tutti__cfg_rule_free(dst);
     return st;

@@ -29,6 +29,7 @@ const char *tutti__source_name(tutti__source_t src); /* "default", "file".. */
 typedef struct {
     char *key;
     char *value;
+    int line, column; /* of the key; 0 when not from a file */
 } tutti__kv_t;
 
 typedef struct {

@@ -439,9 +439,17 @@ static tutti_status_t param_pair(const parse_t *p, tutti__rule_t *r,
         return value_error(p, kn, "a parameter name, " NAME_EXPECTED);
     push_key(p, key);
     st = get_scalar(p, vn, "a single value, e.g. 1M or 2", &value);
+    /* Implementations read parameters as sizes (core->param_size). */
+    uint64_t size;
+    if (st == TUTTI_OK && tutti__parse_size(value, &size) != TUTTI_OK)
+        st = value_error(p, vn, "a size, e.g. 2, 64K or 1M");
     pop_key(p);
     if (st == TUTTI_OK)
         st = tutti__cfg_param_add(r, key, value);
+    if (st == TUTTI_OK) {
+        r->params[r->num_params - 1].line = (int)kn->start_mark.line + 1;
+        r->params[r->num_params - 1].column = (int)kn->start_mark.column + 1;
+    }
     return st;
 }
 

@@ -280,7 +280,7 @@ int tutti__impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
     const uint32_t all_devs = (1u << TUTTI_DEVICE_COUNT) - 1;
     const tutti_alg_ops_t *ops = impl->ops;
 
-    char what[96];
+    char what[160];
     snprintf(what, sizeof(what), "malformed table: implementation %u's name",
              index + 1);
     if (!tutti__name_check(what, impl->name, why, len))
@@ -298,6 +298,27 @@ int tutti__impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
                  "outside the known sets", impl->name, impl->collectives,
                  impl->per_rank_collectives, impl->device_types);
         return 0;
+    }
+    /* The parameters it reads (ABI 1.5): names, each once. */
+    for (int k = 0; impl->params != NULL && impl->params[k] != NULL; k++) {
+        if (k == TUTTI_PARAMS_MAX) {
+            snprintf(why, len, "malformed table: implementation '%s' reads "
+                     "over %d parameters (or its list has no NULL end)",
+                     impl->name, TUTTI_PARAMS_MAX);
+            return 0;
+        }
+        snprintf(what, sizeof(what), "malformed table: parameter %d of "
+                 "implementation '%s'", k + 1, impl->name);
+        if (!tutti__name_check(what, impl->params[k], why, len))
+            return 0;
+        for (int m = 0; m < k; m++) {
+            if (strcmp(impl->params[m], impl->params[k]) == 0) {
+                snprintf(why, len, "malformed table: implementation '%s' "
+                         "lists parameter '%s' twice", impl->name,
+                         impl->params[k]);
+                return 0;
+            }
+        }
     }
     /* supports (ABI 1.3) is optional: a table may end before it. */
     if (ops == NULL || ops->size < offsetof(tutti_alg_ops_t, supports) ||
@@ -321,6 +342,8 @@ size_t tutti__row_size(uint32_t minor)
         return offsetof(tutti_alg_impl_t, aliases);
     if (minor == 2)
         return offsetof(tutti_alg_impl_t, flags);
+    if (minor <= 4)
+        return offsetof(tutti_alg_impl_t, params);
     return sizeof(tutti_alg_impl_t);
 }
 

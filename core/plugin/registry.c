@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/sbuf.h"
 #include "base/paths.h"
 #include "base/strlist.h"
 #include "config/setting.h"
@@ -234,6 +235,48 @@ tutti_status_t tutti__registry_name_rules(const tutti__registry_t *reg,
         free(r->written);
         r->written = r->algorithm;
         r->algorithm = own;
+    }
+    return TUTTI_OK;
+}
+
+/* Whether @p impl declares that it reads parameter @p key. */
+static int reads_param(const tutti_alg_impl_t *impl, const char *key)
+{
+    for (int k = 0; impl->params != NULL && impl->params[k] != NULL; k++)
+        if (strcmp(impl->params[k], key) == 0)
+            return 1;
+    return 0;
+}
+
+tutti_status_t tutti__registry_check_params(const tutti__registry_t *reg,
+                                            const tutti__config_t *cfg)
+{
+    for (size_t i = 0; i < cfg->num_rules; i++) {
+        const tutti__rule_t *r = &cfg->rules[i];
+        const tutti__impl_entry_t *e =
+            r->num_params > 0 ? tutti__registry_find(reg, r->algorithm)
+                              : NULL;
+        /* Modules of ABI 1.4 and older declare no parameters: unchecked. */
+        if (e == NULL || reg->modules[e->module].abi_minor < 5)
+            continue;
+        for (size_t k = 0; k < r->num_params; k++) {
+            const tutti__kv_t *kv = &r->params[k];
+            char reads[256];
+            tutti__sbuf_t sb = {reads, sizeof(reads), 0};
+            if (reads_param(e->impl, kv->key))
+                continue;
+            for (int j = 0; e->impl->params && e->impl->params[j]; j++)
+                tutti__sbuf_printf(&sb, "%s%s", j ? ", " : "one of ",
+                                   e->impl->params[j]);
+            if (sb.pos == 0)
+                tutti__sbuf_printf(&sb, "none: it reads no parameter");
+            return tutti__error(TUTTI_ERR_CONFIG, "config", "%s:%d:%d: "
+                                "unknown parameter '%s' for implementation "
+                                "'%s'; expected %s", r->file,
+                                kv->line ? kv->line : r->line,
+                                kv->line ? kv->column : r->column, kv->key,
+                                e->impl->name, reads);
+        }
     }
     return TUTTI_OK;
 }

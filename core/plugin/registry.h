@@ -107,6 +107,12 @@ tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
  *  name it by its own from now on, keeping the written one for printing. */
 tutti_status_t tutti__registry_name_rules(const tutti__registry_t *reg,
                                          tutti__config_t *cfg);
+/** Each parameter a rule gives its implementation must be one the
+ *  implementation declares (modules of ABI 1.5 and later; older ones are
+ *  not checked): TUTTI_ERR_CONFIG naming file:line:column, the parameter
+ *  and the ones it reads, otherwise. */
+tutti_status_t tutti__registry_check_params(const tutti__registry_t *reg,
+                                            const tutti__config_t *cfg);
 /** Checks the settings rows of every loaded transport module and hands
  *  them to @p cfg, which reads their values (file, environment); then a
  *  section of the file that no module took is an error. */

@@ -72,7 +72,8 @@
  *
  * ABI versions (plugin.h says the rule): 1.1 added per-rank counts, 1.2
  * aliases, 1.3 devices (flags, streams, group state, supports), 1.4 the
- * core's phase service (tutti_alg_exec_phase()), each at the end of its
+ * core's phase service (tutti_alg_exec_phase()), 1.5 the rule parameters
+ * an implementation reads (tutti_alg_impl_t.params), each at the end of its
  * struct; the loader reads a module's rows at its own minor's
  * size.  A change that cannot be made that way is
  * major 2: this header is then copied unchanged to include/tutti/abi/
@@ -95,7 +96,7 @@ extern "C" {
 #endif
 
 #define TUTTI_MODULE_ABI_MAJOR 1
-#define TUTTI_MODULE_ABI_MINOR 4
+#define TUTTI_MODULE_ABI_MINOR 5
 #define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
 
 /** One transfer in flight.  Opaque storage owned by the algorithm (in its
@@ -325,7 +326,17 @@ typedef struct {
     /* ABI 1.3: */
     uint32_t flags;             /**< TUTTI_IMPL_DEVICE_MEMORY,
                                      TUTTI_IMPL_ORDERED */
+    /* ABI 1.5: */
+    const char *const *params;  /**< the rule parameters it reads with
+                                     core->param_size ("chunk", ...),
+                                     NULL-terminated, at most
+                                     TUTTI_PARAMS_MAX; NULL: none.  A rule
+                                     that gives it another is refused when
+                                     the configuration loads, naming the
+                                     file, line and the ones it reads. */
 } tutti_alg_impl_t;
+
+#define TUTTI_PARAMS_MAX 16 /* parameter names one implementation reads */
 
 typedef struct {
     uint32_t abi_major;

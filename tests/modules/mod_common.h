@@ -71,6 +71,6 @@ typedef struct {
 /* The same, answering to the former names @p aliases too (ABI 1.2). */
 #define TEST_IMPL_ALIASES(name, aliases)                                       \
     {(name), "test: copies its input", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),   \
-     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, (aliases), 0}
+     TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU), &copy_ops, 0, (aliases), 0, NULL}
 
 #endif

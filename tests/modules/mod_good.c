@@ -114,10 +114,10 @@ static const tutti_alg_impl_t impls[] = {
     TEST_IMPL("TestCopy"),
     {"TestPlan", "test: reports the details init_params made",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &plan_ops, 0, NULL, 0},
+     &plan_ops, 0, NULL, 0, NULL},
     {"TestGate", "test: ends when its caller opens its gate",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &gate_ops, 0, NULL, 0},
+     &gate_ops, 0, NULL, 0, NULL},
 };
 
 TUTTI_MODULE_DEFINE("testgood", "1.2.3", impls);

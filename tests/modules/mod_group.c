@@ -340,19 +340,20 @@ static const tutti_alg_ops_t late_ops = {
 static const tutti_alg_impl_t impls[] = {
     {"TestOrdered", "test: ordered allreduce, everyone to everyone",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &sum_ops, 0, NULL,
-     TUTTI_IMPL_ORDERED},
+     TUTTI_IMPL_ORDERED, NULL},
     {"TestUnordered", "test: the same, launched by priority",
-     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &sum_ops, 0, NULL, 0},
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &sum_ops, 0, NULL, 0, NULL},
     {"TestDeclines", "test: the same, declining int8",
-     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &declining_ops, 0, NULL, 0},
+     TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), BOTH, &declining_ops, 0, NULL, 0,
+     NULL},
     {"TestDeviceCopy", "test: a group of one's allreduce, a copy queued on "
      "the stream in run", TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
      TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA), &copy_ops, 0, NULL,
-     TUTTI_IMPL_DEVICE_MEMORY},
+     TUTTI_IMPL_DEVICE_MEMORY, NULL},
     {"TestDeviceLate", "test: the same copy, queued in progress",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
      TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA), &late_ops, 0, NULL,
-     TUTTI_IMPL_DEVICE_MEMORY},
+     TUTTI_IMPL_DEVICE_MEMORY, NULL},
 };
 
 TUTTI_MODULE_DEFINE_WITH_GROUP("testgroup", "1.0.0", impls, &group_ops);

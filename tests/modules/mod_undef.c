@@ -20,7 +20,7 @@ static const tutti_alg_ops_t undef_ops = {
 static const tutti_alg_impl_t impls[] = {
     {"TestUndef", "test: calls an undefined function",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &undef_ops, 0, NULL, 0},
+     &undef_ops, 0, NULL, 0, NULL},
 };
 
 TUTTI_MODULE_DEFINE("testundef", "1.0.0", impls);

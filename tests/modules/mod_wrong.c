@@ -19,7 +19,7 @@ static const tutti_alg_ops_t zero_ops = {
 static const tutti_alg_impl_t impls[] = {
     {"TestZeroAllreduce", "test: writes zeros, sends nothing (wrong)",
      TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     &zero_ops, 0, NULL, 0},
+     &zero_ops, 0, NULL, 0, NULL},
 };
 
 TUTTI_MODULE_DEFINE("testwrong", "1.0.0", impls);

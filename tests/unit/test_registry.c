@@ -140,6 +140,8 @@ static const struct {
                       "answers to 'TestSelfAlias' twice"},
     {"mod_badalias", "implementation 'TestCopy' already registered by "
                      "module 'testgood' ("},
+    {"mod_badparams", "malformed table: implementation 'TestParamsTwice' "
+                      "lists parameter 'chunk' twice"},
 };
 
 static void test_bad_modules_refused(void **state)
@@ -479,6 +481,68 @@ static void test_former_names_select(void **state)
     tutti_group_leave(g);
 }
 
+/* Creates a context over @p yaml (written as t.yaml) with the good and
+ * shipped modules; its status, the error in @p why. */
+static tutti_status_t ctx_of(const char *yaml, char *why, size_t len)
+{
+    test_tmp_t t;
+    tutti_context_params_t p;
+    tutti_context_t *ctx = NULL;
+    test_tmp_make(&t, "params", "t.yaml", yaml);
+    test_one_task_params(&p, t.path, GOOD_DIR, "off");
+    tutti_status_t st = tutti_context_create(&p, &ctx);
+    snprintf(why, len, "%s", st == TUTTI_OK ? "" : tutti_last_error());
+    if (ctx != NULL)
+        tutti_context_destroy(ctx);
+    test_rmtree(t.dir);
+    return st;
+}
+
+/* A rule's parameters: each must be one its implementation declares (ABI
+ * 1.5), and a size; the context refuses the file otherwise, naming the
+ * file, line and column and what the implementation reads.  A module of an
+ * older minor declares none and is not checked. */
+static void test_rule_params_checked(void **state)
+{
+    char why[1024];
+    (void)state;
+    assert_int_equal(
+        ctx_of("selection:\n"
+               "  - { collective: broadcast,\n"
+               "      algorithm: HierarchicalTreeBroadcast, params: "
+               "{ chunck: 1M } }\n", why, sizeof(why)),
+        TUTTI_ERR_CONFIG);
+    if (strstr(why, "t.yaml:3:55: unknown parameter 'chunck' for "
+                    "implementation 'HierarchicalTreeBroadcast'; expected "
+                    "one of fanout, chunk") == NULL)
+        fail_msg("a misspelt parameter: '%s'", why);
+    assert_int_equal(
+        ctx_of("selection:\n  - { algorithm: RecursiveDoublingAllreduce, "
+               "params: { chunk: 1M } }\n", why, sizeof(why)),
+        TUTTI_ERR_CONFIG);
+    if (strstr(why, "t.yaml:2:56: unknown parameter 'chunk' for "
+                    "implementation 'RecursiveDoublingAllreduce'; expected "
+                    "none: it reads no parameter") == NULL)
+        fail_msg("a parameter for an implementation that reads none: '%s'",
+                 why);
+    assert_int_equal(
+        ctx_of("selection:\n  - { algorithm: TreeReduce, params: "
+               "{ fanout: 4, chunk: lots } }\n", why, sizeof(why)),
+        TUTTI_ERR_CONFIG);
+    if (strstr(why, "t.yaml:2:58:") == NULL ||
+        strstr(why, "expected a size, e.g. 2, 64K or 1M") == NULL)
+        fail_msg("a value that is no size: '%s'", why);
+    /* Declared ones, through a former name too; a module of ABI 1.2. */
+    assert_int_equal(
+        ctx_of("selection:\n"
+               "  - { algorithm: RingReduce, params: { subdivisions: 2 } }\n"
+               "  - { algorithm: TreeReduce, params: { fanout: 4, "
+               "chunk: 64K } }\n"
+               "  - { algorithm: TestV12First, params: { anything: 1 } }\n",
+               why, sizeof(why)),
+        TUTTI_OK);
+}
+
 /* A per-rank call whose first matching rule names an implementation with
  * equal counts only goes on to the next rule, in explain and in a call;
  * messages say "per-rank counts", never a size.  Before, the call failed
@@ -752,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_rule_change_changes_what_runs),
         cmocka_unit_test(test_section_of_unloaded_module_warns),
         cmocka_unit_test(test_per_rank_falls_through),
+        cmocka_unit_test(test_rule_params_checked),
         cmocka_unit_test(test_details_made_once_for_all),
         cmocka_unit_test(test_undefined_symbol_refused),
         cmocka_unit_test(test_short_descriptor_refused),
