@@ -174,6 +174,17 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
             out[i] = FROM_F32(in[i]);                                          \
     }
 
+/* @p m elements from @p pa and @p pb, widened into the float32 arrays @p fa
+ * and @p fb (m at most their length), reduced and rounded into @p pd. */
+#define WIDENED_SPAN(E, dtype, isa, pd, pa, pb, m, fa, fb)                     \
+    do {                                                                       \
+        dtype##_in_##isa(fa, pa, m);                                           \
+        dtype##_in_##isa(fb, pb, m);                                           \
+        for (size_t k_ = 0; k_ < (m); k_++)                                    \
+            (fa)[k_] = E(float, uint32_t, (fa)[k_], (fb)[k_]);                 \
+        dtype##_out_##isa(pd, fa, m);                                          \
+    } while (0)
+
 /*
  * Kernels for float16 and bfloat16: a block of each input is widened into a
  * float32 stack array, reduced there and rounded into dst.  The inputs of a
@@ -188,11 +199,8 @@ typedef scale_fn_t scale_table_t[TUTTI_DTYPE_COUNT];
         float fa[REDUCE_BLOCK], fb[REDUCE_BLOCK];                              \
         for (size_t off = 0; off < n; off += REDUCE_BLOCK) {                   \
             size_t m = n - off < REDUCE_BLOCK ? n - off : REDUCE_BLOCK;        \
-            dtype##_in_##isa(fa, pa + off, m);                                 \
-            dtype##_in_##isa(fb, pb + off, m);                                 \
-            for (size_t i = 0; i < m; i++)                                     \
-                fa[i] = E(float, uint32_t, fa[i], fb[i]);                      \
-            dtype##_out_##isa(pd + off, fa, m);                                \
+            WIDENED_SPAN(E, dtype, isa, pd + off, pa + off, pb + off, m, fa,   \
+                         fb);                                                  \
         }                                                                      \
     }
 #define DEF_WIDENED_TYPE(DTYPE, dtype, isa, attr)                              \
@@ -446,12 +454,7 @@ static AVX2_ATTR inline __m256i round_bf16_lanes(__m256 f)
         }                                                                      \
         if (i < n) {                                                           \
             float fa[8], fb[8];                                                \
-            size_t m = n - i;                                                  \
-            dtype##_in_##isa(fa, pa + i, m);                                   \
-            dtype##_in_##isa(fb, pb + i, m);                                   \
-            for (size_t k = 0; k < m; k++)                                     \
-                fa[k] = E(float, uint32_t, fa[k], fb[k]);                      \
-            dtype##_out_##isa(pd + i, fa, m);                                  \
+            WIDENED_SPAN(E, dtype, isa, pd + i, pa + i, pb + i, n - i, fa, fb);\
         }                                                                      \
     }
 #define DEF_FUSED_TYPE(DTYPE, dtype, isa, attr)                                \
