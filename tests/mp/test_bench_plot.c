@@ -120,11 +120,7 @@ static void test_plot_three_forms(void **state)
 
     snprintf(cmd, sizeof(cmd), "%s -o %s -t 'allreduce, 2 ranks' "
              "tutti=%s %s 'Open MPI=%s'", PLOT, png, csv, table, mpi);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0) {
-        test_show(cmd, out);
-        fail_msg("bench/plot exited %d (output above)", rc);
-    }
+    test_run_ok(cmd, 1, out, sizeof(out));
     snprintf(want, sizeof(want),
              "tutti: %s: tutti-perf --csv, 5 sizes\n"
              "ring2: %s: tutti-perf table, 5 sizes\n"
@@ -160,16 +156,12 @@ static void test_plot_with_open_mpi(void **state)
              exe, TUTTI_TEST_SRCDIR);
     test_run_ok(cmd, 1, out, sizeof(out));
     snprintf(cmd, sizeof(cmd), "mpirun.openmpi%s --oversubscribe --bind-to "
-             "none -n 2 %s allreduce 8 32768 8 2 1 > %s", test_mpirun_root_flag(),
-             exe, mpi);
+             "none -n 2 %s allreduce 8 32768 8 2 1 > %s",
+             test_mpirun_root_flag(), exe, mpi);
     test_run_ok(cmd, 1, out, sizeof(out));
     snprintf(cmd, sizeof(cmd), "%s -o %s -t 'allreduce, 2 ranks' "
              "tutti=%s 'Open MPI=%s'", PLOT, png, csv, mpi);
-    int rc = test_run(cmd, 1, out, sizeof(out));
-    if (rc != 0) {
-        test_show(cmd, out);
-        fail_msg("bench/plot exited %d (output above)", rc);
-    }
+    test_run_ok(cmd, 1, out, sizeof(out));
     snprintf(want, sizeof(want),
              "tutti: %s: tutti-perf --csv, 5 sizes\n"
              "Open MPI: %s: mpi_coll table, 5 sizes\n"
