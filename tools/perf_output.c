@@ -6,6 +6,7 @@
  * read 0 (a log scale cannot draw it).
  */
 #include "perf_output.h"
+#include "tool_util.h"
 
 #include <math.h>
 #include <string.h>
@@ -240,23 +241,16 @@ void perf_out_end(perf_out_t *o, const char *error)
 
 /* ---- the progress line ------------------------------------------------- */
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void perf_progress_init(perf_progress_t *p, int total, int on)
 {
-    *p = (perf_progress_t){on && isatty(STDERR_FILENO), 0, total, mono_s()};
+    *p = (perf_progress_t){on && isatty(STDERR_FILENO), 0, total, tool_now()};
 }
 
 void perf_progress_show(perf_progress_t *p, int done, size_t bytes)
 {
     double t;
 
-    if (!p->tty || (t = mono_s() - p->start) < PERF_PROGRESS_AFTER_S)
+    if (!p->tty || (t = tool_now() - p->start) < PERF_PROGRESS_AFTER_S)
         return;
     /* Back to the line's start and clear it: the line is redrawn in
      * place, never scrolled. */

@@ -19,6 +19,7 @@
 #include "cuda_tools.h"
 #include "pattern.h"
 #include "perf_output.h"
+#include "tool_util.h"
 
 /*
  * What a row means for each collective, as nccl-tests has it: the size
@@ -227,13 +228,6 @@ static int parse_args(int argc, char **argv, options_t *o)
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 typedef struct {
     tutti_context_t *ctx;
     tutti_group_t *group;    /* the collectives under test */
@@ -359,10 +353,10 @@ static tutti_status_t bench_size(bench_t *b, uint64_t key, size_t count,
     if ((st = run_n(b, &p, o->warmups)) != TUTTI_OK ||
         (st = tutti_barrier(b->ctl)) != TUTTI_OK)
         return st;
-    t = now_s();
+    t = tool_now();
     if ((st = run_n(b, &p, o->iters)) != TUTTI_OK)
         return st;
-    t = (now_s() - t) * 1e6 / o->iters;
+    t = (tool_now() - t) * 1e6 / o->iters;
     if (o->check) {
         /* In place, the timed runs overwrote the input. */
         prepare(b, &pat);

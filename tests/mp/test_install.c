@@ -107,6 +107,11 @@ static void test_pkg_config(void **state)
     snprintf(want, sizeof(want), "%d.%d\n", TUTTI_TP_ABI_MAJOR,
              TUTTI_TP_ABI_MINOR);
     assert_string_equal(out, want);
+    /* The tools, the man pages and the default configuration. */
+    run_ok("cd %s/prefix && ls bin/tutti-conformance bin/tutti-timeline-merge "
+           "share/man/man1/tutti-conformance.1 share/man/man3/tutti.3 "
+           "share/man/man5/tutti.yaml.5 "
+           "\"$(pkg-config --variable=confdir tutti)/tutti.yaml\"", top);
 }
 
 /* Rows of a tutti-perf table in out: each with #wrong 0 and implementation
@@ -234,7 +239,11 @@ static void test_client(void **state)
 static void test_uninstall(void **state)
 {
     (void)state;
-    run_ok("make -C %s/build uninstall > /dev/null && find %s/prefix -type f",
+    /* What the module test copied in, should it have failed before its
+     * own removal: not make install's. */
+    run_ok("rm -f \"$(pkg-config --variable=moduledir tutti)/alg_template.so\"");
+    /* Links too (libtutti.so), not only plain files. */
+    run_ok("make -C %s/build uninstall > /dev/null && find %s/prefix ! -type d",
            top, top);
     if (out[0] != '\0')
         fail_msg("left after make uninstall:\n%s", out);

@@ -169,6 +169,8 @@ static void test_errors_name_the_setting(void **state)
         fail_msg("no error naming TUTTI_LOG and the form:\n%s", out);
     rc = test_run("TUTTI_LOG=registry:debug, " JOB, 1, out, OUT_BYTES);
     assert_int_not_equal(rc, 0);
+    if (strstr(out, "TUTTI_LOG='registry:debug,'") == NULL)
+        fail_msg("an empty item: no error naming TUTTI_LOG:\n%s", out);
     rc = test_run("TUTTI_LOG_FILE=/nonexistent-dir/x.%t " JOB, 1, out,
                   OUT_BYTES);
     assert_int_not_equal(rc, 0);

@@ -43,8 +43,10 @@
 
 #include "matrix.h"
 #include "members.h"
+#include "../tool_util.h"
 
 #define MAX_MEMBERS 8
+#define MAX_TIMEOUT_S 86400.0 /* a case's time limit, at most a day */
 #define MAX_TESTS 512
 #define PRINT_MAX 20 /* failure lines printed per test */
 
@@ -62,6 +64,7 @@ typedef struct {
 
 static struct {
     char dir[PATH_MAX];   /* temporary: the module's link, the config */
+    char link[PATH_MAX * 2 + 8];
     char config[PATH_MAX + 16];
     double timeout;
     int full;
@@ -245,13 +248,6 @@ typedef struct {
     int abort;            /* member 1 aborts the context instead */
 } fail_member_t;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Both members run the instance once; member 0 runs it again alone, with
  * a time limit of 0.5 s (stall) or while member 1 aborts (abort). */
 static void *fail_main(void *arg)
@@ -283,9 +279,9 @@ static void *fail_main(void *arg)
         }
     } else if (f->first == TUTTI_OK) {
         p.timeout = f->abort ? opt.timeout : 0.5;
-        double t0 = now();
+        double t0 = tool_now();
         f->second = test_exec_wait(g, &p, b->in, b->out);
-        f->seconds = now() - t0;
+        f->seconds = tool_now() - t0;
         atomic_store(f->go, 1);
     } else {
         atomic_store(f->go, 1);
@@ -358,17 +354,21 @@ static void test_device_only(void **state)
 
 static int parse_members(const char *text)
 {
+    char item[16];
     opt.nmembers = 0;
-    for (const char *p = text; *p != '\0';) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > MAX_MEMBERS ||
-            opt.nmembers == MAX_MEMBERS || (*end != ',' && *end != '\0'))
+    for (const char *p = text;; p++) {
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof(item) || opt.nmembers == MAX_MEMBERS)
             return -1;
-        opt.members[opt.nmembers++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
+        memcpy(item, p, n);
+        item[n] = '\0';
+        if (!tool_parse_count(item, MAX_MEMBERS,
+                              &opt.members[opt.nmembers++]))
+            return -1;
+        p += n;
+        if (*p == '\0')
+            return 0;
     }
-    return opt.nmembers > 0 ? 0 : -1;
 }
 
 /* Adds the tests of @p module (already linked into opt.dir) to @p tests;
@@ -453,39 +453,53 @@ static int add_module_tests(const char *module, const char *only,
     return added;
 }
 
-/* Makes opt.dir with a link to @p module and an empty config. */
+/* Makes opt.dir with a link to @p module and an empty config; says on
+ * stderr which step failed, naming the path, and returns -1. */
 static int prepare(const char *module)
 {
-    char real[PATH_MAX], link[PATH_MAX * 2 + 8];
-    snprintf(opt.dir, sizeof(opt.dir), "%s/tutti-conformance-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (realpath(module, real) == NULL || mkdtemp(opt.dir) == NULL)
+    char real[PATH_MAX];
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (realpath(module, real) == NULL) {
+        fprintf(stderr, "tutti-conformance: %s: %s\n", module,
+                strerror(errno));
         return -1;
+    }
+    snprintf(opt.dir, sizeof(opt.dir), "%s/tutti-conformance-XXXXXX", tmp);
+    if (mkdtemp(opt.dir) == NULL) {
+        fprintf(stderr, "tutti-conformance: cannot make a directory in %s "
+                "(TMPDIR): %s\n", tmp, strerror(errno));
+        opt.dir[0] = '\0';
+        return -1;
+    }
     const char *base = strrchr(real, '/');
     size_t len = strlen(real);
     /* The loader looks at .so (and .la) files only. */
-    snprintf(link, sizeof(link), "%s/%s%s", opt.dir, base ? base + 1 : real,
+    snprintf(opt.link, sizeof(opt.link), "%s/%s%s", opt.dir,
+             base ? base + 1 : real,
              len > 3 && strcmp(real + len - 3, ".so") == 0 ? "" : ".so");
-    if (symlink(real, link) != 0)
-        return -1;
     snprintf(opt.config, sizeof(opt.config), "%s/empty.yaml", opt.dir);
-    FILE *f = fopen(opt.config, "w");
-    if (f == NULL)
+    FILE *f = NULL;
+    if (symlink(real, opt.link) != 0 || (f = fopen(opt.config, "w")) == NULL) {
+        fprintf(stderr, "tutti-conformance: cannot write in %s: %s\n",
+                opt.dir, strerror(errno));
         return -1;
+    }
     fprintf(f, "# tutti-conformance: no rules; every call names its "
                "implementation\nlog_level: error\n");
     fclose(f);
     return 0;
 }
 
+/* Removes what prepare() made: its two files, then the directory. */
 static void cleanup(void)
 {
-    char cmd[PATH_MAX + 64];
     if (opt.dir[0] == '\0')
         return;
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", opt.dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "tutti-conformance: could not remove %s\n", opt.dir);
+    unlink(opt.link);
+    unlink(opt.config);
+    if (rmdir(opt.dir) != 0)
+        fprintf(stderr, "tutti-conformance: could not remove %s: %s\n",
+                opt.dir, strerror(errno));
     opt.dir[0] = '\0';
 }
 
@@ -517,16 +531,14 @@ int main(int argc, char **argv)
         case 'f':
             opt.full = 1;
             break;
-        case 't': {
-            char *end;
-            opt.timeout = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(opt.timeout > 0)) {
+        case 't':
+            if (!tool_parse_seconds(optarg, MAX_TIMEOUT_S, &opt.timeout)) {
                 fprintf(stderr, "tutti-conformance: --timeout '%s': expected "
-                        "seconds above 0\n", optarg);
+                        "seconds above 0, at most 86400, in plain "
+                        "decimal\n", optarg);
                 return 2;
             }
             break;
-        }
         case 'h':
             usage(stdout);
             return 0;
@@ -543,8 +555,6 @@ int main(int argc, char **argv)
     static case_t cases[MAX_TESTS];
     for (int i = optind; i < argc; i++) {
         if (prepare(argv[i]) != 0) {
-            fprintf(stderr, "tutti-conformance: %s: %s\n", argv[i],
-                    strerror(errno));
             cleanup();
             rc = 1;
             continue;

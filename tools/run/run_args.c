@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "../tool_util.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"
@@ -82,43 +83,11 @@ static const char usage_text[] =
     "rank that failed (128+N if signal N killed it); 124 on timeout; 125 if\n"
     "tutti-run itself failed; 127 if PROGRAM cannot be executed.\n";
 
-static bool parse_np(const char *s, int *out)
-{
-    size_t n = strlen(s);
-    long v;
-
-    /* digits only: strtol would also take signs and blanks */
-    if (n == 0 || n > 4 || strspn(s, "0123456789") != n)
-        return false;
-    v = strtol(s, NULL, 10);
-    if (v < 1 || v > MAX_RANKS)
-        return false;
-    *out = (int)v;
-    return true;
-}
-
-static bool parse_seconds(const char *s, double *out)
-{
-    size_t n = strlen(s);
-    char *end;
-    double v;
-
-    /* plain decimal only: strtod would also take hex, exponents, "inf" */
-    if (n == 0 || strspn(s, "0123456789.") != n)
-        return false;
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno != 0 || *end != '\0' || !(v > 0) || v > MAX_TIMEOUT_S)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* --timeout and --grace: a number of seconds, or a message naming the
  * option. */
 static bool seconds_option(const char *name, const char *arg, double *out)
 {
-    if (parse_seconds(arg, out))
+    if (tool_parse_seconds(arg, MAX_TIMEOUT_S, out))
         return true;
     fprintf(stderr, "tutti-run: --%s expects a number of seconds greater "
             "than 0, got '%s'\n", name, arg);
@@ -219,7 +188,7 @@ int parse_args(int argc, char **argv, struct options *opt)
     while ((c = getopt_long(argc, argv, "+:n:hV", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (!parse_np(optarg, &opt->np)) {
+            if (!tool_parse_count(optarg, MAX_RANKS, &opt->np)) {
                 fprintf(stderr, "tutti-run: -n expects a number between 1 "
                         "and %d, got '%s'\n", MAX_RANKS, optarg);
                 return EXIT_LAUNCHER;
