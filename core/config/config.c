@@ -165,16 +165,16 @@ void tutti__cfg_rules_free(tutti__rule_t *rules, size_t n)
     free(rules);
 }
 
-tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const char *key,
-                                    const char *value)
+tutti_status_t tutti__cfg_param_add(tutti__rule_t *r,
+                                    const tutti__kv_t *from)
 {
     tutti__kv_t *kv = tutti__cfg_grow(&r->params, r->num_params, sizeof(*kv));
 
     if (kv == NULL)
         return tutti__cfg_oom();
-    kv->key = strdup(key);
-    kv->value = strdup(value);
-    kv->line = kv->column = 0;
+    *kv = *from;
+    kv->key = strdup(from->key);
+    kv->value = strdup(from->value);
     if (kv->key == NULL || kv->value == NULL) {
         free(kv->key);
         free(kv->value);
@@ -199,14 +199,8 @@ static tutti_status_t rule_copy(tutti__rule_t *dst, const tutti__rule_t *src)
         st = tutti__cfg_set_str(&dst->skip_reason, src->skip_reason);
     if (st == TUTTI_OK)
         st = tutti__cfg_set_str(&dst->written, src->written);
-    for (size_t i = 0; i < src->num_params && st == TUTTI_OK; i++) {
-        st = tutti__cfg_param_add(dst, src->params[i].key,
-                                  src->params[i].value);
-        if (st == TUTTI_OK) {
-            dst->params[i].line = src->params[i].line;
-            dst->params[i].column = src->params[i].column;
-        }
-    }
+    for (size_t i = 0; i < src->num_params && st == TUTTI_OK; i++)
+        st = tutti__cfg_param_add(dst, &src->params[i]);
     if (st != TUTTI_OK)
         tutti__cfg_rule_free(dst);
     return st;

@@ -26,10 +26,12 @@ typedef enum {
 
 const char *tutti__source_name(tutti__source_t src); /* "default", "file".. */
 
+/* A rule parameter: a size, as implementations read it (param_size). */
 typedef struct {
     char *key;
-    char *value;
-    int line, column; /* of the key; 0 when not from a file */
+    char *value;      /* as written */
+    uint64_t size;    /* its value, parsed once */
+    int line, column; /* of the key */
 } tutti__kv_t;
 
 typedef struct {
@@ -285,9 +287,8 @@ void tutti__cfg_rule_free(tutti__rule_t *r);
 /** Free @p n rules and the array holding them (NULL allowed). */
 void tutti__cfg_rules_free(tutti__rule_t *rules, size_t n);
 
-/** Add a copy of the parameter @p key = @p value to @p r. */
-tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const char *key,
-                                    const char *value);
+/** Add a copy of @p kv (key and value copied) to @p r's parameters. */
+tutti_status_t tutti__cfg_param_add(tutti__rule_t *r, const tutti__kv_t *kv);
 
 /** Move @p r onto the end of *@p rules; on failure @p r is still the
  *  caller's. */

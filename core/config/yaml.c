@@ -440,16 +440,14 @@ static tutti_status_t param_pair(const parse_t *p, tutti__rule_t *r,
     push_key(p, key);
     st = get_scalar(p, vn, "a single value, e.g. 1M or 2", &value);
     /* Implementations read parameters as sizes (core->param_size). */
-    uint64_t size;
-    if (st == TUTTI_OK && tutti__parse_size(value, &size) != TUTTI_OK)
+    tutti__kv_t kv = {(char *)key, (char *)value, 0,
+                      (int)kn->start_mark.line + 1,
+                      (int)kn->start_mark.column + 1};
+    if (st == TUTTI_OK && !tutti__size_value(value, &kv.size))
         st = value_error(p, vn, "a size, e.g. 2, 64K or 1M");
     pop_key(p);
     if (st == TUTTI_OK)
-        st = tutti__cfg_param_add(r, key, value);
-    if (st == TUTTI_OK) {
-        r->params[r->num_params - 1].line = (int)kn->start_mark.line + 1;
-        r->params[r->num_params - 1].column = (int)kn->start_mark.column + 1;
-    }
+        st = tutti__cfg_param_add(r, &kv);
     return st;
 }
 

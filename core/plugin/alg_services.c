@@ -141,15 +141,10 @@ static tutti_status_t core_param_size(const tutti_alg_instance_t *inst,
 {
     const tutti__rule_t *rule = inst->rule_params;
     *value_out = dflt;
-    for (size_t i = 0; rule && i < rule->num_params; i++) {
-        if (strcmp(rule->params[i].key, name) != 0)
-            continue;
-        if (tutti__parse_size(rule->params[i].value, value_out) != TUTTI_OK)
-            return tutti__error(TUTTI_ERR_CONFIG, "exec",
-                                "%s:%d: params.%s = '%s': expected a size "
-                                "such as 64K or 1M", rule->file, rule->line,
-                                name, rule->params[i].value);
-    }
+    /* Values were checked to be sizes, and parsed, with the file. */
+    for (size_t i = 0; rule && i < rule->num_params; i++)
+        if (strcmp(rule->params[i].key, name) == 0)
+            *value_out = rule->params[i].size;
     return TUTTI_OK;
 }
 

@@ -300,8 +300,10 @@ int tutti__impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
         return 0;
     }
     /* The parameters it reads (ABI 1.5): names, each once. */
-    for (int k = 0; impl->params != NULL && impl->params[k] != NULL; k++) {
-        if (k == TUTTI_PARAMS_MAX) {
+    for (int k = 0; impl->params != NULL; k++) {
+        if (k < TUTTI_PARAMS_MAX && impl->params[k] == NULL)
+            break;
+        if (k == TUTTI_PARAMS_MAX) { /* read no further than the limit */
             snprintf(why, len, "malformed table: implementation '%s' reads "
                      "over %d parameters (or its list has no NULL end)",
                      impl->name, TUTTI_PARAMS_MAX);

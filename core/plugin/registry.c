@@ -261,7 +261,7 @@ tutti_status_t tutti__registry_check_params(const tutti__registry_t *reg,
             continue;
         for (size_t k = 0; k < r->num_params; k++) {
             const tutti__kv_t *kv = &r->params[k];
-            char reads[256];
+            char reads[TUTTI_PARAMS_MAX * (TUTTI_NAME_MAX + 2) + 32];
             tutti__sbuf_t sb = {reads, sizeof(reads), 0};
             if (reads_param(e->impl, kv->key))
                 continue;
@@ -272,10 +272,8 @@ tutti_status_t tutti__registry_check_params(const tutti__registry_t *reg,
                 tutti__sbuf_printf(&sb, "none: it reads no parameter");
             return tutti__error(TUTTI_ERR_CONFIG, "config", "%s:%d:%d: "
                                 "unknown parameter '%s' for implementation "
-                                "'%s'; expected %s", r->file,
-                                kv->line ? kv->line : r->line,
-                                kv->line ? kv->column : r->column, kv->key,
-                                e->impl->name, reads);
+                                "'%s'; expected %s", r->file, kv->line,
+                                kv->column, kv->key, e->impl->name, reads);
         }
     }
     return TUTTI_OK;

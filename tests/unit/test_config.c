@@ -112,6 +112,8 @@ static void test_full_file(void **state)
     assert_int_equal(r->num_params, 2);
     assert_string_equal(param(r, "chunk")->value, "1M");
     assert_string_equal(param(r, "subdivs")->value, "2");
+    assert_int_equal(param(r, "chunk")->size, 1u << 20); /* parsed once */
+    assert_int_equal(param(r, "subdivs")->size, 2);
     assert_string_equal(r->file, path);
     assert_int_equal(r->line, 10);
     assert_int_equal(r->column, 5);
