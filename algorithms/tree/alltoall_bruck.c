@@ -122,6 +122,8 @@ static tutti_status_t bruck_run(void *state, tutti_alg_exec_t *x)
 {
     bruck_state_t *s = state;
     int n = s->inst->group_size, r = s->inst->rank;
+    if (s->block == 0) /* every member has nothing: no message at all */
+        return TUTTI_OK;
     for (int i = 0; i < n; i++)
         memcpy(slot(s, i),
                (const char *)x->sendbuf + (size_t)((r + i) % n) * s->block,

@@ -214,6 +214,8 @@ static tutti_status_t rh_run(void *state, tutti_alg_exec_t *x)
     rh_state_t *s = state;
     s->cur = 0;
     s->src = x->sendbuf;
+    if (s->block == 0) /* every member has nothing: no message at all */
+        return TUTTI_OK;
     if (s->nact == 0) { /* a group of one */
         finish(s, x);
         return TUTTI_OK;

@@ -118,9 +118,8 @@ static void take_decisions(tutti_group_t *g)
 static void fail_group(tutti_group_t *g, tutti_status_t st, const char *text)
 {
     int first = g->failed == TUTTI_OK;
-    if (first)
+    if (first) {
         dump_flight(g, text);
-    if (g->failed == TUTTI_OK) {
         g->failed = st;
         snprintf(g->failure, sizeof(g->failure), "%s", text);
         tutti__group_abort_modules(g, text);

@@ -76,6 +76,7 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->status = TUTTI_INPROGRESS;
     r->launch_order = 0;
     r->tl_seq = 0;
+    r->tl_phase = 0;
     r->num_wait_for = 0;
     r->cb = NULL;
     r->cb_arg = NULL;
