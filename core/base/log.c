@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/paths.h"
 
 #include <tutti/tutti.h>
 
@@ -127,16 +128,10 @@ tutti_status_t tutti__log_set_subsystems(const char *text)
 
 tutti_status_t tutti__log_set_file(const char *path)
 {
-    char name[sizeof(log_path)];
+    char name[sizeof(log_path)] = "";
     int task = atomic_load_explicit(&log_task, memory_order_relaxed);
-    const char *mark = strstr(path, "%t");
-    if (mark != NULL)
-        snprintf(name, sizeof(name), "%.*s%d%s", (int)(mark - path), path,
-                 task, mark + 2);
-    else if (path[0] != '\0')
-        snprintf(name, sizeof(name), "%s.%d", path, task);
-    else
-        name[0] = '\0';
+    if (path[0] != '\0')
+        tutti__task_path(path, task, NULL, name, sizeof(name));
     pthread_mutex_lock(&out_lock);
     int same = strcmp(name, log_path) == 0;
     pthread_mutex_unlock(&out_lock);

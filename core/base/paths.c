@@ -75,3 +75,26 @@ const char *tutti__default_config_path(void)
     return tutti__running_from_build_tree() ? build_config
                                             : TUTTI_INSTALL_CONFIG;
 }
+
+void tutti__task_path(const char *pattern, int task, const char *ext,
+                      char *buf, size_t len)
+{
+    size_t n = 0, plen = strlen(pattern), elen = ext ? strlen(ext) : 0;
+    if (strstr(pattern, "%t") == NULL) {
+        int keep = elen > 0 && plen >= elen &&
+                   strcmp(pattern + plen - elen, ext) == 0;
+        snprintf(buf, len, "%.*s.%d%s", (int)(keep ? plen - elen : plen),
+                 pattern, task, keep ? ext : "");
+        return;
+    }
+    for (const char *p = pattern; *p && n + 1 < len; p++) {
+        if (p[0] == '%' && p[1] == 't') {
+            int w = snprintf(buf + n, len - n, "%d", task);
+            n = w < 0 || (size_t)w >= len - n ? len - 1 : n + (size_t)w;
+            p++;
+        } else {
+            buf[n++] = *p;
+        }
+    }
+    buf[n] = '\0';
+}

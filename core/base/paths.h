@@ -1,6 +1,7 @@
 /*
  * Where the modules and the default config are (internal): the build
- * tree's when this libtutti runs from it, else the install directory's.
+ * tree's when this libtutti runs from it, else the install directory's;
+ * and the names of per-task files.
  */
 #ifndef TUTTI_CORE_BASE_PATHS_H
 #define TUTTI_CORE_BASE_PATHS_H
@@ -12,5 +13,11 @@ int tutti__running_from_build_tree(void);
 const char *tutti__default_module_path(void);
 /** The config file read when neither the API nor TUTTI_CONFIG names one. */
 const char *tutti__default_config_path(void);
+/** Task @p task's file of a per-task setting (log_file, timeline) in
+ *  @p buf: each "%t" in @p pattern becomes the task; a pattern without one
+ *  gets ".<task>" before a final @p ext (NULL: none), else at its end
+ *  ("trace.json" -> "trace.3.json", "job.log" -> "job.log.3"). */
+void tutti__task_path(const char *pattern, int task, const char *ext,
+                      char *buf, size_t len);
 
 #endif

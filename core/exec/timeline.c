@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/paths.h"
 #include "exec/exec.h"
 #include "exec/timeline.h"
 
@@ -540,28 +541,6 @@ static void write_member(tutti__timeline_file_t *f, tutti__timeline_t *t)
     t->written_at = now;
 }
 
-void tutti__timeline_path(const char *pattern, int task, char *buf,
-                          size_t len)
-{
-    size_t n = 0, plen = strlen(pattern);
-    if (strstr(pattern, "%t") == NULL) {
-        int json = plen >= 5 && strcmp(pattern + plen - 5, ".json") == 0;
-        snprintf(buf, len, "%.*s.%d%s", (int)(json ? plen - 5 : plen),
-                 pattern, task, json ? ".json" : "");
-        return;
-    }
-    for (const char *p = pattern; *p && n + 1 < len; p++) {
-        if (p[0] == '%' && p[1] == 't') {
-            int w = snprintf(buf + n, len - n, "%d", task);
-            n = w < 0 || (size_t)w >= len - n ? len - 1 : n + (size_t)w;
-            p++;
-        } else {
-            buf[n++] = *p;
-        }
-    }
-    buf[n] = '\0';
-}
-
 tutti_status_t tutti__timeline_open(const char *pattern, int task,
                                     tutti__timeline_file_t **file_out)
 {
@@ -570,7 +549,7 @@ tutti_status_t tutti__timeline_open(const char *pattern, int task,
     if (f == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, "timeline", "no memory "
                             "for the timeline");
-    tutti__timeline_path(pattern, task, f->path, sizeof(f->path));
+    tutti__task_path(pattern, task, ".json", f->path, sizeof(f->path));
     if ((f->fp = fopen(f->path, "w")) == NULL) {
         tutti_status_t st = tutti__error(TUTTI_ERR_IO, "timeline", "cannot "
                                          "create timeline file %s (setting "

@@ -44,11 +44,6 @@
 typedef struct tutti__timeline_file tutti__timeline_file_t; /* a task's */
 typedef struct tutti__timeline tutti__timeline_t;           /* a member's */
 
-/** Task @p task's file name in @p buf: each "%t" in @p pattern becomes the
- *  task; a pattern without one gets ".<task>" before a final ".json", or
- *  at its end ("trace.json" -> "trace.3.json", "trace" -> "trace.3"). */
-void tutti__timeline_path(const char *pattern, int task, char *buf,
-                          size_t len);
 
 /** Creates (or empties) task @p task's file and writes its head.
  *  TUTTI_ERR_IO naming the path and the system's reason. */

@@ -22,6 +22,7 @@
 
 #include <tutti/tutti.h>
 
+#include "base/paths.h"
 #include "config/config.h"
 #include "exec/timeline.h"
 #include "members.h"
@@ -32,19 +33,24 @@ static void test_path_per_task(void **state)
 {
     char buf[128];
     (void)state;
-    tutti__timeline_path("/tmp/t.%t.json", 3, buf, sizeof(buf));
+    tutti__task_path("/tmp/t.%t.json", 3, ".json", buf, sizeof(buf));
     assert_string_equal(buf, "/tmp/t.3.json");
-    tutti__timeline_path("run-%t/x%t", 12, buf, sizeof(buf));
+    tutti__task_path("run-%t/x%t", 12, ".json", buf, sizeof(buf));
     assert_string_equal(buf, "run-12/x12");
-    tutti__timeline_path("trace.json", 0, buf, sizeof(buf));
+    tutti__task_path("trace.json", 0, ".json", buf, sizeof(buf));
     assert_string_equal(buf, "trace.0.json");
-    tutti__timeline_path("trace", 7, buf, sizeof(buf));
+    tutti__task_path("trace", 7, ".json", buf, sizeof(buf));
     assert_string_equal(buf, "trace.7");
-    tutti__timeline_path("%%t%", 1, buf, sizeof(buf));
+    tutti__task_path("%%t%", 1, ".json", buf, sizeof(buf));
     assert_string_equal(buf, "%1%");
     /* Cut to the buffer, terminated. */
-    tutti__timeline_path("abcdef%t", 123456, buf, 8);
+    tutti__task_path("abcdef%t", 123456, ".json", buf, 8);
     assert_string_equal(buf, "abcdef1");
+    /* log_file's form: no extension kept, every %t. */
+    tutti__task_path("job.json", 3, NULL, buf, sizeof(buf));
+    assert_string_equal(buf, "job.json.3");
+    tutti__task_path("run-%t/job.%t.log", 4, NULL, buf, sizeof(buf));
+    assert_string_equal(buf, "run-4/job.4.log");
 }
 
 /* The file at @p path, read whole (free with test_json_free()): fails
@@ -96,7 +102,7 @@ static tutti__timeline_file_t *open_in_tmp(test_tmp_t *t, const char *name,
     test_tmp_make(t, "timeline", "x", NULL);
     snprintf(pattern, sizeof(pattern), "%s/%s", t->dir, name);
     assert_int_equal(tutti__timeline_open(pattern, task, &f), TUTTI_OK);
-    tutti__timeline_path(pattern, task, path, len);
+    tutti__task_path(pattern, task, ".json", path, len);
     return f;
 }
 
@@ -368,7 +374,7 @@ static void test_pair_in_one_task(void **state)
     (void)state;
     test_tmp_make(&t, "timeline", "x", NULL);
     snprintf(pattern, sizeof(pattern), "%s/pair.json", t.dir);
-    tutti__timeline_path(pattern, 0, path, sizeof(path));
+    tutti__task_path(pattern, 0, ".json", path, sizeof(path));
     setenv("TUTTI_TIMELINE", pattern, 1);
     test_one_task_params(&cp, NULL, NULL, "off");
     tutti_context_t *ctx = NULL;
