@@ -94,6 +94,9 @@ struct tutti_request {
     struct tutti_request *order_prev;
     uint64_t launch_order;          /* 0 until launched */
     uint64_t flight_seq;            /* its flight recorder entry */
+    uint64_t bytes;                 /* its input's bytes, as checked at
+                                       issue (the flight recorder's and the
+                                       timeline's) */
     uint64_t tl_seq;                /* its timeline event, or 0 */
     uint64_t tl_phase;              /* its phase's timeline event, or 0 */
     double timeout;                 /* seconds without progress allowed */

@@ -127,6 +127,7 @@ tutti_status_t tutti__execute(tutti_group_t *g,
     }
     if (!inst->resolved || inst->ordered)
         tutti__request_order_add(g, r);
+    r->bytes = bytes;
     r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
                                         inst->algorithm, bytes);
     if (inst->running == NULL && inst->ready == NULL) {

@@ -324,6 +324,9 @@ static void check_trace(const char *path, int task, int *ranks_seen)
         if (x->instance < HELPER_KEYS) {
             assert_in_range(x->instance, 1, 63);
             assert_true(x->step < ITERS + WARMUPS + 1);
+            /* Instance k is the sweep's k-th size (allreduce: per rank). */
+            assert_int_equal(x->bytes,
+                             (uint64_t)MIN_BYTES << (x->instance - 1));
             per_key[x->instance]++;
             bench++;
         } else if (x->bytes == 1) { /* tutti_barrier: one uint8 */
