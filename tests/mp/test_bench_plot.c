@@ -35,9 +35,8 @@ static int have_gnuplot;
 static void require_gnuplot(void)
 {
     if (!have_gnuplot) {
-        print_message("test_bench_plot: skipped: no gnuplot on PATH "
+        test_skip("test_bench_plot: skipped: no gnuplot on PATH "
                       "(Debian: gnuplot-nox; ./build.sh deps installs it)\n");
-        skip();
     }
 }
 
@@ -142,10 +141,9 @@ static void test_plot_with_open_mpi(void **state)
     require_gnuplot();
     if (test_run("command -v mpicc.openmpi && command -v mpirun.openmpi", 1,
                  out, sizeof(out)) != 0) {
-        print_message("skipped: no mpicc.openmpi or mpirun.openmpi (Debian: "
+        test_skip("skipped: no mpicc.openmpi or mpirun.openmpi (Debian: "
                       "libopenmpi-dev, openmpi-bin; ./build.sh deps installs "
                       "them)\n");
-        skip();
     }
     test_tmpfile(csv, sizeof(csv), t->dir, "tutti.csv", NULL);
     test_tmpfile(mpi, sizeof(mpi), t->dir, "ompi.txt", NULL);
@@ -238,11 +236,5 @@ int main(void)
     char out[256];
 
     have_gnuplot = test_run("command -v gnuplot", 1, out, sizeof(out)) == 0;
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    if (failed == 0 && !have_gnuplot) {
-        printf("test_bench_plot: skipped: gnuplot is missing, so no PNG was "
-               "drawn (install Debian's gnuplot-nox: ./build.sh deps)\n");
-        return 77;
-    }
-    return failed;
+    return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

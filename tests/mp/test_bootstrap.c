@@ -539,5 +539,5 @@ int main(void)
         cmocka_unit_test_setup(test_pmi_like, clear_setup),
     };
     tutti__log_set_level(TUTTI_LOG_OFF);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

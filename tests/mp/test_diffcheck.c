@@ -199,5 +199,6 @@ int main(void)
         cmocka_unit_test(test_tasks_3x2),
         cmocka_unit_test(test_mpirun_2),
     };
-    return cmocka_run_group_tests_name("diffcheck", tests, NULL, NULL);
+    return test_exit(
+        cmocka_run_group_tests_name("diffcheck", tests, NULL, NULL));
 }

@@ -77,10 +77,9 @@ static void must(const char *fmt, ...)
     va_end(ap);
     int rc = test_run(cmd, 1, out, sizeof(out));
     if (rc != 0) {
-        print_message("test_netns: cannot simulate hosts: '%s' exited %d "
+        test_skip("test_netns: cannot simulate hosts: '%s' exited %d "
                       "(needs root, CAP_NET_ADMIN, iproute2 and util-linux): "
                       "%s\n", cmd, rc, out);
-        skip();
     }
 }
 
@@ -113,14 +112,12 @@ static void net_up(net_t *n, int nhosts)
     int id = (int)getpid(), x = 1 + id % 250;
 
     if (sh(out, sizeof(out), "ip -V") != 0) {
-        print_message("test_netns: no usable 'ip' command (iproute2): %s\n",
+        test_skip("test_netns: no usable 'ip' command (iproute2): %s\n",
                       out);
-        skip();
     }
     if (sh(out, sizeof(out), "unshare --uts true") != 0) {
-        print_message("test_netns: 'unshare --uts true' failed (needs "
+        test_skip("test_netns: 'unshare --uts true' failed (needs "
                       "util-linux and CAP_SYS_ADMIN): %s\n", out);
-        skip();
     }
     sweep_stale();
     net_case++;
@@ -419,5 +416,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_three_hosts_tcp, net_setup,
                                         net_teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

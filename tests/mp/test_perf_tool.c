@@ -391,9 +391,8 @@ static void test_progress_only_on_terminal(void **state)
     double took;
 
     if (test_run("script --version", 1, out, sizeof(out)) != 0) {
-        print_message("test_perf_tool: skipped: no 'script' (util-linux) "
+        test_skip("test_perf_tool: skipped: no 'script' (util-linux) "
                       "to give tutti-perf a terminal\n");
-        skip();
     }
     test_tmpfile(t->path, sizeof(t->path), t->dir, "sweep.csv", NULL);
     for (;;) {
@@ -514,5 +513,5 @@ int main(void)
     }
     tests[k++] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         test_progress_only_on_terminal, test_tmp_setup, test_tmp_teardown);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -654,8 +654,7 @@ static void test_render(void **state)
     (void)state;
 
     if (!groff && !man) {
-        print_message("neither groff nor man is installed: not rendered\n");
-        skip();
+        test_skip("neither groff nor man is installed: not rendered\n");
     }
     for (size_t p = 0; p < tree.num_pages; p++) {
         const char *path = tree.pages[p].path;
@@ -683,5 +682,5 @@ int main(void)
         cmocka_unit_test(test_api),       cmocka_unit_test(test_installed),
         cmocka_unit_test(test_render),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return test_exit(cmocka_run_group_tests(tests, setup, teardown));
 }
