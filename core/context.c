@@ -387,8 +387,7 @@ static tutti__lint_impl_t lint_impl(const tutti__registry_t *reg,
         .collectives = im->collectives,
         .per_rank_collectives = im->per_rank_collectives,
         .native_devices = im->device_types,
-        .may_decline = im->ops->size > offsetof(tutti_alg_ops_t, supports) &&
-                       im->ops->supports != NULL};
+        .may_decline = tutti__impl_may_decline(im)};
     for (int d = 0; d < TUTTI_DEVICE_COUNT; d++)
         if (tutti__impl_serves(im, (tutti_device_type_t)d))
             li.devices |= TUTTI_DEVICE_BIT(d);

@@ -72,6 +72,8 @@ const tutti_setting_t tutti__core_settings[] = {
     },
     [TUTTI__SET_LOG_SUBSYSTEMS] = {
         .name = "log_subsystems",
+        /* Not the derived TUTTI_LOG_SUBSYSTEMS: the short name is the one
+         * typed at a prompt (TUTTI_LOG=registry:debug), as documented. */
         .env = "TUTTI_LOG",
         .default_value = "",
         .doc = "levels for some subsystems, over log_level: "
@@ -86,7 +88,6 @@ const tutti_setting_t tutti__core_settings[] = {
     },
     [TUTTI__SET_LOG_FILE] = {
         .name = "log_file",
-        .env = "TUTTI_LOG_FILE",
         .default_value = "",
         .doc = "log to this file instead of stderr, one per task: %t is "
                "the task, else .TASK is appended",

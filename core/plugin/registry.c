@@ -683,8 +683,7 @@ int tutti__registry_accept(const void *arg, const char *name,
         return 0;
     }
     const tutti_alg_ops_t *ops = e->impl->ops;
-    if (ops->size <= offsetof(tutti_alg_ops_t, supports) ||
-        ops->supports == NULL)
+    if (!tutti__impl_may_decline(e->impl))
         return 1;
     size_t esize = tutti_dtype_size(q->dtype);
     tutti_alg_instance_t made = {
@@ -713,6 +712,12 @@ int tutti__impl_serves(const tutti_alg_impl_t *impl,
      * implementation (core/device/stage.h). */
     return type == TUTTI_DEVICE_CUDA &&
            (impl->device_types & TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU));
+}
+
+int tutti__impl_may_decline(const tutti_alg_impl_t *impl)
+{
+    return impl->ops->size > offsetof(tutti_alg_ops_t, supports) &&
+           impl->ops->supports != NULL;
 }
 
 void tutti__registry_free(tutti__registry_t *reg)

@@ -94,6 +94,9 @@ int tutti__registry_accept(const void *reg, const char *name,
 /** Whether @p impl can serve a group of device @p type: it runs there,
  *  or it runs on cpus and the core stages a CUDA group's data. */
 int tutti__impl_serves(const tutti_alg_impl_t *impl, tutti_device_type_t type);
+/** Whether @p impl may decline a call it matches: it has supports()
+ *  (ABI 1.3), so selection asks it. */
+int tutti__impl_may_decline(const tutti_alg_impl_t *impl);
 /** The loaded transport module whose transport is named @p name. */
 const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
                                               const char *name);
