@@ -416,6 +416,10 @@ static void check_merged(const char *dir)
     assert_int_equal(test_run(cmd, 1, out, sizeof(out)), 2);
     snprintf(path, sizeof(path), "%s/no.json", dir);
     assert_int_equal(access(path, F_OK), -1);
+    snprintf(cmd, sizeof(cmd), "%s -o %s/none/all.json %s/trace.0.json",
+             MERGE, dir, dir);
+    assert_int_equal(test_run(cmd, 1, out, sizeof(out)), 2);
+    assert_non_null(strstr(out, "/none/all.json: the directory "));
 }
 
 static void test_perf_run_writes_a_trace_per_task(void **state)
