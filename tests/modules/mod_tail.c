@@ -12,9 +12,15 @@
  * Right for groups of one, for 8-byte dtypes and for counts whose bytes are
  * a multiple of 8; wrong for an odd count of float32, a count of int8 that
  * is not a multiple of 8, and so on: the kit must say which.
+ *
+ *   TestBlockingAllreduce  the same, but rank 0 of a group of several
+ *                      blocks inside run from its second execution on,
+ *                      out of reach of the core's time limit and abort:
+ *                      the kit must end, naming the test, not hang.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <tutti/module.h>
 
@@ -100,6 +106,24 @@ static tutti_status_t tail_run(void *state, tutti_alg_exec_t *x)
     return tail_progress(s, x);
 }
 
+static tutti_status_t block_run(void *state, tutti_alg_exec_t *x)
+{
+    tail_state_t *s = state;
+    while (s->inst->group_size > 1 && s->inst->rank == 0 && x->step >= 1) {
+        struct timespec nap = {1, 0};
+        nanosleep(&nap, NULL); /* forever */
+    }
+    return tail_run(state, x);
+}
+
+static const tutti_alg_ops_t block_ops = {
+    .size = sizeof(tutti_alg_ops_t),
+    .init_context = tail_init,
+    .run = block_run,
+    .progress = tail_progress,
+    .fini_context = tail_fini,
+};
+
 static const tutti_alg_ops_t tail_ops = {
     .size = sizeof(tutti_alg_ops_t),
     .init_context = tail_init,
@@ -115,6 +139,12 @@ static const tutti_alg_impl_t impls[] = {
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
      .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
      .ops = &tail_ops},
+    {.name = "TestBlockingAllreduce",
+     .description = "test: rank 0 blocks inside run from its second "
+                    "execution on (wrong)",
+     .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
+     .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
+     .ops = &block_ops},
 };
 
 TUTTI_MODULE_DEFINE("testtail", "1.0.0", impls);

@@ -22,6 +22,7 @@
 
 #include "tutti-build.h"
 #include "test_util.h"
+#include "../tool_util.h" /* tools/, via tools/conformance */
 
 #define B TUTTI_TEST_BUILDDIR
 #define KIT B "/tools/tutti-conformance"
@@ -151,8 +152,8 @@ static size_t dtype_bytes(const char *name)
 static void test_broken_module_fails(void **state)
 {
     (void)state;
-    const char *mod = B "/tests/modules/wrong/.libs/mod_tail.so";
-    run_kit("-n 1,2,3", mod, 1);
+    const char *mod = B "/tests/modules/kit/.libs/mod_tail.so";
+    run_kit("--only TestTailAllreduce -n 1,2,3", mod, 1);
     char want[1024];
     const char *lines[] = {
         "[       OK ] TestTailAllreduce: matrix, 1 member",
@@ -163,7 +164,8 @@ static void test_broken_module_fails(void **state)
         "[  PASSED  ] 3 test(s)."};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         if (!has_line(lines[i])) {
-            test_show("tutti-conformance -n 1,2,3 mod_tail.so", out);
+            test_show("tutti-conformance --only TestTailAllreduce -n 1,2,3 "
+                      "mod_tail.so", out);
             fail_msg("broken module: no line '%s'", lines[i]);
         }
     }
@@ -171,7 +173,8 @@ static void test_broken_module_fails(void **state)
         snprintf(want, sizeof(want), "reproduce: tutti-conformance --only "
                  "TestTailAllreduce -n %d %s", n, mod);
         if (strstr(out, want) == NULL) {
-            test_show("tutti-conformance -n 1,2,3 mod_tail.so", out);
+            test_show("tutti-conformance --only TestTailAllreduce -n 1,2,3 "
+                      "mod_tail.so", out);
             fail_msg("broken module: no '%s'", want);
         }
     }
@@ -190,10 +193,45 @@ static void test_broken_module_fails(void **state)
         cases++;
     }
     if (cases < 20) {
-        test_show("tutti-conformance -n 1,2,3 mod_tail.so", out);
+        test_show("tutti-conformance --only TestTailAllreduce -n 1,2,3 "
+                      "mod_tail.so", out);
         fail_msg("broken module: %d failure lines naming a case, expected "
                  "20 or more", cases);
     }
+}
+
+/* An implementation that blocks inside run, out of the core's reach: the
+ * kit does not hang; past its deadline it names the test and the case and
+ * ends with status 1, leaving no temporary directory. */
+static void test_blocking_module_ends(void **state)
+{
+    (void)state;
+    const char *mod = B "/tests/modules/kit/.libs/mod_tail.so";
+    char want[512];
+    double t0 = tool_now();
+    run_kit("--only TestBlockingAllreduce -n 1", mod, 1);
+    double took = tool_now() - t0;
+    const char *lines[] = {
+        "[       OK ] TestBlockingAllreduce: matrix, 1 member",
+        "[ RUN      ] TestBlockingAllreduce: a peer stops mid-execution",
+        "[  FAILED  ] the process ends here: a blocked thread cannot be "
+        "stopped"};
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        if (!has_line(lines[i])) {
+            test_show("tutti-conformance --only TestBlockingAllreduce -n 1 "
+                      "mod_tail.so", out);
+            fail_msg("blocking module: no line '%s'", lines[i]);
+        }
+    }
+    snprintf(want, sizeof(want), "ERROR: a peer stops mid-execution: "
+             "TestBlockingAllreduce allreduce, 2 members, float64 sum count "
+             "64: an execution has not returned after 16 s (expected "
+             "ERR_TIMEOUT within 5.5 s)");
+    if (strstr(out, want) == NULL) {
+        test_show("tutti-conformance --only TestBlockingAllreduce", out);
+        fail_msg("blocking module: no '%s'", want);
+    }
+    assert_true(took < 60);
 }
 
 static void test_refused_module(void **state)
@@ -205,6 +243,15 @@ static void test_refused_module(void **state)
         test_show("tutti-conformance mod_badabi.so", out);
         fail_msg("a module of another ABI: no 'refused by the loader' line");
     }
+    /* The loader's descriptor checks: a table with a control byte. */
+    run_kit("", B "/tests/modules/bad/.libs/mod_baddesc.so", 1);
+    assert_non_null(strstr(out, "mod_baddesc.so: refused by the loader: "
+                                "malformed table: description of "
+                                "implementation 'TestBadDesc'"));
+    /* A file that is no module at all. */
+    run_kit("", TUTTI_TEST_SRCDIR "/README.md", 1);
+    assert_non_null(strstr(out, "README.md: refused by the loader: not an "
+                                "ELF file"));
     run_kit("", B "/no-such-module.so", 1);
     assert_non_null(strstr(out, "no-such-module.so: No such file"));
 }
@@ -229,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_refused_module),
         cmocka_unit_test(test_broken_module_fails),
+        cmocka_unit_test(test_blocking_module_ends),
         cmocka_unit_test(test_template_passes),
         cmocka_unit_test(test_ring_passes),
         cmocka_unit_test(test_tree_passes),

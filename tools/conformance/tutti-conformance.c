@@ -291,6 +291,48 @@ static void *fail_main(void *arg)
     return NULL;
 }
 
+/* ---- the watchdog ---------------------------------------------------------- */
+
+/* A member blocked inside the implementation (run or progress never
+ * returns) is beyond the core's time limit and abort, and a thread cannot
+ * be ended from outside: past the deadline of what it watches, the
+ * watchdog prints the failure, removes the temporary directory and ends
+ * the process with status 1, rather than let the kit hang. */
+static struct {
+    pthread_mutex_t lock;
+    double deadline; /* tool_now() seconds; 0: nothing watched */
+    char what[1024]; /* the failure to print */
+} dog = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
+
+static void cleanup(void);
+
+static void dog_watch(double seconds, const char *what)
+{
+    pthread_mutex_lock(&dog.lock);
+    dog.deadline = seconds > 0 ? tool_now() + seconds : 0;
+    snprintf(dog.what, sizeof(dog.what), "%s", what);
+    pthread_mutex_unlock(&dog.lock);
+}
+
+static void *dog_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec nap = {0, 100000000};
+        nanosleep(&nap, NULL);
+        pthread_mutex_lock(&dog.lock);
+        if (dog.deadline > 0 && tool_now() > dog.deadline) {
+            printf("ERROR: %s\n[  FAILED  ] the process ends here: a "
+                   "blocked thread cannot be stopped\n", dog.what);
+            fflush(stdout);
+            cleanup();
+            _exit(1);
+        }
+        pthread_mutex_unlock(&dog.lock);
+    }
+    return NULL;
+}
+
 /* The stall or abort test for every collective @p c's implementation
  * declares. */
 static void run_failures(const case_t *c, int abort)
@@ -305,12 +347,26 @@ static void run_failures(const case_t *c, int abort)
         if (ctx == NULL)
             fail_msg("context: %s", why);
         uint64_t key = opt.next_key++;
+        const char *name = tutti_collective_name((tutti_collective_t)coll);
+        tutti_status_t want = abort ? TUTTI_ERR_ABORTED : TUTTI_ERR_TIMEOUT;
+        double limit = abort ? 5.0 : 0.5 + 5.0;
+        char what[1024];
+        snprintf(what, sizeof(what), "%s: %s %s, 2 members, float64 sum "
+                 "count 64: an execution has not returned after %.0f s "
+                 "(expected %s within %.1f s): the implementation blocks "
+                 "inside run or progress, where the core's time limit and "
+                 "abort cannot reach; reproduce: tutti-conformance --only "
+                 "%s -n 1 %s", abort ? "abort while waiting"
+                                     : "a peer stops mid-execution",
+                 c->impl, name, limit + 10, tutti_status_name(want), limit,
+                 c->impl, c->module);
         for (int i = 0; i < 2; i++)
             f[i] = (fail_member_t){ctx, key, c, i, (tutti_collective_t)coll,
                                    &go, 0, 0, 0, abort};
+        dog_watch(limit + 10, what);
         int started = test_threads(2, fail_main, f, sizeof(f[0]));
+        dog_watch(0, "");
         tutti_context_destroy(ctx);
-        const char *name = tutti_collective_name((tutti_collective_t)coll);
         if (started != 0)
             fail_msg("%s: could not start 2 threads", name);
         if (f[0].first != TUTTI_OK || f[1].first != TUTTI_OK)
@@ -319,8 +375,6 @@ static void run_failures(const case_t *c, int abort)
                      "--only %s -n 2 %s", c->impl, name,
                      tutti_status_name(f[0].first),
                      tutti_status_name(f[1].first), c->impl, c->module);
-        tutti_status_t want = abort ? TUTTI_ERR_ABORTED : TUTTI_ERR_TIMEOUT;
-        double limit = abort ? 5.0 : 0.5 + 5.0;
         if (f[0].second != want || f[0].seconds > limit)
             fail_msg("%s %s, 2 members, float64 sum count 64, rank 1 %s: "
                      "rank 0's second execution ended with %s after %.2f s; "
@@ -553,6 +607,13 @@ int main(int argc, char **argv)
     }
     static struct CMUnitTest tests[MAX_TESTS];
     static case_t cases[MAX_TESTS];
+    pthread_t dog_thread;
+    if (pthread_create(&dog_thread, NULL, dog_main, NULL) != 0) {
+        fprintf(stderr, "tutti-conformance: cannot start its watchdog "
+                "thread: %s\n", strerror(errno));
+        return 1;
+    }
+    pthread_detach(dog_thread);
     for (int i = optind; i < argc; i++) {
         if (prepare(argv[i]) != 0) {
             cleanup();
