@@ -387,7 +387,8 @@ static tutti__lint_impl_t lint_impl(const tutti__registry_t *reg,
         .collectives = im->collectives,
         .per_rank_collectives = im->per_rank_collectives,
         .native_devices = im->device_types,
-        .may_decline = tutti__impl_may_decline(im)};
+        .may_decline = tutti__impl_may_decline(im),
+        .declares_params = im->params != NULL};
     for (int d = 0; d < TUTTI_DEVICE_COUNT; d++)
         if (tutti__impl_serves(im, (tutti_device_type_t)d))
             li.devices |= TUTTI_DEVICE_BIT(d);

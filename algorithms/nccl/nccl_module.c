@@ -19,40 +19,52 @@
     "0.1.0 (NCCL " STR_(NCCL_MAJOR) "." STR_(NCCL_MINOR) "."                   \
         STR_(NCCL_PATCH) ")"
 
+/* NCCL's implementations read no rule parameter (NCCL reads its own
+ * NCCL_* variables). */
+static const char *const no_params[] = {NULL};
+
 static const tutti_alg_impl_t nccl_impls[] = {
     {.name = "NcclAllreduce", .description = "allreduce: ncclAllReduce",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_allreduce_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_allreduce_ops, .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclBroadcast", .description = "broadcast: ncclBroadcast",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_BROADCAST), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_broadcast_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_broadcast_ops, .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclReduce", .description = "reduce: ncclReduce",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_reduce_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_reduce_ops, .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclAllgather", .description = "allgather: ncclAllGather",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_allgather_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_allgather_ops, .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclReduceScatter",
      .description = "reduce_scatter: ncclReduceScatter; per-rank counts "
                     "too, as one grouped ncclReduce per block",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER),
      .device_types = CUDA, .ops = &tutti_alg_nccl_reduce_scatter_ops,
      .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_REDUCE_SCATTER),
-     .flags = FLAGS},
+     .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclAlltoall",
      .description = "alltoall: one NCCL group of ncclSend and ncclRecv per "
                     "rank",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_alltoall_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_alltoall_ops, .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclGather",
      .description = "gather: one NCCL group of sends to the root",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_GATHER), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_gather_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_gather_ops, .flags = FLAGS,
+     .params = no_params},
     {.name = "NcclPermute",
      .description = "permute: one NCCL group of a send to the target rank "
                     "and a receive from the source",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_PERMUTE), .device_types = CUDA,
-     .ops = &tutti_alg_nccl_permute_ops, .flags = FLAGS},
+     .ops = &tutti_alg_nccl_permute_ops, .flags = FLAGS,
+     .params = no_params},
 };
 
 TUTTI_MODULE_DEFINE_WITH_GROUP("nccl", VERSION, nccl_impls,

@@ -18,9 +18,11 @@ static const char *const allreduce_was[] = {"RingReduce", NULL};
 static const char *const allgather_was[] = {"RingGather", NULL};
 static const char *const alltoall_was[] = {"AllToAll", NULL};
 static const char *const permute_was[] = {"Permute", NULL};
-/* The rule parameters each reads (core->param_size). */
+/* The rule parameters each reads (core->param_size); an empty list: it
+ * reads none (NULL would mean "not declared", and rules went unchecked). */
 static const char *const allreduce_params[] = {"subdivisions", NULL};
 static const char *const chunk_params[] = {"chunk", NULL};
+static const char *const no_params[] = {NULL};
 
 static const tutti_alg_impl_t ring_impls[] = {
     {.name = "RingAllreduce", .aliases = allreduce_was,
@@ -32,7 +34,8 @@ static const tutti_alg_impl_t ring_impls[] = {
                     "block it got last step (n-1 steps); per-rank counts too",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER), .device_types = CPU,
      .ops = &tutti_alg_ring_allgather_ops,
-     .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER)},
+     .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLGATHER),
+     .params = no_params},
     {.name = "RingReduceScatter",
      .description = "reduce_scatter: partial results travel around a ring, "
                     "reduced on receipt (n-1 steps); per-rank counts too",
@@ -46,12 +49,13 @@ static const tutti_alg_impl_t ring_impls[] = {
                     "counts too",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL), .device_types = CPU,
      .ops = &tutti_alg_ring_alltoall_pairwise_ops,
-     .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL)},
+     .per_rank_collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLTOALL),
+     .params = no_params},
     {.name = "DirectPermute", .aliases = permute_was,
      .description = "permute: each member sends its buffer straight to its "
                     "target rank",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_PERMUTE), .device_types = CPU,
-     .ops = &tutti_alg_ring_permute_direct_ops},
+     .ops = &tutti_alg_ring_permute_direct_ops, .params = no_params},
 };
 
 TUTTI_MODULE_DEFINE("ring", "0.4.0", ring_impls);

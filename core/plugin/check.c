@@ -19,6 +19,7 @@
 #include <tutti/transport.h>
 
 #include "plugin/check.h"
+#include "plugin/image.h"
 #include "plugin/registry.h"
 
 /* This machine's e_machine, where the build knows it; 0: not checked. */
@@ -272,66 +273,182 @@ int tutti__head_text_ok(const char *name, const char *version, char *why,
                              VERSION_MAX, 0, why, len);
 }
 
-/* Checks one implementation entry; writes why it is malformed. */
-int tutti__impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
-                   size_t len)
+/* Bytes of any text a module hands the core, its NUL not counted: the
+ * image checks read no further, and each kind of text then says what it
+ * allows (names 63, descriptions 1023). */
+#define TEXT_MAX 4095
+
+int tutti__head_ok(const tutti__image_t *img, const char *name,
+                   const char *version, char *why, size_t len)
+{
+    return tutti__image_string(img, "malformed descriptor: module name", name,
+                               TEXT_MAX, 1, why, len) &&
+           tutti__image_string(img, "malformed descriptor: version", version,
+                               TEXT_MAX, 1, why, len) &&
+           tutti__head_text_ok(name, version, why, len);
+}
+
+int tutti__impls_in_image(const tutti__image_t *img,
+                          const tutti_module_desc_t *d, char *why, size_t len)
+{
+    char what[96];
+    if (d->impls == NULL || d->num_impls == 0 ||
+        d->num_impls > TUTTI__IMPLS_MAX) {
+        snprintf(why, len, "malformed table: %u implementations at %p "
+                 "(expected 1..%d)", d->num_impls, (const void *)d->impls,
+                 TUTTI__IMPLS_MAX);
+        return 0;
+    }
+    snprintf(what, sizeof(what), "malformed table: the table of %u "
+             "implementations", d->num_impls);
+    return tutti__image_table(img, what, d->impls,
+                              d->num_impls * tutti__row_size(d->abi_minor),
+                              why, len);
+}
+
+/* The parameters implementation @p impl reads (ABI 1.5), from its list
+ * (in the image): names, each once. */
+static int params_ok(const tutti_alg_impl_t *impl, const char *who,
+                     char *why, size_t len)
+{
+    char what[200];
+    for (int k = 0; impl->params != NULL && impl->params[k] != NULL; k++) {
+        snprintf(what, sizeof(what), "malformed table: parameter %d of %s",
+                 k + 1, who);
+        if (!tutti__name_check(what, impl->params[k], why, len))
+            return 0;
+        for (int m = 0; m < k; m++) {
+            if (strcmp(impl->params[m], impl->params[k]) == 0) {
+                snprintf(why, len, "malformed table: %s lists parameter '%s' "
+                         "twice", who, impl->params[k]);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* Checks one implementation entry, every pointer in it first; writes why
+ * it is malformed. */
+int tutti__impl_ok(const tutti__image_t *img, const tutti_alg_impl_t *impl,
+                   uint32_t index, char *why, size_t len)
 {
     const uint32_t all_colls = (1u << TUTTI_COLL_COUNT) - 1;
     const uint32_t all_devs = (1u << TUTTI_DEVICE_COUNT) - 1;
     const tutti_alg_ops_t *ops = impl->ops;
+    char what[200], who[120];
 
-    char what[160];
     snprintf(what, sizeof(what), "malformed table: implementation %u's name",
              index + 1);
-    if (!tutti__name_check(what, impl->name, why, len))
+    if (!tutti__image_string(img, what, impl->name, TEXT_MAX, 1, why, len) ||
+        !tutti__name_check(what, impl->name, why, len))
         return 0;
-    snprintf(what, sizeof(what), "malformed table: description of "
-             "implementation '%s'", impl->name);
-    if (!tutti__text_check(what, impl->description, TUTTI__DESCRIPTION_MAX, 1,
+    snprintf(who, sizeof(who), "implementation %u ('%s')", index + 1,
+             impl->name);
+    snprintf(what, sizeof(what), "malformed table: description of %s", who);
+    if (!tutti__image_string(img, what, impl->description, TEXT_MAX, 1, why,
+                             len) ||
+        !tutti__text_check(what, impl->description, TUTTI__DESCRIPTION_MAX, 1,
                            why, len))
         return 0;
     if (impl->collectives == 0 || (impl->collectives & ~all_colls) != 0 ||
         (impl->per_rank_collectives & ~impl->collectives) != 0 ||
         impl->device_types == 0 || (impl->device_types & ~all_devs) != 0) {
-        snprintf(why, len, "malformed table: implementation '%s' has "
-                 "collectives 0x%x (per-rank 0x%x) / device types 0x%x "
-                 "outside the known sets", impl->name, impl->collectives,
-                 impl->per_rank_collectives, impl->device_types);
+        snprintf(why, len, "malformed table: %s has collectives 0x%x "
+                 "(per-rank 0x%x) / device types 0x%x outside the known sets",
+                 who, impl->collectives, impl->per_rank_collectives,
+                 impl->device_types);
         return 0;
     }
-    /* The parameters it reads (ABI 1.5): names, each once. */
-    for (int k = 0; impl->params != NULL; k++) {
-        if (k < TUTTI_PARAMS_MAX && impl->params[k] == NULL)
-            break;
-        if (k == TUTTI_PARAMS_MAX) { /* read no further than the limit */
-            snprintf(why, len, "malformed table: implementation '%s' reads "
-                     "over %d parameters (or its list has no NULL end)",
-                     impl->name, TUTTI_PARAMS_MAX);
-            return 0;
-        }
-        snprintf(what, sizeof(what), "malformed table: parameter %d of "
-                 "implementation '%s'", k + 1, impl->name);
-        if (!tutti__name_check(what, impl->params[k], why, len))
-            return 0;
-        for (int m = 0; m < k; m++) {
-            if (strcmp(impl->params[m], impl->params[k]) == 0) {
-                snprintf(why, len, "malformed table: implementation '%s' "
-                         "lists parameter '%s' twice", impl->name,
-                         impl->params[k]);
-                return 0;
-            }
-        }
-    }
+    /* Aliases (ABI 1.2) and parameters (ABI 1.5): lists of names; what
+     * the aliases may be is name_taken()'s (registry.c). */
+    snprintf(what, sizeof(what), "malformed table: alias list of %s", who);
+    if (!tutti__image_strings(img, what, impl->aliases, TUTTI_ALIASES_MAX,
+                              TEXT_MAX, why, len))
+        return 0;
+    snprintf(what, sizeof(what), "malformed table: parameter list of %s",
+             who);
+    if (!tutti__image_strings(img, what, impl->params, TUTTI_PARAMS_MAX,
+                              TEXT_MAX, why, len) ||
+        !params_ok(impl, who, why, len))
+        return 0;
     /* supports (ABI 1.3) is optional: a table may end before it. */
-    if (ops == NULL || ops->size < offsetof(tutti_alg_ops_t, supports) ||
-        ops->init_context == NULL || ops->run == NULL ||
+    snprintf(what, sizeof(what), "malformed table: ops table of %s", who);
+    if (!tutti__image_sized(img, what, ops,
+                            offsetof(tutti_alg_ops_t, supports), why, len))
+        return 0;
+    if (ops->init_context == NULL || ops->run == NULL ||
         ops->progress == NULL || ops->fini_context == NULL) {
-        snprintf(why, len, "malformed table: implementation '%s' lacks an "
-                 "ops table with init_context, run, progress and "
-                 "fini_context", impl->name);
+        snprintf(why, len, "malformed table: %s lacks an ops table with "
+                 "init_context, run, progress and fini_context", who);
         return 0;
     }
     return 1;
+}
+
+/* The per-group table of descriptor @p d (ABI 1.3), or NULL. */
+const tutti_alg_group_ops_t *
+tutti__desc_group_ops(const tutti_module_desc_t *d)
+{
+    return d->abi_minor >= 3 && d->size >= sizeof(*d) ? d->group_ops : NULL;
+}
+
+int tutti__group_ops_ok(const tutti__image_t *img,
+                        const tutti_module_desc_t *d, char *why, size_t len)
+{
+    const tutti_alg_group_ops_t *g = tutti__desc_group_ops(d);
+    if (g == NULL)
+        return 1;
+    if (!tutti__image_sized(img, "malformed group table", g, sizeof(*g), why,
+                            len))
+        return 0;
+    if ((g->init_group == NULL) != (g->fini_group == NULL)) {
+        snprintf(why, len, "malformed group table: init_group and fini_group "
+                 "come together");
+        return 0;
+    }
+    return 1;
+}
+
+int tutti__tp_ops_ok(const tutti__image_t *img,
+                     const tutti_tp_module_desc_t *d, char *why, size_t len)
+{
+    const tutti_tp_ops_t *ops = d->ops;
+    if (!tutti__image_sized(img, "malformed transport table", ops,
+                            offsetof(tutti_tp_ops_t, peer_alive), why, len))
+        return 0;
+    if (ops->connect == NULL || ops->send == NULL || ops->recv == NULL ||
+        ops->progress == NULL || ops->disconnect == NULL) {
+        snprintf(why, len, "malformed transport table: it needs a name and "
+                 "connect, send, recv, progress and disconnect");
+        return 0;
+    }
+    return tutti__image_string(img, "malformed transport table: transport "
+                               "name", ops->name, TEXT_MAX, 1, why, len) &&
+           tutti__name_check("malformed transport table: transport name",
+                             ops->name, why, len);
+}
+
+int tutti__setting_in_image(const tutti__image_t *img,
+                            const tutti_setting_t *row, uint32_t index,
+                            char *why, size_t len)
+{
+    static const char *const fields[] = {"name", "env", "default_value",
+                                         "doc", "expected"};
+    const char *text[] = {row->name, row->env, row->default_value, row->doc,
+                          row->expected};
+    char what[160];
+    for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+        snprintf(what, sizeof(what), "malformed settings: row %u's %s",
+                 index + 1, fields[f]);
+        if (!tutti__image_string(img, what, text[f], TEXT_MAX, 1, why, len) ||
+            !tutti__text_check(what, text[f], TEXT_MAX, 1, why, len))
+            return 0;
+    }
+    snprintf(what, sizeof(what), "malformed settings: row %u's choices",
+             index + 1);
+    return tutti__image_strings(img, what, row->choices, TUTTI__CHOICES_MAX,
+                                TEXT_MAX, why, len);
 }
 
 /* Bytes of one implementation row as a module of ABI minor @p minor laid
@@ -432,24 +549,12 @@ static size_t tp_desc_size(uint32_t minor)
     return minor == 0 ? TP_DESC_2_0_SIZE : sizeof(tutti_tp_module_desc_t);
 }
 
-/* Whether @p bytes from @p p lie in the object mapped at @p base: the
- * module's own image, so reading them cannot fault. */
-int tutti__in_image(const void *p, size_t bytes, const void *base)
-{
-    Dl_info a, b;
-    if (p == NULL || bytes == 0)
-        return 0;
-    return dladdr(p, &a) != 0 && a.dli_fbase == base &&
-           dladdr((const char *)p + bytes - 1, &b) != 0 &&
-           b.dli_fbase == base;
-}
-
 /* Reads the descriptor @p sym within the size it declares (and, where the
  * dynamic symbol table says, within its symbol): its head first, then as
  * much of the rest as its kind's minor needs.  Returns a zeroed copy the
  * size of this core's descriptor, or NULL with why. */
-void *tutti__read_desc(tutti__module_t *m, const void *sym, char *why,
-                       size_t len)
+void *tutti__read_desc(tutti__module_t *m, const tutti__image_t *img,
+                       const void *sym, char *why, size_t len)
 {
     desc_head_t h;
     Dl_info info;
@@ -464,6 +569,8 @@ void *tutti__read_desc(tutti__module_t *m, const void *sym, char *why,
                  sizeof(h));
         return NULL;
     }
+    if (!tutti__image_table(img, "descriptor", sym, sizeof(h), why, len))
+        return NULL;
     memcpy(&h, sym, sizeof(h));
     m->abi_major = h.abi_major;
     m->abi_minor = h.abi_minor;
@@ -494,6 +601,8 @@ void *tutti__read_desc(tutti__module_t *m, const void *sym, char *why,
                  sym_size);
         return NULL;
     }
+    if (!tutti__image_table(img, "descriptor", sym, h.size, why, len))
+        return NULL;
     size_t have = tp ? sizeof(tutti_tp_module_desc_t)
                      : sizeof(tutti_module_desc_t);
     void *copy = calloc(1, have);

@@ -1,8 +1,10 @@
 /*
  * Checks the loader makes before it trusts a module (internal): the file
- * before dlopen maps it, the descriptor before the core reads it, and the
- * text a descriptor hands the core before anything prints it.  Each writes why it refuses, naming what it read and
- * what it expected, never the offending bytes themselves.
+ * before dlopen maps it, every table and string a descriptor points to
+ * before the core reads through the pointer, and the text a descriptor
+ * hands the core before anything prints it.  Each writes why it refuses,
+ * naming what it read and what it expected, never the offending bytes
+ * themselves.
  */
 #ifndef TUTTI_CORE_PLUGIN_CHECK_H
 #define TUTTI_CORE_PLUGIN_CHECK_H
@@ -11,7 +13,9 @@
 #include <stdint.h>
 
 #include <tutti/module.h>
+#include <tutti/transport.h>
 
+#include "plugin/image.h"
 #include "plugin/registry.h"
 
 /** Bytes a description may hold, its final NUL not counted. */
@@ -63,23 +67,64 @@ int tutti__abi_ok(const char *what, unsigned major, unsigned minor,
 size_t tutti__row_size(uint32_t minor);
 size_t tutti__desc_size(uint32_t minor);
 
-/** A descriptor's module name and version, before anything prints them. */
+/** A descriptor's module name and version, before anything prints them
+ *  (their pointers are checked by tutti__head_ok()). */
 int tutti__head_text_ok(const char *name, const char *version, char *why,
                         size_t len);
 
-/** One implementation row (@p index from 0): name, description, sets of
- *  collectives and devices, ops table. */
-int tutti__impl_ok(const tutti_alg_impl_t *impl, uint32_t index, char *why,
-                   size_t len);
+/* Every check below reads through a pointer only once the module's image
+ * (plugin/image.h) holds what it points to, and names the field and, for
+ * an implementation, its index ("implementation 2's name"). */
 
-/** Whether @p bytes from @p p lie in the object mapped at @p base. */
-int tutti__in_image(const void *p, size_t bytes, const void *base);
+/** Most implementations one module may list. */
+#define TUTTI__IMPLS_MAX 256
+/** Most choices one setting row may list. */
+#define TUTTI__CHOICES_MAX 64
 
-/** Reads descriptor @p sym within the size it declares and, where the
- *  dynamic symbol table gives one, its symbol's size: the head (ABI
- *  major, minor, size, kind) first, into @p m, then as much as its kind
- *  and minor need.  Returns a copy the size of this core's descriptor, the
- *  fields the module's lacks zero (the caller frees it), or NULL and why. */
-void *tutti__read_desc(tutti__module_t *m, const void *sym, char *why,
-                       size_t len);
+/** A descriptor's module name and version: readable, then named and
+ *  printable (tutti__head_text_ok()). */
+int tutti__head_ok(const tutti__image_t *img, const char *name,
+                   const char *version, char *why, size_t len);
+
+/** The implementation table of @p d (a copy of the descriptor): 1 to
+ *  TUTTI__IMPLS_MAX rows of its minor's size, in the image, and within
+ *  the variable the file's symbol table says holds it. */
+int tutti__impls_in_image(const tutti__image_t *img,
+                          const tutti_module_desc_t *d, char *why,
+                          size_t len);
+
+/** One implementation row (@p index from 0), as read from a table
+ *  tutti__impls_in_image() passed: name, description, sets of collectives
+ *  and devices, alias and parameter lists, ops table. */
+int tutti__impl_ok(const tutti__image_t *img, const tutti_alg_impl_t *impl,
+                   uint32_t index, char *why, size_t len);
+
+/** The per-group table of descriptor @p d (ABI 1.3), or NULL. */
+const tutti_alg_group_ops_t *
+tutti__desc_group_ops(const tutti_module_desc_t *d);
+
+/** That table, if any: in the image, its size covering what the core
+ *  reads, init_group and fini_group together. */
+int tutti__group_ops_ok(const tutti__image_t *img,
+                        const tutti_module_desc_t *d, char *why, size_t len);
+
+/** A transport descriptor's ops table: in the image, its size covering
+ *  the entries every transport has, those set, its transport named. */
+int tutti__tp_ops_ok(const tutti__image_t *img,
+                     const tutti_tp_module_desc_t *d, char *why, size_t len);
+
+/** The texts of settings row @p index (from 0), from a table the image
+ *  holds: each readable and printable; its choices a list of them. */
+int tutti__setting_in_image(const tutti__image_t *img,
+                            const tutti_setting_t *row, uint32_t index,
+                            char *why, size_t len);
+
+/** Reads descriptor @p sym within the size it declares, within its
+ *  symbol where the dynamic symbol table gives one, and within the image:
+ *  the head (ABI major, minor, size, kind) first, into @p m, then as much
+ *  as its kind and minor need.  Returns a copy the size of this core's
+ *  descriptor, the fields the module's lacks zero (the caller frees it),
+ *  or NULL and why. */
+void *tutti__read_desc(tutti__module_t *m, const tutti__image_t *img,
+                       const void *sym, char *why, size_t len);
 #endif

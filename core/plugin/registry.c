@@ -15,10 +15,10 @@
 #include "base/strlist.h"
 #include "config/setting.h"
 #include "plugin/check.h"
+#include "plugin/image.h"
 #include "plugin/registry.h"
 
 #define REASON_MAX 512
-#define MAX_IMPLS_PER_MODULE 256
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -176,7 +176,8 @@ static uint32_t tp_num_settings(const tutti_tp_module_desc_t *d)
 
 /* Checks the settings rows of @p d: their shape, distinct names, and that
  * each default is a valid value; writes why not. */
-static int tp_settings_ok(const tutti_tp_module_desc_t *d, char *why,
+static int tp_settings_ok(const tutti__image_t *img,
+                          const tutti_tp_module_desc_t *d, char *why,
                           size_t len)
 {
     uint32_t n = tp_num_settings(d);
@@ -191,12 +192,19 @@ static int tp_settings_ok(const tutti_tp_module_desc_t *d, char *why,
                  TP_SETTINGS_BYTES_MAX);
         return 0;
     }
+    snprintf(row_why, sizeof(row_why), "malformed settings: the table of %u "
+             "rows", n);
+    if (!tutti__image_table(img, row_why, d->settings,
+                            n * sizeof(d->settings[0]), why, len))
+        return 0;
     void *scratch = calloc(1, d->settings_size);
     int ok = scratch != NULL;
     for (uint32_t i = 0; ok && i < n; i++) {
         const tutti_setting_t *row = &d->settings[i];
-        if (!tutti__setting_row_ok(row, d->settings_size, row_why,
-                                   sizeof(row_why))) {
+        if (!tutti__setting_in_image(img, row, i, why, len)) {
+            ok = 0;
+        } else if (!tutti__setting_row_ok(row, d->settings_size, row_why,
+                                          sizeof(row_why))) {
             snprintf(why, len, "malformed settings: %s", row_why);
             ok = 0;
         } else if (tutti__setting_set(row, row->default_value, scratch) !=
@@ -256,8 +264,9 @@ tutti_status_t tutti__registry_check_params(const tutti__registry_t *reg,
         const tutti__impl_entry_t *e =
             r->num_params > 0 ? tutti__registry_find(reg, r->algorithm)
                               : NULL;
-        /* Modules of ABI 1.4 and older declare no parameters: unchecked. */
-        if (e == NULL || reg->modules[e->module].abi_minor < 5)
+        /* params NULL: not declared (every module of ABI 1.4 and older,
+         * and one of 1.5 that sets none), so not checked. */
+        if (e == NULL || e->impl->params == NULL)
             continue;
         for (size_t k = 0; k < r->num_params; k++) {
             const tutti__kv_t *kv = &r->params[k];
@@ -304,41 +313,23 @@ tutti_status_t tutti__registry_settings(const tutti__registry_t *reg,
     return tutti__config_modules_done(cfg);
 }
 
-/* Checks a transport module's descriptor; writes why it is refused. */
-static int tp_desc_ok(const tutti__registry_t *reg,
+/* Checks a transport module's descriptor (its name and version checked),
+ * every pointer in it first; writes why it is refused. */
+static int tp_desc_ok(const tutti__registry_t *reg, const tutti__image_t *img,
                       const tutti_tp_module_desc_t *d, char *why, size_t len)
 {
-    const tutti_tp_ops_t *ops = d->ops;
-    if (!tutti__abi_ok("transport", d->abi_major, d->abi_minor, TUTTI_TP_ABI_MAJOR,
-                TUTTI_TP_ABI_MINOR, why, len))
-        return 0;
-    if (!tutti__head_text_ok(d->name, d->version, why, len) ||
-        !tp_settings_ok(d, why, len))
-        return 0;
-    if (ops == NULL || ops->size < offsetof(tutti_tp_ops_t, peer_alive) ||
-        ops->connect == NULL || ops->send == NULL || ops->recv == NULL ||
-        ops->progress == NULL || ops->disconnect == NULL) {
-        snprintf(why, len, "malformed transport table: it needs a name and "
-                 "connect, send, recv, progress and disconnect");
-        return 0;
-    }
-    if (!tutti__name_check("malformed transport table: transport name",
-                           ops->name, why, len) ||
+    if (!tp_settings_ok(img, d, why, len) ||
+        !tutti__tp_ops_ok(img, d, why, len) ||
         !name_free(reg, d->name, why, len))
         return 0;
-    const tutti__module_t *other = tp_module(reg, ops->name);
-    if (strcmp(ops->name, "local") == 0 || other != NULL) {
-        snprintf(why, len, "transport '%s' already provided by %s", ops->name,
+    const char *name = d->ops->name;
+    const tutti__module_t *other = tp_module(reg, name);
+    if (strcmp(name, "local") == 0 || other != NULL) {
+        snprintf(why, len, "transport '%s' already provided by %s", name,
                  other != NULL ? tutti__module_where(other) : "the core");
         return 0;
     }
     return 1;
-}
-
-static const tutti_alg_group_ops_t *
-desc_group_ops(const tutti_module_desc_t *d)
-{
-    return d->abi_minor >= 3 && d->size >= sizeof(*d) ? d->group_ops : NULL;
 }
 
 /* The module's implementation rows as this core reads them (the module's
@@ -395,32 +386,16 @@ static const char *name_taken(const tutti__registry_t *reg,
     return NULL;
 }
 
-/* Checks a descriptor against the core's ABI and the names registered so
- * far; @p rows are its implementations as read_rows() gave them.  Returns
- * 1 if it may be registered, else writes the reason. */
-static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
-                   const tutti_alg_impl_t *rows, char *why, size_t len)
+/* Checks a descriptor against the names registered so far, every pointer
+ * in it first; @p rows are its implementations as read_rows() gave them
+ * from a table the image holds.  Returns 1 if it may be registered, else
+ * writes the reason. */
+static int desc_ok(const tutti__registry_t *reg, const tutti__image_t *img,
+                   const tutti_module_desc_t *d, const tutti_alg_impl_t *rows,
+                   char *why, size_t len)
 {
-    if (!tutti__abi_ok("module", d->abi_major, d->abi_minor, TUTTI_MODULE_ABI_MAJOR,
-                TUTTI_MODULE_ABI_MINOR, why, len))
+    if (!tutti__group_ops_ok(img, d, why, len))
         return 0;
-    const tutti_alg_group_ops_t *g = desc_group_ops(d);
-    if (g != NULL && (g->size < sizeof(*g) ||
-                      (g->init_group == NULL) != (g->fini_group == NULL))) {
-        snprintf(why, len, "malformed group table: size %zu (core reads "
-                 "%zu); init_group and fini_group come together", g->size,
-                 sizeof(*g));
-        return 0;
-    }
-    if (!tutti__head_text_ok(d->name, d->version, why, len))
-        return 0;
-    if (d->impls == NULL || d->num_impls == 0 ||
-        d->num_impls > MAX_IMPLS_PER_MODULE) {
-        snprintf(why, len, "malformed table: %u implementations at %p "
-                 "(expected 1..%d)", d->num_impls, (const void *)d->impls,
-                 MAX_IMPLS_PER_MODULE);
-        return 0;
-    }
     if (rows == NULL) {
         snprintf(why, len, "no memory to read its implementations");
         return 0;
@@ -428,7 +403,7 @@ static int desc_ok(const tutti__registry_t *reg, const tutti_module_desc_t *d,
     if (!name_free(reg, d->name, why, len))
         return 0;
     for (uint32_t i = 0; i < d->num_impls; i++) {
-        if (!tutti__impl_ok(&rows[i], i, why, len) ||
+        if (!tutti__impl_ok(img, &rows[i], i, why, len) ||
             name_taken(reg, rows, i, why, len) != NULL)
             return 0;
     }
@@ -472,12 +447,67 @@ static tutti_status_t add_impls(tutti__registry_t *reg, size_t module)
     return TUTTI_OK;
 }
 
+/* Maps module file @p file with every symbol bound at once (one that
+ * nothing defines refuses the module here, named, rather than ending the
+ * process on its first call; libltdl cannot ask for this, its dlopen
+ * loader passes RTLD_LAZY, a build-time choice), finds where it lies and
+ * its descriptor.  Returns the descriptor, or NULL and why. */
+static const void *map_module(tutti__module_t *m, const char *file,
+                              tutti__image_t *img, char *why, size_t len)
+{
+    dlerror();
+    m->handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    if (m->handle == NULL) {
+        const char *err = dlerror();
+        snprintf(why, len, "cannot open: %s", err ? err : "unknown error");
+        return NULL;
+    }
+    if (!tutti__image_find(img, m->handle, file, why, len))
+        return NULL;
+    const void *sym = dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
+    if (sym == NULL)
+        snprintf(why, len, "no descriptor: symbol '%s' not found",
+                 TUTTI_MODULE_SYMBOL_NAME);
+    return sym;
+}
+
+/* Reads and checks the descriptor @p sym of mapped module @p m; 1 if it
+ * may be registered, else 0 and why.  Nothing a pointer in it names is
+ * read before the image says it lies in the module. */
+static int check_module(tutti__registry_t *reg, tutti__module_t *m,
+                        const tutti__image_t *img, const void *sym,
+                        char *why, size_t len)
+{
+    m->desc_copy = tutti__read_desc(m, img, sym, why, len);
+    if (m->desc_copy == NULL)
+        return 0;
+    const tutti_module_desc_t *d = m->desc_copy;
+    const tutti_tp_module_desc_t *td = m->desc_copy;
+    /* Kept for refused modules too (tutti-info, sections of the
+     * configuration), once they are safe to print. */
+    if (!tutti__head_ok(img, d->name, d->version, why, len))
+        return 0;
+    m->name = strdup(d->name);
+    m->version = strdup(d->version);
+    if (m->name == NULL || m->version == NULL) {
+        snprintf(why, len, "no memory to keep its name");
+        return 0;
+    }
+    if (d->kind == TUTTI_MODULE_KIND_TP)
+        return tp_desc_ok(reg, img, td, why, len);
+    if (!tutti__impls_in_image(img, d, why, len))
+        return 0;
+    m->rows = read_rows(d);
+    return desc_ok(reg, img, d, m->rows, why, len);
+}
+
 /* Opens one module file and registers it, or records why not. */
 static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
                                const tutti__strlist_t *load_only)
 {
     char why[REASON_MAX] = "";
     char file[PATH_MAX + 256];
+    tutti__image_t img;
     tutti__module_t *m =
         tutti__grow(&reg->modules, reg->num_modules, sizeof(*m));
     if (m == NULL)
@@ -492,55 +522,13 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
     m->file = strdup(file);
     if (m->file == NULL)
         return TUTTI_ERR_NO_MEMORY;
-    if (!tutti__elf_check(file, why, sizeof(why)))
-        goto refuse;
-    /* Every symbol bound now: one that nothing defines refuses the module
-     * here, named, rather than ending the process on its first call.
-     * libltdl cannot ask for this (its dlopen loader passes RTLD_LAZY, a
-     * build-time choice), hence dlopen itself. */
-    dlerror();
-    m->handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-    if (m->handle == NULL) {
-        const char *err = dlerror();
-        snprintf(why, sizeof(why), "cannot open: %s",
-                 err ? err : "unknown error");
-        goto refuse;
-    }
-    const void *sym = dlsym(m->handle, TUTTI_MODULE_SYMBOL_NAME);
-    if (sym == NULL) {
-        snprintf(why, sizeof(why), "no descriptor: symbol '%s' not found",
-                 TUTTI_MODULE_SYMBOL_NAME);
-        goto refuse;
-    }
-    m->desc_copy = tutti__read_desc(m, sym, why, sizeof(why));
-    if (m->desc_copy == NULL)
+    const void *sym;
+    if (!tutti__elf_check(file, why, sizeof(why)) ||
+        (sym = map_module(m, file, &img, why, sizeof(why))) == NULL ||
+        !check_module(reg, m, &img, sym, why, sizeof(why)))
         goto refuse;
     const tutti_module_desc_t *d = m->desc_copy;
-    const tutti_tp_module_desc_t *td = m->desc_copy;
     int tp = d->kind == TUTTI_MODULE_KIND_TP;
-    /* Kept for refused modules too (tutti-info, sections of the
-     * configuration), once they are safe to print. */
-    if (tutti__head_text_ok(d->name, d->version, why, sizeof(why))) {
-        m->name = strdup(d->name);
-        m->version = strdup(d->version);
-    }
-    if (!tp && d->impls != NULL && d->num_impls > 0 &&
-        d->num_impls <= MAX_IMPLS_PER_MODULE) {
-        Dl_info info;
-        size_t bytes = d->num_impls * tutti__row_size(d->abi_minor);
-        if (dladdr(sym, &info) == 0 ||
-            !tutti__in_image(d->impls, bytes, info.dli_fbase)) {
-            snprintf(why, sizeof(why), "malformed table: %u implementations "
-                     "of %zu bytes at %p lie outside the module",
-                     d->num_impls, tutti__row_size(d->abi_minor),
-                     (const void *)d->impls);
-            goto refuse;
-        }
-        m->rows = read_rows(d);
-    }
-    if (tp ? !tp_desc_ok(reg, td, why, sizeof(why))
-           : !desc_ok(reg, d, m->rows, why, sizeof(why)))
-        goto refuse;
     if (load_only->count > 0 && !tutti__strlist_has(load_only, d->name)) {
         snprintf(why, sizeof(why), "not listed in modules.load");
         goto refuse;
@@ -550,11 +538,11 @@ static tutti_status_t load_one(tutti__registry_t *reg, const char *path,
                "(hash %016llx)", tp ? "transport" : "algorithm", d->name,
                d->version, file, (unsigned long long)m->file_hash);
     if (tp) {
-        m->tp = td;
+        m->tp = m->desc_copy;
         return TUTTI_OK;
     }
     m->desc = d;
-    m->group_ops = desc_group_ops(d);
+    m->group_ops = tutti__desc_group_ops(d);
     return add_impls(reg, reg->num_modules - 1);
 
 refuse:

@@ -180,17 +180,22 @@ typedef struct {
     bool oom;
 } lint_t;
 
-static void say(lint_t *l, const tutti__rule_t *r, bool note,
+/* What a line is: a finding (counted), or a note or a warning (not
+ * counted: something the lint skipped, or could not check). */
+typedef enum { FINDING, NOTE, WARNING } line_kind_t;
+
+static void say(lint_t *l, const tutti__rule_t *r, line_kind_t kind,
                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* One line at rule @p r's place: a finding, or a note (not counted). */
-static void say(lint_t *l, const tutti__rule_t *r, bool note,
+/* One line at rule @p r's place. */
+static void say(lint_t *l, const tutti__rule_t *r, line_kind_t kind,
                 const char *fmt, ...)
 {
+    static const char *const label[] = {"", "note: ", "warning: "};
     char text[2048];
     va_list ap;
     int k = snprintf(text, sizeof(text), "%s:%d:%d: %s", r->file, r->line,
-                     r->column, note ? "note: " : "");
+                     r->column, label[kind]);
 
     if (k < 0 || (size_t)k >= sizeof(text))
         k = 0; /* a path past 2K: the message alone */
@@ -205,7 +210,7 @@ static void say(lint_t *l, const tutti__rule_t *r, bool note,
     }
     *slot = (finding_t){r->line, l->num_out, copy};
     l->num_out++;
-    l->findings += !note;
+    l->findings += kind == FINDING;
 }
 
 static int by_line(const void *a, const void *b)
@@ -268,13 +273,13 @@ static void check_missing(lint_t *l, lrule_t *lr)
      * absence says nothing about the file. */
     if (r->device_types != 0 && (r->device_types & l->native) == 0) {
         names(&tutti__cfg_device_kind, r->device_types, devs, sizeof(devs));
-        say(l, r, true, "implementation '%s' not checked: no loaded module "
+        say(l, r, NOTE, "implementation '%s' not checked: no loaded module "
             "runs on %s, the only device of this rule, which is skipped "
             "here", tutti__config_rule_algo(r), devs);
         return;
     }
     expected_impls(l, r->collectives, want, sizeof(want));
-    say(l, r, false, "implementation '%s' is not provided by any loaded "
+    say(l, r, FINDING, "implementation '%s' is not provided by any loaded "
         "module; expected %s", tutti__config_rule_algo(r), want);
 }
 
@@ -292,13 +297,22 @@ static void check_impl(lint_t *l, lrule_t *lr)
         check_missing(l, lr);
         return;
     }
+    if (r->num_params > 0 && !im->declares_params) {
+        /* ABI 1.4 and older, or a row that sets none: loading took them. */
+        tutti__sbuf_t sb = {want, sizeof(want), 0};
+        for (size_t k = 0; k < r->num_params; k++)
+            tutti__sbuf_printf(&sb, "%s%s", k ? ", " : "", r->params[k].key);
+        say(l, r, WARNING, "implementation '%s' (module %s) declares no "
+            "params: not checked (%s); expected its module to list the ones "
+            "it reads", im->name, im->module, want);
+    }
     missing = r->collectives & ~im->collectives;
     if (missing != 0) {
         /* As selection does (select.c): the whole rule is skipped. */
         names(&tutti__cfg_coll_kind, missing, miss, sizeof(miss));
         names(&tutti__cfg_coll_kind, im->collectives, has, sizeof(has));
         expected_impls(l, r->collectives, want, sizeof(want));
-        say(l, r, false, "implementation '%s' (module %s) does not run %s "
+        say(l, r, FINDING, "implementation '%s' (module %s) does not run %s "
             "(it runs %s), so the rule is skipped; expected %s", im->name,
             im->module, miss, has, want);
         return;
@@ -310,7 +324,7 @@ static void check_impl(lint_t *l, lrule_t *lr)
         /* Calls on those devices pass the rule by (registry.c). */
         names(&tutti__cfg_device_kind, missing, miss, sizeof(miss));
         names(&tutti__cfg_device_kind, im->devices, has, sizeof(has));
-        say(l, r, false, "implementation '%s' (module %s) does not run on "
+        say(l, r, FINDING, "implementation '%s' (module %s) does not run on "
             "%s (it runs on %s); expected device: %s, or an implementation "
             "that runs on %s", im->name, im->module, miss, has, has, miss);
     }
@@ -349,14 +363,14 @@ static void check_counts(lint_t *l, lrule_t *lr)
     tutti__range_format((uint64_t)r->tasks_min, (uint64_t)r->tasks_max,
                         INT32_MAX, false, t, sizeof(t));
     if (r->group_max < 1 || r->tasks_max < 1) {
-        say(l, r, false, "rule (%s) never matches: %s %s: a group has at "
+        say(l, r, FINDING, "rule (%s) never matches: %s %s: a group has at "
             "least one member and one task; expected 1 or more",
             tutti__config_rule_algo(r), r->group_max < 1 ? "group_size"
                                                         : "num_tasks",
             r->group_max < 1 ? g : t);
         lr->colls = 0;
     } else if (r->tasks_min > r->group_max) {
-        say(l, r, false, "rule (%s) never matches: num_tasks %s is more "
+        say(l, r, FINDING, "rule (%s) never matches: num_tasks %s is more "
             "than group_size %s allows, as each task holds at least one "
             "member; expected num_tasks up to %d", tutti__config_rule_algo(r),
             t, g, r->group_max);
@@ -446,12 +460,12 @@ static void report_gaps(lint_t *l, int c, const boxes_t *gaps)
     for (size_t g = 0; g < gaps->n && g < GAPS_SHOWN; g++) {
         const tutti__rule_t *at = gap_place(l, c, &gaps->b[g]);
         describe(&gaps->b[g], c, what, sizeof(what));
-        say(l, at, false, "no rule matches %s calls%s; expected a rule that "
+        say(l, at, FINDING, "no rule matches %s calls%s; expected a rule that "
             "does, or one for %s without size, group_size and num_tasks "
             "after the others", coll, what, coll);
     }
     if (gaps->n > GAPS_SHOWN)
-        say(l, gap_place(l, c, &gaps->b[GAPS_SHOWN]), false,
+        say(l, gap_place(l, c, &gaps->b[GAPS_SHOWN]), FINDING,
             "no rule matches %zu more sets of %s calls (not listed); "
             "expected a rule for %s without size, group_size and num_tasks "
             "after the others", gaps->n - GAPS_SHOWN, coll, coll);
@@ -509,7 +523,7 @@ static void analyse(lint_t *l, int c)
     if (rest.oom)
         l->oom = true;
     else if (rest.over && l->n > 0)
-        say(l, l->rules[0].r, true, "%s not analysed: its rules cut the "
+        say(l, l->rules[0].r, NOTE, "%s not analysed: its rules cut the "
             "calls into more than %d sets",
             tutti_collective_name((tutti_collective_t)c),
             BOXES_MAX);
@@ -557,7 +571,7 @@ static void report_shadowed(lint_t *l, size_t j)
               sizeof(which) - 1);
     }
     count = rules_by(l, j, by, sizeof(by));
-    say(l, r, false, "rule (%s) never matches%s: %s %s take%s every call it "
+    say(l, r, FINDING, "rule (%s) never matches%s: %s %s take%s every call it "
         "could match; expected it removed, or moved before %s",
         tutti__config_rule_algo(r), which,
         count == 1 ? "the earlier rule" : "the earlier rules", by,
@@ -598,7 +612,7 @@ static void report_overlaps(lint_t *l, size_t j)
         tutti__range_format(lo, hi, SIZE_PER_RANK, true, common,
                             sizeof(common));
         names(&tutti__cfg_coll_kind, both, colls, sizeof(colls));
-        say(l, rb, false, "size %s overlaps size %s of the earlier rule "
+        say(l, rb, FINDING, "size %s overlaps size %s of the earlier rule "
             "%s:%d (%s), alike in every other key: %s calls of %s go to "
             "that rule; expected size ranges that do not overlap", mine,
             theirs, ra->file, ra->line, tutti__config_rule_algo(ra), colls,

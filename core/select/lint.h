@@ -27,6 +27,9 @@ typedef struct {
                                       for a cpu one (the core stages) */
     int may_decline;               /* it has supports(), which may pass
                                       any call on to the next rule */
+    int declares_params;           /* it lists the rule parameters it
+                                      reads (ABI 1.5), so loading checked
+                                      the rules' */
 } tutti__lint_impl_t;
 
 /**
@@ -46,7 +49,10 @@ typedef struct {
  * A rule whose implementation may decline calls (supports()) covers none
  * for the later rules.  A rule for device types no loaded module runs on
  * (cuda in a build without the nccl module) that names an implementation
- * not loaded gets a line "...: note: ..." instead, not counted.
+ * not loaded gets a line "...: note: ..." instead, not counted; a rule
+ * that gives parameters to an implementation that declares none (module
+ * ABI 1.4 and older, or params NULL) a line "...: warning: ... declares
+ * no params: not checked ...", not counted either.
  * @p findings_out gets the number of findings.  TUTTI_ERR_NO_MEMORY, with
  * nothing written, when memory runs out.
  */

@@ -122,12 +122,19 @@ static const tutti_alg_ops_t gb_ops = {
     .fini_context = free,
 };
 
+/* The rule parameters it reads with core->param_size(): none, so a rule
+ * that gives it one ("params: {chunk: 1M}") is refused when the
+ * configuration loads.  List the names it reads, {"chunk", NULL}, when it
+ * reads some; leaving .params unset (NULL) declares nothing, and any
+ * parameter reaches it unchecked. */
+static const char *const params[] = {NULL};
+
 static const tutti_alg_impl_t impls[] = {
     {.name = IMPL,
      .description = "allreduce through rank 0 (a module template)",
      .collectives = TUTTI_COLL_BIT(TUTTI_COLL_ALLREDUCE),
      .device_types = TUTTI_DEVICE_BIT(TUTTI_DEVICE_CPU),
-     .ops = &gb_ops},
+     .ops = &gb_ops, .params = params},
 };
 
 TUTTI_MODULE_DEFINE("template", "1.0.0", impls);

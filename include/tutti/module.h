@@ -75,7 +75,28 @@
  * core's phase service (tutti_alg_exec_phase()), 1.5 the rule parameters
  * an implementation reads (tutti_alg_impl_t.params), each at the end of its
  * struct; the loader reads a module's rows at its own minor's
- * size.  A change that cannot be made that way is
+ * size.
+ *
+ * ABI growth rule, kept by every field added since 1.0: a field added to
+ * a table a module fills means, when it is zero or NULL, what the module
+ * did before the field existed, so an old module's source rebuilt
+ * against this header behaves as it did.  per_rank_collectives 0: equal
+ * counts only (1.1); aliases NULL: no other name (1.2); flags 0: host
+ * memory, launched in any order (1.3); group_ops NULL: no group state,
+ * supports NULL: takes every call it matches (1.3); params NULL: not
+ * declared, so any rule parameter is handed over unchecked as before
+ * (1.5; an implementation that reads none declares an empty list,
+ * {NULL}).  What the core hands a module grows the same way (phase NULL:
+ * nothing records phases, 1.4).  A new meaning that zero cannot carry
+ * takes a new value or a new field, never a new reading of zero.
+ *
+ * Loading follows no pointer blindly: every table a descriptor points to
+ * (implementations, ops tables, lists) and every string (names,
+ * descriptions, aliases, parameter names) must lie within the module's
+ * own loaded segments, a string's NUL before its segment ends, and a
+ * table within the variable that holds it where the file keeps a symbol
+ * table.  A pointer into another object or unmapped memory is refused,
+ * naming the file, the implementation's index and the field.  A change that cannot be made that way is
  * major 2: this header is then copied unchanged to include/tutti/abi/
  * alg_v1.h and core/plugin/ gets one adapter that wraps a v1 descriptor
  * into a v2 one, so v1 modules keep loading; a module of tests/modules
@@ -321,8 +342,9 @@ typedef struct {
                                         (TUTTI_COUNT_PER_RANK) */
     /* ABI 1.2: */
     const char *const *aliases; /**< other names that select it (names it
-                                     had before), NULL-terminated; NULL for
-                                     none.  Unique like names. */
+                                     had before), NULL-terminated, at most
+                                     TUTTI_ALIASES_MAX; NULL for none.
+                                     Unique like names. */
     /* ABI 1.3: */
     uint32_t flags;             /**< TUTTI_IMPL_DEVICE_MEMORY,
                                      TUTTI_IMPL_ORDERED */
@@ -330,13 +352,18 @@ typedef struct {
     const char *const *params;  /**< the rule parameters it reads with
                                      core->param_size ("chunk", ...),
                                      NULL-terminated, at most
-                                     TUTTI_PARAMS_MAX; NULL: none.  A rule
-                                     that gives it another is refused when
-                                     the configuration loads, naming the
-                                     file, line and the ones it reads. */
+                                     TUTTI_PARAMS_MAX: a rule that gives
+                                     it another is refused when the
+                                     configuration loads, naming the file,
+                                     line and the ones it reads.  An empty
+                                     list ({NULL}): it reads none.  NULL:
+                                     not declared (as before 1.5): every
+                                     rule parameter reaches it unchecked,
+                                     and tutti-info --lint warns */
 } tutti_alg_impl_t;
 
 #define TUTTI_PARAMS_MAX 16 /* parameter names one implementation reads */
+#define TUTTI_ALIASES_MAX 16 /* other names of one implementation */
 
 typedef struct {
     uint32_t abi_major;

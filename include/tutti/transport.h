@@ -32,7 +32,23 @@
  * (chan_attach_bell, chan_sleep), chan_set_single_copy_range and the
  * transport's optional sleep (read
  * each where the size of its table covers it); the loader reads a 2.0
- * descriptor by its size.  A change that cannot be made that way is major 3: this header
+ * descriptor by its size.
+ *
+ * ABI growth rule, kept by every field added since 2.0: a field added to
+ * a table a module fills means, when it is zero or NULL, what the module
+ * did before the field existed, so an old module's source rebuilt
+ * against this header behaves as it did: settings NULL and num_settings
+ * 0: no settings rows, values read with config_get as in 2.0 (2.1);
+ * peer_alive, reachable, peer_error NULL: cannot tell, serves every peer,
+ * no detail (2.0); sleep NULL: the core yields instead (2.3).  What the
+ * core hands a transport grows the same way: group->verify 0 is off
+ * (2.2), group->sleep 0 never sleeps (2.3).  A new meaning that zero
+ * cannot carry takes a new value or a new field, never a new reading of
+ * zero.  The loader follows no pointer of a descriptor (ops table, names,
+ * settings rows and their texts) that does not lie within the module's
+ * own loaded segments.
+ *
+ * A change that cannot be made that way is major 3: this header
  * is then copied unchanged to include/tutti/abi/tp_v2.h and core/plugin/
  * gets one adapter that wraps a v2 descriptor into a v3 one, so v2 modules
  * keep loading; a module of tests/modules built against the frozen header

@@ -489,7 +489,10 @@ void tutti_info_print_config(const tutti_context_t *ctx, void *file);
  * rules for that no rule matches.  A rule whose implementation may decline
  * a call (as NCCL's do) takes no call from later rules.  Lines
  * "...: note: ..." (a rule for a device no loaded module runs on, naming an
- * implementation not loaded) are not findings.  @p findings_out gets the
+ * implementation not loaded) and "...: warning: ... declares no params: not
+ * checked ..." (a rule giving parameters to an implementation that does not
+ * list the ones it reads, so loading could not check them) are not
+ * findings.  @p findings_out gets the
  * number of findings.  The schema errors of a file are the context's: its
  * creation refuses the file, naming file:line:column.
  */

@@ -1,9 +1,12 @@
 /*
  * Fuzz target: the checks the loader makes on a module before it trusts
  * it (core/plugin/check.c): the file's ELF headers before dlopen maps it
- * (the input is the file), and the names and texts a descriptor hands the
- * core (the input split at its first NUL).  A file that passes the ELF
- * check must have the headers the check promises within its bytes.
+ * (the input is the file), the lookup of the symbol table's object that
+ * holds an address (core/plugin/image.c, reading the same file: its
+ * sections and symbols are the input's), and the names and texts a
+ * descriptor hands the core (the input split at its first NUL).  A file
+ * that passes the ELF check must have the headers the check promises
+ * within its bytes; an object found must be one of the input's.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -18,6 +21,7 @@
 #include "base/log.h"
 #include "fuzz_memfile.h"
 #include "plugin/check.h"
+#include "plugin/image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -39,6 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_memfile_set(&file, data, size);
     if (tutti__elf_check(file.path, why, sizeof(why)) && size < 64)
         abort(); /* passed with less than an ELF header */
+    uint64_t avail = 0, at = size >= 8 ? data[size - 1] * 64u : 0;
+    char name[64];
+    if (tutti__elf_object(file.path, at, &avail, name, sizeof(name)) &&
+        (avail == 0 || strlen(name) == 0 || strlen(name) >= sizeof(name)))
+        abort(); /* an object holds at least the byte asked about */
     size_t n = size < sizeof(text) - 1 ? size : sizeof(text) - 1;
     memcpy(text, data, n);
     text[n] = '\0';

@@ -247,7 +247,7 @@ static void test_refused_module(void **state)
     run_kit("", B "/tests/modules/bad/.libs/mod_baddesc.so", 1);
     assert_non_null(strstr(out, "mod_baddesc.so: refused by the loader: "
                                 "malformed table: description of "
-                                "implementation 'TestBadDesc'"));
+                                "implementation 1 ('TestBadDesc')"));
     /* A file that is no module at all. */
     run_kit("", TUTTI_TEST_SRCDIR "/README.md", 1);
     assert_non_null(strstr(out, "README.md: refused by the loader: not an "

@@ -275,6 +275,64 @@ static void test_listing_names_former_names(void **state)
     }
 }
 
+/* A module whose descriptor counts 2 implementations while its table
+ * holds 1 (and the other modules of tests/modules/stray, whose pointers
+ * lie outside them), on TUTTI_MODULE_PATH: tutti-info lists each as
+ * refused, naming the file and why, and a job of two processes warns of
+ * them and runs on the shipped modules, every element exact.  Before,
+ * tutti-info and every job died of SIGSEGV at load. */
+static void test_stray_modules_on_path(void **state)
+{
+    char out[32768];
+    const char *path = "TUTTI_MODULE_PATH=" TUTTI_TEST_BUILDDIR
+                       "/tests/modules/stray ";
+    const char *info = "TUTTI_MODULE_PATH=" TUTTI_TEST_BUILDDIR
+                       "/tests/modules/stray " INFO;
+    (void)state;
+    test_run_ok(info, 1, out, sizeof(out));
+    const char *const want[] = {
+        "/tests/modules/stray/.libs/mod_shorttable.so: malformed table: the "
+        "table of 2 implementations at ",
+        "/tests/modules/stray/.libs/tp_shortset.so: malformed settings: the "
+        "table of 3 rows at ",
+        "/tests/modules/stray/.libs/mod_libcptr.so: malformed table: "
+        "description of implementation 1 ('TestLibcPtr') at ",
+        "  RingAllreduce "};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (strstr(out, want[i]) == NULL) {
+            test_show(info, out);
+            fail_msg("tutti-info's listing lacks '%s'", want[i]);
+        }
+    }
+    static const char *const stray[] = {
+        "mod_shorttable", "mod_libcptr", "mod_stackptr", "mod_nonul",
+        "mod_opspast", "mod_opssize", "tp_libcops", "tp_shortset",
+        "tp_docptr"};
+    for (size_t i = 0; i < sizeof(stray) / sizeof(stray[0]); i++) {
+        char line[1024];
+        snprintf(line, sizeof(line), "  refused  " TUTTI_TEST_BUILDDIR
+                 "/tests/modules/stray/.libs/%s.so: malformed ", stray[i]);
+        if (strstr(out, line) == NULL) {
+            test_show(info, out);
+            fail_msg("tutti-info does not list %s as refused", stray[i]);
+        }
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%sTUTTI_LOG_LEVEL=warn " TUTTI_TEST_BUILDDIR
+             "/tools/tutti-run -n 2 " TUTTI_TEST_BUILDDIR "/tools/tutti-perf "
+             "-c allreduce -b 8 -e 256K -f 8 -n 2 -w 1", path);
+    test_run_ok(cmd, 1, out, sizeof(out));
+    if (strstr(out, "warn registry: module " TUTTI_TEST_BUILDDIR
+                    "/tests/modules/stray/.libs/mod_shorttable.so refused: "
+                    "malformed table: the table of 2 implementations") ==
+            NULL ||
+        test_count_of(out, "       0  ") < 6) {
+        test_show(cmd, out);
+        fail_msg("the job did not warn of the short table and run its 6 "
+                 "sizes exactly");
+    }
+}
+
 /* A call on CUDA devices, asked on this machine: where the nccl module is
  * built and no GPU can be used it declines with the CUDA runtime's reason,
  * and selection falls through to the host's ring (staged); in a build
@@ -305,7 +363,7 @@ static void test_explain_cuda_falls_through(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[NCASES + 5];
+    struct CMUnitTest tests[NCASES + 6];
     size_t k = 0;
     for (; k < NCASES; k++)
         tests[k] = (struct CMUnitTest){cases[k].name, run_case, NULL, NULL,
@@ -317,5 +375,6 @@ int main(void)
         (struct CMUnitTest)cmocka_unit_test(test_listing_names_former_names);
     tests[k++] =
         (struct CMUnitTest)cmocka_unit_test(test_explain_cuda_falls_through);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_stray_modules_on_path);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,33 @@ static void test_module_template(void **state)
     run_ok("rm \"$(pkg-config --variable=moduledir tutti)/alg_template.so\"");
 }
 
+/* A module source written before ABI 1.5 (its rows set no params field),
+ * rebuilt against the installed headers: it declares no parameters, so a
+ * rule's parameter reaches it as before (it refuses every value but 42,
+ * so a run that passes shows the value arrived), and the lint warns that
+ * it went unchecked.  Before, the configuration was refused at load. */
+static void test_undeclared_params(void **state)
+{
+    (void)state;
+    run_ok("mkdir -p %s/work/marker && cp %s/tests/modules/mod_marker.c "
+           "%s/tests/modules/mod_common.h %s/work/marker/ && cc -shared -fPIC "
+           "-fvisibility=hidden -Wall -Wextra -Werror $(pkg-config --cflags "
+           "tutti) -o %s/work/marker/mod_marker.so %s/work/marker/mod_marker.c",
+           top, SRC, SRC, top, top, top);
+    run_ok("printf 'selection:\n  - { collective: allreduce, algorithm: "
+           "TestMarker, params: { marker: 42 } }\n' > %s/work/marker.yaml && "
+           "TUTTI_CONFIG=%s/work/marker.yaml TUTTI_MODULE_PATH=%s/work/marker "
+           "tutti-run -n 1 tutti-perf -b 8 -e 64 -f 8 -n 2 -w 1", top, top,
+           top);
+    expect_rows("TestMarker", 2); /* 8 and 64 B */
+    run_ok("TUTTI_CONFIG=%s/work/marker.yaml TUTTI_MODULE_PATH=%s/work/marker "
+           "tutti-info --lint %s/work/marker.yaml", top, top, top);
+    if (strstr(out, "marker.yaml:2:5: warning: implementation 'TestMarker' "
+                    "(module testmarker) declares no params: not checked "
+                    "(marker)") == NULL)
+        fail_msg("tutti-info --lint:\n%s", out);
+}
+
 /* The transport template: every peer (and the control plane) meets
  * through it, results exact. */
 static void test_transport_template(void **state)
@@ -255,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_pkg_config),
         cmocka_unit_test(test_module_template),
         cmocka_unit_test(test_transport_template),
+        cmocka_unit_test(test_undeclared_params),
         cmocka_unit_test(test_client),
         cmocka_unit_test(test_uninstall),
     };

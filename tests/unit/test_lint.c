@@ -26,16 +26,18 @@
 #define CUDA TUTTI_DEVICE_BIT(TUTTI_DEVICE_CUDA)
 
 /* Host implementations serve CUDA groups too (the core stages); Gpu runs
- * on CUDA alone and may decline a call, as NCCL's do. */
+ * on CUDA alone and may decline a call, as NCCL's do.  Both declares no
+ * rule parameters (a module of ABI 1.4 or older), the others do. */
 static const tutti__lint_impl_t impls[] = {
-    {"Ring", "ring", COLL(ALLREDUCE), 0, CPU, CPU | CUDA, 0},
-    {"Small", "tree", COLL(ALLREDUCE), 0, CPU, CPU | CUDA, 0},
-    {"Gather", "ring", COLL(ALLGATHER), COLL(ALLGATHER), CPU, CPU | CUDA, 0},
-    {"GatherEq", "tree", COLL(ALLGATHER), 0, CPU, CPU | CUDA, 0},
+    {"Ring", "ring", COLL(ALLREDUCE), 0, CPU, CPU | CUDA, 0, 1},
+    {"Small", "tree", COLL(ALLREDUCE), 0, CPU, CPU | CUDA, 0, 1},
+    {"Gather", "ring", COLL(ALLGATHER), COLL(ALLGATHER), CPU, CPU | CUDA, 0,
+     1},
+    {"GatherEq", "tree", COLL(ALLGATHER), 0, CPU, CPU | CUDA, 0, 1},
     {"Both", "both", COLL(ALLREDUCE) | COLL(ALLGATHER), COLL(ALLGATHER), CPU,
-     CPU | CUDA, 0},
-    {"Bcast", "tree", COLL(BROADCAST), 0, CPU, CPU | CUDA, 0},
-    {"Gpu", "gpu", COLL(ALLREDUCE), 0, CUDA, CUDA, 1},
+     CPU | CUDA, 0, 0},
+    {"Bcast", "tree", COLL(BROADCAST), 0, CPU, CPU | CUDA, 0, 1},
+    {"Gpu", "gpu", COLL(ALLREDUCE), 0, CUDA, CUDA, 1, 1},
 };
 #define NIMPLS (sizeof(impls) / sizeof(impls[0]))
 #define HOST_IMPLS (NIMPLS - 1) /* without Gpu: no module runs on cuda */
@@ -296,6 +298,24 @@ static void test_counts_that_never_match(void **state)
          2);
 }
 
+/* Parameters for an implementation that declares none (params NULL:
+ * module ABI 1.4 and older, or a row that sets none) were taken unchecked
+ * when the file loaded: a warning, not a finding.  Loading checked those
+ * of one that declares its own, so nothing is said of them. */
+static void test_undeclared_params_warned(void **state)
+{
+    lint(state,
+         "  - { collective: allgather, size: 0-1K, algorithm: Both,"
+         " params: { marker: 42, chunk: 1M } }\n"
+         "  - { collective: allgather, algorithm: Gather, params: "
+         "{ chunk: 1M } }\n"
+         "  - { collective: allreduce, algorithm: Both }\n",
+         "@:2:5: warning: implementation 'Both' (module both) declares no "
+         "params: not checked (marker, chunk); expected its module to list "
+         "the ones it reads\n",
+         0);
+}
+
 /* TUTTI_ALGO's rules come first at run time but are not the file's. */
 static void test_env_rules_left_out(void **state)
 {
@@ -330,6 +350,7 @@ int main(void)
         T(test_overlap),
         T(test_counts_that_never_match),
         T(test_env_rules_left_out),
+        T(test_undeclared_params_warned),
 #undef T
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

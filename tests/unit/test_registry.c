@@ -140,8 +140,8 @@ static const struct {
                       "answers to 'TestSelfAlias' twice"},
     {"mod_badalias", "implementation 'TestCopy' already registered by "
                      "module 'testgood' ("},
-    {"mod_badparams", "malformed table: implementation 'TestParamsTwice' "
-                      "lists parameter 'chunk' twice"},
+    {"mod_badparams", "malformed table: implementation 1 "
+                      "('TestParamsTwice') lists parameter 'chunk' twice"},
 };
 
 static void test_bad_modules_refused(void **state)
@@ -691,8 +691,8 @@ static void test_forged_names_refused(void **state)
 {
     assert_refused(*state, "mod_badname", "implementation 1's name: byte 11 "
                    "is 0x0a; expected 1 to 63 of [A-Za-z0-9_.-]");
-    assert_refused(*state, "mod_baddesc", "description of implementation "
-                   "'TestBadDesc': byte 7 is 0x1b; expected printable "
+    assert_refused(*state, "mod_baddesc", "description of implementation 1 "
+                   "('TestBadDesc'): byte 7 is 0x1b; expected printable "
                    "ASCII");
     for (size_t i = 0;; i++) {
         tutti_impl_info_t im;
