@@ -181,7 +181,8 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     }
     ctx = calloc(1, sizeof(*ctx));
     if (ctx == NULL)
-        return TUTTI_ERR_NO_MEMORY;
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "context",
+                            "tutti_context_create: no memory for a context");
     if ((st = learn_job(params, &boot)) != TUTTI_OK)
         goto err_free;
     /* Every task reads the same config: task 0 alone logs its errors and
@@ -348,15 +349,21 @@ tutti_status_t tutti_info_explain(const tutti_context_t *ctx,
                                               : impl_out == NULL ? "impl_out"
                                                                  : "buf");
     *impl_out = NULL;
-    if ((unsigned)query->collective >= TUTTI_COLL_COUNT ||
-        (unsigned)query->device_type >= TUTTI_DEVICE_COUNT ||
-        (unsigned)query->dtype >= TUTTI_DTYPE_COUNT)
+    if ((unsigned)query->collective >= TUTTI_COLL_COUNT)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "select", "tutti_info_"
-                            "explain: collective %d, device type %d, dtype "
-                            "%d: expected values of tutti_collective_t, "
-                            "tutti_device_type_t, tutti_dtype_t",
-                            (int)query->collective, (int)query->device_type,
-                            (int)query->dtype);
+                            "explain: query->collective %d is not a "
+                            "tutti_collective_t; expected 0 to %d",
+                            (int)query->collective, TUTTI_COLL_COUNT - 1);
+    if ((unsigned)query->device_type >= TUTTI_DEVICE_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "select", "tutti_info_"
+                            "explain: query->device_type %d is not a "
+                            "tutti_device_type_t; expected 0 to %d",
+                            (int)query->device_type, TUTTI_DEVICE_COUNT - 1);
+    if ((unsigned)query->dtype >= TUTTI_DTYPE_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "select", "tutti_info_"
+                            "explain: query->dtype %d is not a tutti_dtype_t; "
+                            "expected 0 to %d", (int)query->dtype,
+                            TUTTI_DTYPE_COUNT - 1);
     const tutti__accept_t accept = {&ctx->reg, NULL};
     const tutti__rule_t *rule = tutti__select(
         &ctx->cfg, query, tutti__registry_accept, &accept, buf, buflen);

@@ -58,22 +58,6 @@ bool tutti__uint_value(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
-tutti_status_t tutti__parse_size(const char *s, uint64_t *out)
-{
-    uint64_t v;
-
-    if (s == NULL || out == NULL)
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "no size given");
-    if (!tutti__size_value(s, &v))
-        return tutti__error_quiet(TUTTI_ERR_INVALID_ARG,
-                                  "'%s' is not a size; expected a whole "
-                                  "number of bytes with an optional K, M, G "
-                                  "or T suffix, e.g. 4096 or 64K",
-                                  s);
-    *out = v;
-    return TUTTI_OK;
-}
-
 /* "LO-HI", "LO-", "-HI" or "N"; bounds are sizes or plain integers <= max.
  * An open upper bound is @p max. */
 int tutti__range_value(const char *s, bool sizes, uint64_t max,

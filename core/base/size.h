@@ -41,10 +41,6 @@ int tutti__range_value(const char *s, bool sizes, uint64_t max, uint64_t *lo,
 /** A finite number of seconds above 0. */
 bool tutti__seconds_value(const char *s, double *out);
 
-/** "64K" -> 65536 (K, M, G, T binary suffixes, optional B, case-insensitive);
- *  TUTTI_ERR_INVALID_ARG, with the detail recorded quietly, for anything
- *  else. */
-tutti_status_t tutti__parse_size(const char *s, uint64_t *out);
 /** "0-16K", "1M-" (open), "-4K", "64" (exact) -> inclusive bounds. */
 tutti_status_t tutti__parse_size_range(const char *s, uint64_t *lo_out,
                                        uint64_t *hi_out);

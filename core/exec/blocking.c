@@ -22,16 +22,17 @@ static uint64_t helper_key(const tutti_instance_params_t *p)
     return h | (1ULL << 63);
 }
 
-static tutti_status_t run_blocking(tutti_group_t *g,
+/* The helper @p call: its errors name it. */
+static tutti_status_t run_blocking(tutti_group_t *g, const char *call,
                                    tutti_instance_params_t *p,
                                    const void *sendbuf, void *recvbuf)
 {
     tutti_request_t *r;
-    tutti_status_t st = tutti__group_check(g, "blocking collective");
+    tutti_status_t st = tutti__group_check(g, call);
     if (st != TUTTI_OK)
         return st;
     p->instance_key = helper_key(p);
-    st = tutti__execute(g, p, sendbuf, recvbuf, &r);
+    st = tutti__execute(g, p, sendbuf, recvbuf, call, &r);
     if (st != TUTTI_OK)
         return st;
     st = tutti_request_wait(r);
@@ -40,10 +41,10 @@ static tutti_status_t run_blocking(tutti_group_t *g,
 }
 
 /* Every blocking helper with a count per rank. */
-static tutti_status_t run_simple(tutti_group_t *g, tutti_collective_t coll,
-                                 const void *sendbuf, void *recvbuf,
-                                 size_t count, tutti_dtype_t dtype,
-                                 tutti_op_t op, int root)
+static tutti_status_t run_simple(tutti_group_t *g, const char *call,
+                                 tutti_collective_t coll, const void *sendbuf,
+                                 void *recvbuf, size_t count,
+                                 tutti_dtype_t dtype, tutti_op_t op, int root)
 {
     tutti_instance_params_t p;
     tutti_instance_params_init(&p);
@@ -52,62 +53,62 @@ static tutti_status_t run_simple(tutti_group_t *g, tutti_collective_t coll,
     p.dtype = dtype;
     p.op = op;
     p.root = root;
-    return run_blocking(g, &p, sendbuf, recvbuf);
+    return run_blocking(g, call, &p, sendbuf, recvbuf);
 }
 
 tutti_status_t tutti_allreduce(tutti_group_t *g, const void *sendbuf,
                                void *recvbuf, size_t count,
                                tutti_dtype_t dtype, tutti_op_t op)
 {
-    return run_simple(g, TUTTI_COLL_ALLREDUCE, sendbuf, recvbuf, count,
-                      dtype, op, 0);
+    return run_simple(g, "tutti_allreduce", TUTTI_COLL_ALLREDUCE, sendbuf,
+                      recvbuf, count, dtype, op, 0);
 }
 
 tutti_status_t tutti_broadcast(tutti_group_t *g, void *buf, size_t count,
                                tutti_dtype_t dtype, int root)
 {
-    return run_simple(g, TUTTI_COLL_BROADCAST, buf, buf, count, dtype,
-                      TUTTI_OP_SUM, root);
+    return run_simple(g, "tutti_broadcast", TUTTI_COLL_BROADCAST, buf, buf,
+                      count, dtype, TUTTI_OP_SUM, root);
 }
 
 tutti_status_t tutti_reduce(tutti_group_t *g, const void *sendbuf,
                             void *recvbuf, size_t count, tutti_dtype_t dtype,
                             tutti_op_t op, int root)
 {
-    return run_simple(g, TUTTI_COLL_REDUCE, sendbuf, recvbuf, count, dtype,
-                      op, root);
+    return run_simple(g, "tutti_reduce", TUTTI_COLL_REDUCE, sendbuf, recvbuf,
+                      count, dtype, op, root);
 }
 
 tutti_status_t tutti_allgather(tutti_group_t *g, const void *sendbuf,
                                void *recvbuf, size_t count,
                                tutti_dtype_t dtype)
 {
-    return run_simple(g, TUTTI_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
-                      TUTTI_OP_SUM, 0);
+    return run_simple(g, "tutti_allgather", TUTTI_COLL_ALLGATHER, sendbuf,
+                      recvbuf, count, dtype, TUTTI_OP_SUM, 0);
 }
 
 tutti_status_t tutti_gather(tutti_group_t *g, const void *sendbuf,
                             void *recvbuf, size_t count, tutti_dtype_t dtype,
                             int root)
 {
-    return run_simple(g, TUTTI_COLL_GATHER, sendbuf, recvbuf, count, dtype,
-                      TUTTI_OP_SUM, root);
+    return run_simple(g, "tutti_gather", TUTTI_COLL_GATHER, sendbuf, recvbuf,
+                      count, dtype, TUTTI_OP_SUM, root);
 }
 
 tutti_status_t tutti_reduce_scatter(tutti_group_t *g, const void *sendbuf,
                                     void *recvbuf, size_t count,
                                     tutti_dtype_t dtype, tutti_op_t op)
 {
-    return run_simple(g, TUTTI_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count,
-                      dtype, op, 0);
+    return run_simple(g, "tutti_reduce_scatter", TUTTI_COLL_REDUCE_SCATTER,
+                      sendbuf, recvbuf, count, dtype, op, 0);
 }
 
 tutti_status_t tutti_alltoall(tutti_group_t *g, const void *sendbuf,
                               void *recvbuf, size_t count,
                               tutti_dtype_t dtype)
 {
-    return run_simple(g, TUTTI_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
-                      TUTTI_OP_SUM, 0);
+    return run_simple(g, "tutti_alltoall", TUTTI_COLL_ALLTOALL, sendbuf,
+                      recvbuf, count, dtype, TUTTI_OP_SUM, 0);
 }
 
 tutti_status_t tutti_allgatherv(tutti_group_t *g, const void *sendbuf,
@@ -130,7 +131,7 @@ tutti_status_t tutti_allgatherv(tutti_group_t *g, const void *sendbuf,
     p.send_count = send_count;
     p.recv_capacity = recv_capacity;
     p.instance_key = helper_key(&p);
-    st = tutti__execute(g, &p, sendbuf, recvbuf, &r);
+    st = tutti__execute(g, &p, sendbuf, recvbuf, "tutti_allgatherv", &r);
     if (st != TUTTI_OK)
         return st;
     st = tutti_request_wait(r);
@@ -149,5 +150,6 @@ tutti_status_t tutti_allgatherv(tutti_group_t *g, const void *sendbuf,
 tutti_status_t tutti_barrier(tutti_group_t *g)
 {
     unsigned char in = 0, out;
-    return tutti_allreduce(g, &in, &out, 1, TUTTI_UINT8, TUTTI_OP_MAX);
+    return run_simple(g, "tutti_barrier", TUTTI_COLL_ALLREDUCE, &in, &out, 1,
+                      TUTTI_UINT8, TUTTI_OP_MAX, 0);
 }

@@ -23,26 +23,27 @@ int tutti__coll_per_rank(const tutti_instance_params_t *p)
 }
 
 static tutti_status_t check_permutation(const tutti_instance_params_t *p,
-                                        int n)
+                                        int n, const char *call)
 {
     unsigned char seen[256], *mark = seen;
+    unsigned long long key = (unsigned long long)p->instance_key;
     tutti_status_t st = TUTTI_OK;
 
     if (p->permutation == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "permute needs a permutation of %d entries",
-                            (unsigned long long)p->instance_key, n);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: permute needs a permutation of %d "
+                            "entries", call, key, n);
     if (n > (int)sizeof(seen) && (mark = calloc((size_t)n, 1)) == NULL)
-        return TUTTI_ERR_NO_MEMORY;
+        return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "%s: instance "
+                            "0x%llx: no memory to check a permutation of %d "
+                            "entries", call, key, n);
     memset(mark, 0, n > (int)sizeof(seen) ? (size_t)n : sizeof(seen));
     for (int r = 0; r < n; r++) {
         int to = p->permutation[r];
         if (to < 0 || to >= n || mark[to]) {
-            st = tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
+            st = tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
                               "0x%llx: permutation[%d] = %d: expected each "
-                              "of 0..%d once",
-                              (unsigned long long)p->instance_key, r, to,
-                              n - 1);
+                              "of 0..%d once", call, key, r, to, n - 1);
             break;
         }
         mark[to] = 1;
@@ -53,44 +54,55 @@ static tutti_status_t check_permutation(const tutti_instance_params_t *p,
 }
 
 tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
-                                          int group_size)
+                                          int group_size, const char *call)
 {
     unsigned long long key = (unsigned long long)p->instance_key;
     tutti_collective_t c = p->collective;
 
-    if ((unsigned)c >= TUTTI_COLL_COUNT ||
-        (unsigned)p->dtype >= TUTTI_DTYPE_COUNT ||
-        (unsigned)p->op >= TUTTI_OP_COUNT)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
-                            "instance 0x%llx: collective %d, dtype %d, op %d: "
-                            "expected values of tutti_collective_t, "
-                            "tutti_dtype_t, tutti_op_t", key, (int)c,
-                            (int)p->dtype, (int)p->op);
+    /* Each field named alone, as the caller wrote it, with its range. */
+    if ((unsigned)c >= TUTTI_COLL_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: collective %d is not a "
+                            "tutti_collective_t; expected 0 to %d", call, key,
+                            (int)c, TUTTI_COLL_COUNT - 1);
+    if ((unsigned)p->dtype >= TUTTI_DTYPE_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: dtype %d is not a tutti_dtype_t; "
+                            "expected 0 to %d", call, key, (int)p->dtype,
+                            TUTTI_DTYPE_COUNT - 1);
+    if ((unsigned)p->op >= TUTTI_OP_COUNT)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: op %d is not a tutti_op_t; expected 0 "
+                            "to %d", call, key, (int)p->op,
+                            TUTTI_OP_COUNT - 1);
     if (tutti_collective_rooted(c) && (p->root < 0 || p->root >= group_size))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec",
-                            "instance 0x%llx: %s root %d outside the group's "
-                            "ranks 0..%d", key, tutti_collective_name(c),
-                            p->root, group_size - 1);
+                            "%s: instance 0x%llx: %s root %d outside the "
+                            "group's ranks 0..%d", call, key,
+                            tutti_collective_name(c), p->root,
+                            group_size - 1);
     if (tutti__coll_per_rank(p)) {
         if (c != TUTTI_COLL_ALLGATHER && c != TUTTI_COLL_REDUCE_SCATTER &&
             c != TUTTI_COLL_ALLTOALL)
-            return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance "
+            return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
                                 "0x%llx: %s has no per-rank counts (only "
                                 "allgather, reduce_scatter and alltoall)",
-                                key, tutti_collective_name(c));
+                                call, key, tutti_collective_name(c));
     } else if (p->count > SIZE_MAX / 8 / (size_t)group_size) {
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "count %zu too large", key, p->count);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: count %zu too large", call, key,
+                            p->count);
     }
     if (tutti_collective_reduces(c) &&
         (scales(p->pre_scale) || scales(p->post_scale)) &&
         !tutti_dtype_is_float(p->dtype))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "pre_scale %g, post_scale %g: scaling applies to "
-                            "floating types, not %s", key, p->pre_scale,
-                            p->post_scale, tutti_dtype_name(p->dtype));
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: pre_scale %g, post_scale %g: scaling "
+                            "applies to floating types, not %s", call, key,
+                            p->pre_scale, p->post_scale,
+                            tutti_dtype_name(p->dtype));
     if (c == TUTTI_COLL_PERMUTE)
-        return check_permutation(p, group_size);
+        return check_permutation(p, group_size, call);
     return TUTTI_OK;
 }
 
@@ -172,7 +184,7 @@ static tutti_status_t io_elems(const tutti_instance_params_t *p,
 tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
                                       int rank, int group_size,
                                       const void *sendbuf, const void *recvbuf,
-                                      uint64_t *bytes_out)
+                                      const char *call, uint64_t *bytes_out)
 {
     size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
     tutti_status_t st = io_elems(p, p->counts, rank, group_size, &in,
@@ -188,9 +200,9 @@ tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
     if (p->collective == TUTTI_COLL_BROADCAST && rank != p->root)
         in = 0;
     if ((in > 0 && sendbuf == NULL) || (out > 0 && recvbuf == NULL && !query))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx "
-                            "(%s) rank %d: NULL %s for %zu elements",
-                            (unsigned long long)p->instance_key,
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx (%s) rank %d: NULL %s for %zu elements",
+                            call, (unsigned long long)p->instance_key,
                             tutti_collective_name(p->collective), rank,
                             in > 0 && sendbuf == NULL ? "sendbuf" : "recvbuf",
                             in > 0 && sendbuf == NULL ? in : out);

@@ -25,15 +25,17 @@ typedef struct tutti__stage {
 /** 1 if the instance's counts are given per rank, per execution. */
 int tutti__coll_per_rank(const tutti_instance_params_t *p);
 /** Checks what is fixed for the instance (collective, dtype, op, root,
- *  count, scales, permutation); records the error. */
+ *  count, scales, permutation); records the error, naming the public
+ *  @p call the parameters came through. */
 tutti_status_t tutti__coll_check_instance(const tutti_instance_params_t *p,
-                                          int group_size);
-/** Checks one execution's buffers and per-rank counts; @p bytes_out gets
- *  the bytes this member sends in. */
+                                          int group_size, const char *call);
+/** Checks one execution's buffers and per-rank counts, as
+ *  tutti__coll_check_instance() does; @p bytes_out gets the bytes this
+ *  member sends in. */
 tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
                                       int rank, int group_size,
                                       const void *sendbuf, const void *recvbuf,
-                                      uint64_t *bytes_out);
+                                      const char *call, uint64_t *bytes_out);
 /** Elements this member receives, when that follows from the call alone
  *  (0 when the implementation reports it). */
 size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,

@@ -278,9 +278,11 @@ tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key);
 /** The group's instance table (@p n buckets, a power of two). */
 tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n);
 /** Checks what is fixed for an instance, and that @p p is a whole params
- *  struct. */
+ *  struct; the error names @p call, the public function @p p came
+ *  through. */
 tutti_status_t tutti__instance_check(const tutti_group_t *g,
-                                     const tutti_instance_params_t *p);
+                                     const tutti_instance_params_t *p,
+                                     const char *call);
 /** Records a new instance and proposes it to the coordinator. */
 tutti_status_t tutti__instance_new(tutti_group_t *g,
                                    const tutti_instance_params_t *p,
@@ -346,11 +348,12 @@ void tutti__cuda_end(tutti_request_t *r);
 void tutti__group_abort_modules(tutti_group_t *g, const char *why);
 
 /* execute.c */
-/** tutti_execute() for the library's own keys (the blocking helpers). */
+/** tutti_execute() for the library's own keys (the blocking helpers);
+ *  errors name @p call, the public function called. */
 tutti_status_t tutti__execute(tutti_group_t *g,
                               const tutti_instance_params_t *params,
                               const void *sendbuf, void *recvbuf,
-                              tutti_request_t **request_out);
+                              const char *call, tutti_request_t **request_out);
 
 /* progress.c */
 /** One pass of the progress engine; returns how much moved.  It advances

@@ -32,13 +32,14 @@ tutti_status_t tutti_execute(tutti_group_t *g,
                             "library's blocking helpers: expected a key "
                             "below 2^63",
                             (unsigned long long)params->instance_key);
-    return tutti__execute(g, params, sendbuf, recvbuf, request_out);
+    return tutti__execute(g, params, sendbuf, recvbuf, "tutti_execute",
+                          request_out);
 }
 
 tutti_status_t tutti__execute(tutti_group_t *g,
                               const tutti_instance_params_t *params,
                               const void *sendbuf, void *recvbuf,
-                              tutti_request_t **request_out)
+                              const char *call, tutti_request_t **request_out)
 {
     tutti_status_t st;
     tutti__instance_t *inst;
@@ -60,16 +61,17 @@ tutti_status_t tutti__execute(tutti_group_t *g,
         params = &whole;
     }
     if (params == NULL || params->size < sizeof(*params))
-        return tutti__instance_check(g, params);
+        return tutti__instance_check(g, params, call);
     /* What is fixed for the instance is checked in full on its first
      * execution; later ones must repeat it (check_same), which costs a
      * few comparisons instead of the full check. */
     uint64_t bytes = 0;
     inst = tutti__instance_find(g, params->instance_key);
     if (inst == NULL) {
-        if ((st = tutti__instance_check(g, params)) != TUTTI_OK ||
+        if ((st = tutti__instance_check(g, params, call)) != TUTTI_OK ||
             (st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
-                                         recvbuf, &bytes)) != TUTTI_OK ||
+                                         recvbuf, call, &bytes)) !=
+                TUTTI_OK ||
             (st = tutti__cuda_check_buffers(g, params, sendbuf, recvbuf)) !=
                 TUTTI_OK ||
             (st = tutti__instance_new(g, params, &inst)) != TUTTI_OK)
@@ -81,15 +83,16 @@ tutti_status_t tutti__execute(tutti_group_t *g,
                                             "no memory to keep it)");
     } else if ((st = tutti__instance_check_same(g, inst, params)) != TUTTI_OK ||
                (st = tutti__coll_check_exec(params, g->rank, g->size,
-                                            sendbuf, recvbuf, &bytes)) !=
-                   TUTTI_OK) {
+                                            sendbuf, recvbuf, call,
+                                            &bytes)) != TUTTI_OK) {
         return st;
     }
     if (params->num_wait_for > TUTTI_MAX_WAIT_FOR ||
         (params->num_wait_for > 0 && params->wait_for == NULL))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance 0x%llx: "
-                            "%zu wait_for keys: expected at most %d, in an "
-                            "array", (unsigned long long)params->instance_key,
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
+                            "0x%llx: %zu wait_for keys: expected at most %d, "
+                            "in an array", call,
+                            (unsigned long long)params->instance_key,
                             params->num_wait_for, TUTTI_MAX_WAIT_FOR);
     if ((r = tutti__request_get(g)) == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, "exec", "group 0x%llx: no "
@@ -175,9 +178,10 @@ void tutti_request_free(tutti_request_t *r)
         tutti__request_check(r, "tutti_request_free") != TUTTI_OK)
         return;
     if (r->status == TUTTI_INPROGRESS) {
-        tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_free on "
-                     "a request still in progress (instance 0x%llx); not "
-                     "freed", (unsigned long long)r->inst->params.instance_key);
+        tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_free: "
+                     "request %p (instance 0x%llx) is still in progress; "
+                     "not freed", (void *)r,
+                     (unsigned long long)r->inst->params.instance_key);
         return;
     }
     tutti_group_t *g = r->group;

@@ -130,26 +130,42 @@ tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
         return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
                             "tutti_group_locality: locality_out is NULL");
     if (rank < 0 || rank >= group->size)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
-                            "rank %d outside 0..%d",
-                            (unsigned long long)group->key, rank,
-                            group->size - 1);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
+                            "tutti_group_locality: group 0x%llx: rank %d "
+                            "outside 0..%d", (unsigned long long)group->key,
+                            rank, group->size - 1);
     *locality_out = group->localities[rank];
     return TUTTI_OK;
 }
 
+/* A host or a rank outside the group is a NULL callers probe for (is
+ * there a second host?): recorded quietly. */
 const char *tutti_group_host(const tutti_group_t *group, int host)
 {
     if (tutti__group_check(group, "tutti_group_host") != TUTTI_OK)
         return NULL;
-    return host >= 0 && host < group->num_hosts ? group->hosts[host] : NULL;
+    if (host < 0 || host >= group->num_hosts) {
+        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_group_host: group "
+                           "0x%llx: host %d outside 0..%d",
+                           (unsigned long long)group->key, host,
+                           group->num_hosts - 1);
+        return NULL;
+    }
+    return group->hosts[host];
 }
 
 const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank)
 {
     if (tutti__group_check(group, "tutti_group_pci_bus_id") != TUTTI_OK)
         return NULL;
-    return rank >= 0 && rank < group->size ? group->pci_ids[rank] : NULL;
+    if (rank < 0 || rank >= group->size) {
+        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_group_pci_bus_id: "
+                           "group 0x%llx: rank %d outside 0..%d",
+                           (unsigned long long)group->key, rank,
+                           group->size - 1);
+        return NULL;
+    }
+    return group->pci_ids[rank];
 }
 
 /* This member's place in the group the coordinator formed; the group
@@ -245,30 +261,40 @@ static tutti_status_t connect_group(tutti_group_t *g)
     return st;
 }
 
+/* tutti_group_join()'s params, each field named as tutti.h names it. */
 static tutti_status_t check_group_params(const tutti_group_params_t *p)
 {
-    if (p == NULL || p->size < offsetof(tutti_group_params_t, device_order))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group params "
-                            "missing or older than this library (size %zu)",
-                            p ? p->size : 0);
-    if (p->group_size < 1 || p->device_index < 0)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "group",
-                            "group 0x%llx: group size %d, device index %d: "
-                            "expected size >= 1 and index >= 0",
-                            (unsigned long long)p->group_key, p->group_size,
-                            p->device_index);
+    const char *call = "tutti_group_join";
+    unsigned long long key = p ? (unsigned long long)p->group_key : 0;
+
+    if (p == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: params is "
+                            "NULL", call);
+    if (p->size < offsetof(tutti_group_params_t, device_order))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: "
+                            "params->size %zu: expected %zu, or at least %zu "
+                            "from an older header (tutti_group_params_init "
+                            "sets it)", call, p->size, sizeof(*p),
+                            offsetof(tutti_group_params_t, device_order));
+    if (p->group_size < 1)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group "
+                            "0x%llx: group_size %d: expected at least 1",
+                            call, key, p->group_size);
+    if (p->device_index < 0)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group "
+                            "0x%llx: device_index %d: expected at least 0",
+                            call, key, p->device_index);
     if ((unsigned)p->device_type >= TUTTI_DEVICE_COUNT)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
-                            "device type %d: expected a tutti_device_type_t",
-                            (unsigned long long)p->group_key,
-                            (int)p->device_type);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group "
+                            "0x%llx: device_type %d is not a "
+                            "tutti_device_type_t; expected 0 to %d", call,
+                            key, (int)p->device_type, TUTTI_DEVICE_COUNT - 1);
     if (p->size >= sizeof(*p) && p->device_order != TUTTI_ORDER_TASK &&
         p->device_order != TUTTI_ORDER_TOPOLOGY)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "group 0x%llx: "
-                            "device_order %d: expected TUTTI_ORDER_TASK or "
-                            "TUTTI_ORDER_TOPOLOGY",
-                            (unsigned long long)p->group_key,
-                            (int)p->device_order);
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group "
+                            "0x%llx: device_order %d: expected "
+                            "TUTTI_ORDER_TASK or TUTTI_ORDER_TOPOLOGY", call,
+                            key, (int)p->device_order);
     return TUTTI_OK;
 }
 

@@ -4,6 +4,7 @@
  * it decides is set up once; later executions must repeat the first one's
  * fixed parameters.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,19 @@ tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key)
 }
 
 tutti_status_t tutti__instance_check(const tutti_group_t *g,
-                                     const tutti_instance_params_t *p)
+                                     const tutti_instance_params_t *p,
+                                     const char *call)
 {
-    if (p == NULL || p->size < sizeof(*p))
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "instance params "
-                            "missing or older than this library (size %zu)",
-                            p ? p->size : 0);
-    return tutti__coll_check_instance(p, g->size);
+    if (p == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: params is "
+                            "NULL", call);
+    if (p->size < sizeof(*p))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: params->size "
+                            "%zu: expected %zu, or at least %zu from an "
+                            "older header (tutti_instance_params_init sets "
+                            "it)", call, p->size, sizeof(*p),
+                            offsetof(tutti_instance_params_t, stream));
+    return tutti__coll_check_instance(p, g->size, call);
 }
 
 /* The module of the chosen implementation keeps state per group: made

@@ -434,7 +434,8 @@ tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
             requests[i]->state == TUTTI__HANDLE_LIVE)
             continue;
         char call[64];
-        snprintf(call, sizeof(call), "tutti_request_wait_all[%zu]", i);
+        snprintf(call, sizeof(call), "tutti_request_wait_all: requests[%zu]",
+                 i);
         if ((first = tutti__request_check(requests[i], call)) != TUTTI_OK)
             return first;
     }
@@ -455,8 +456,8 @@ tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
 {
     wait_state_t w[TUTTI_MAX_WAIT_ANY] = {{0, 0}};
     if (n == 0 || n > TUTTI_MAX_WAIT_ANY)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "wait_any on %zu "
-                            "requests: expected 1..%d", n,
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_"
+                            "wait_any: n is %zu: expected 1..%d requests", n,
                             TUTTI_MAX_WAIT_ANY);
     if (requests == NULL || index_out == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_"
@@ -467,7 +468,8 @@ tutti_status_t tutti_request_wait_any(tutti_request_t *const *requests,
             requests[i]->state == TUTTI__HANDLE_LIVE)
             continue;
         char call[64];
-        snprintf(call, sizeof(call), "tutti_request_wait_any[%zu]", i);
+        snprintf(call, sizeof(call), "tutti_request_wait_any: requests[%zu]",
+                 i);
         tutti_status_t st = tutti__request_check(requests[i], call);
         if (st != TUTTI_OK)
             return st;

@@ -288,11 +288,18 @@ static tutti_status_t learn_tasks(const tutti_context_params_t *p,
         b->source = "single task";
         b->vars = "no launcher variables";
     }
-    if (b->task < 0 || b->num_tasks < 1 || b->task >= b->num_tasks)
+    if (b->task < 0 || b->num_tasks < 1 || b->task >= b->num_tasks) {
+        /* From the API both were given: named as tutti.h names them. */
+        if (strcmp(b->source, "api") == 0)
+            return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
+                                "tutti_context_create: params task %d, "
+                                "num_tasks %d: expected 0 <= task < "
+                                "num_tasks", b->task, b->num_tasks);
         return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
                             "task %d of %d tasks: expected 0 <= task < tasks "
                             "(TUTTI_RANK and TUTTI_SIZE go together)",
                             b->task, b->num_tasks);
+    }
     if (strcmp(b->source, "tutti-run/TUTTI") == 0)
         return read_local("TUTTI_LOCAL_RANK", "TUTTI_LOCAL_SIZE",
                           b->num_tasks, &b->local_task, &b->local_num_tasks);

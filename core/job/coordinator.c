@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/types.h"
 #include "job/coord_decide.h"
 #include "job/coordinator.h"
 #include "job/wire.h"
@@ -551,7 +552,9 @@ static void field_text(const tutti__inst_payload_t *p, int f, char *buf,
 {
     const char *s = NULL;
     switch (f) {
-    case 0: s = tutti_collective_name((tutti_collective_t)p->collective); break;
+    case 0:
+        s = tutti__collective_name((tutti_collective_t)p->collective);
+        break;
     case 1: s = tutti_dtype_name((tutti_dtype_t)p->dtype); break;
     case 2:
         if (p->count == (uint64_t)TUTTI_COUNT_PER_RANK)
@@ -559,7 +562,7 @@ static void field_text(const tutti__inst_payload_t *p, int f, char *buf,
         else
             snprintf(buf, len, "%llu", (unsigned long long)p->count);
         return;
-    case 3: s = tutti_op_name((tutti_op_t)p->op); break;
+    case 3: s = tutti__op_name((tutti_op_t)p->op); break;
     case 4: snprintf(buf, len, "%d", p->root); return;
     case 5: snprintf(buf, len, "%g", p->pre_scale); return;
     case 6: snprintf(buf, len, "%g", p->post_scale); return;

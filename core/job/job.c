@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/types.h"
 #include "job/job.h"
 
 tutti_status_t tutti__job_init(tutti__job_t *job, int task, int num_tasks,
@@ -165,6 +166,6 @@ void tutti__job_copy_text(char *dst, size_t dst_len, const char *src,
 
 const char *tutti__job_dev_name(int type)
 {
-    const char *n = tutti_device_type_name((tutti_device_type_t)type);
+    const char *n = tutti__device_type_name((tutti_device_type_t)type);
     return n ? n : "?";
 }

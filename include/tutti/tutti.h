@@ -12,15 +12,19 @@
  * Threads: a context may be used from several threads; one group member
  * (device) must be driven by one thread at a time.
  *
- * Misuse: every call checks its pointers and handles.  A NULL where an
- * object is needed, a group used after tutti_group_leave() or a request
- * after tutti_request_free() (or after its group was left) is refused
- * with TUTTI_ERR_INVALID_ARG and a tutti_last_error() naming the
- * argument; calls returning void or a value then just return (-1 or NULL
- * for values).  The memory of left groups and freed requests is kept for
- * later ones, so a handle's slot taken again by a later join or execution
- * names the new object, as a reused file descriptor does.  Every failing
- * call sets tutti_last_error().
+ * Misuse: every call checks its pointers, handles and values.  A NULL
+ * where an object is needed, a group used after tutti_group_leave() or a
+ * request after tutti_request_free() (or after its group was left), a
+ * value outside its enum, or a rank, host or index outside the group or
+ * table is refused with TUTTI_ERR_INVALID_ARG (or the error the call
+ * documents) and a tutti_last_error() naming the function, the argument
+ * and its value; calls returning void or a value then just return (-1 or
+ * NULL for values).  The memory of left groups and freed requests is kept
+ * for later ones, so a handle's slot taken again by a later join or
+ * execution names the new object, as a reused file descriptor does.
+ * Every failing call sets tutti_last_error(), except the inline
+ * tutti_dtype_name() and tutti_dtype_size() (tutti/types.h).  A NULL a
+ * call documents as accepted ("NULL ok") is no failure.
  */
 #ifndef TUTTI_TUTTI_H
 #define TUTTI_TUTTI_H
@@ -53,7 +57,11 @@ const char *tutti_strerror(tutti_status_t status);
  * Detail of the last error recorded on the calling thread: what failed, with
  * the values involved (file:line, key, rank, module path, errno text).
  * Borrowed; valid until the next Tutti call on this thread.  Empty string if
- * no error was recorded.
+ * no error was recorded.  The error is logged once where it is found,
+ * except by the lookups a caller probes (the name and parse functions of
+ * tutti/types.h, tutti_group_host(), tutti_group_pci_bus_id(), and the
+ * TUTTI_ERR_NOT_FOUND of tutti_info_module() and tutti_info_impl()),
+ * which only record it.
  */
 const char *tutti_last_error(void);
 
@@ -90,7 +98,7 @@ void tutti_context_destroy(tutti_context_t *ctx);
  * a detail naming this task and @p reason.  Other tasks learn it within
  * milliseconds through the control plane.  Afterwards only
  * tutti_group_leave() and tutti_context_destroy() are useful; a new context
- * may then be created.
+ * may then be created.  @p reason may be NULL ("(no reason given)").
  */
 tutti_status_t tutti_abort(tutti_context_t *ctx, const char *reason);
 
@@ -172,11 +180,12 @@ int tutti_group_size(const tutti_group_t *group);
 tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
                                     tutti_locality_t *locality_out);
 /** Name of host number @p host of the group (as in tutti_locality_t), or
- *  NULL; borrowed for the group's life. */
+ *  NULL for a host outside the group (recorded, not logged: a caller may
+ *  probe for a second host); borrowed for the group's life. */
 const char *tutti_group_host(const tutti_group_t *group, int host);
 /** PCI bus id of the GPU of rank @p rank ("0000:3b:00.0", as CUDA writes
- *  it), "" for a cpu member, NULL for a rank outside the group; borrowed
- *  for the group's life. */
+ *  it), "" for a cpu member, NULL for a rank outside the group (recorded,
+ *  not logged); borrowed for the group's life. */
 const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank);
 
 /* ---- executions ----------------------------------------------------------- */

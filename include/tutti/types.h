@@ -117,7 +117,9 @@ static inline int tutti_dtype_is_float(tutti_dtype_t dtype)
            dtype == TUTTI_FLOAT32 || dtype == TUTTI_FLOAT64;
 }
 
-/** Size in bytes of one element of @p dtype; 0 for an invalid value. */
+/** Size in bytes of one element of @p dtype; 0 for an invalid value.
+ *  Inline for modules that do not link libtutti, so it sets no
+ *  tutti_last_error(). */
 inline size_t tutti_dtype_size(tutti_dtype_t dtype)
 {
     static const size_t sizes[] = {
@@ -129,7 +131,10 @@ inline size_t tutti_dtype_size(tutti_dtype_t dtype)
 }
 
 /** Names as used in YAML and logs ("float32", "sum", "allreduce", "cpu").
- *  Return a static string, or NULL for an invalid value. */
+ *  Return a static string, or NULL for an invalid value.  tutti_dtype_name()
+ *  is inline for modules that do not link libtutti and sets no
+ *  tutti_last_error(); the other three record one naming the value (not
+ *  logged: callers probe). */
 inline const char *tutti_dtype_name(tutti_dtype_t dtype)
 {
     /* An invalid value reads the NULL entry at the end: a NULL from a
@@ -147,7 +152,10 @@ inline const char *tutti_dtype_name(tutti_dtype_t dtype)
 const char *tutti_op_name(tutti_op_t op);
 const char *tutti_collective_name(tutti_collective_t coll);
 const char *tutti_device_type_name(tutti_device_type_t type);
-/** Parse a name back; return TUTTI_ERR_NOT_FOUND for an unknown name. */
+/** Parse a name back; return TUTTI_ERR_NOT_FOUND for an unknown name,
+ *  TUTTI_ERR_INVALID_ARG for a NULL @p name or output.  Either way
+ *  tutti_last_error() names the argument (not logged: callers probe) and
+ *  the output is left as it was. */
 tutti_status_t tutti_dtype_parse(const char *name, tutti_dtype_t *dtype_out);
 tutti_status_t tutti_op_parse(const char *name, tutti_op_t *op_out);
 tutti_status_t tutti_collective_parse(const char *name,
@@ -156,7 +164,8 @@ tutti_status_t tutti_device_type_parse(const char *name,
                                        tutti_device_type_t *type_out);
 
 /** Parse a byte count: "4096", "64K", "1M", "2G" (binary suffixes K, M,
- *  G, T, optional B, any case).  TUTTI_ERR_INVALID_ARG otherwise. */
+ *  G, T, optional B, any case).  TUTTI_ERR_INVALID_ARG otherwise, or for a
+ *  NULL @p text or @p bytes_out, recorded as the parse functions do. */
 tutti_status_t tutti_size_parse(const char *text, uint64_t *bytes_out);
 
 #endif

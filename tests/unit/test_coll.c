@@ -168,7 +168,7 @@ static const arg_case_t arg_cases[] = {
     {10, TUTTI_COLL_REDUCE_SCATTER, TUTTI_UINT8, 4, 0, NULL, 0, 0.5, "buf",
      "out", BAD, "not uint8"},
     {12, TUTTI_COLL_ALLREDUCE, (tutti_dtype_t)TUTTI_DTYPE_COUNT, 4, 0, NULL,
-     0, 0, "buf", "out", BAD, "expected values of tutti_collective_t"},
+     0, 0, "buf", "out", BAD, "dtype 10 is not a tutti_dtype_t"},
 };
 #undef F32
 #undef BAD

@@ -330,11 +330,11 @@ static void test_parse_size(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-        assert_int_equal(tutti__parse_size(good[i].text, &v), TUTTI_OK);
+        assert_int_equal(tutti_size_parse(good[i].text, &v), TUTTI_OK);
         assert_int_equal(v, good[i].value);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        assert_int_equal(tutti__parse_size(bad[i], &v), TUTTI_ERR_INVALID_ARG);
+        assert_int_equal(tutti_size_parse(bad[i], &v), TUTTI_ERR_INVALID_ARG);
     assert_non_null(strstr(tutti_last_error(), "16777216T"));
 
     assert_int_equal(tutti__parse_size_range("0-16K", &lo, &hi), TUTTI_OK);

@@ -237,8 +237,8 @@ static void test_documented_limits(void **state)
         reqs[i] = r;
     assert_int_equal(tutti_request_wait_any(reqs, TUTTI_MAX_WAIT_ANY + 1,
                                             &index), TUTTI_ERR_INVALID_ARG);
-    assert_non_null(strstr(tutti_last_error(), "wait_any on 65 requests: "
-                           "expected 1..64"));
+    assert_non_null(strstr(tutti_last_error(), "tutti_request_wait_any: n "
+                           "is 65: expected 1..64"));
     assert_int_equal(tutti_request_wait_any(reqs, TUTTI_MAX_WAIT_ANY,
                                             &index), TUTTI_OK);
     assert_int_equal(index, 0);
