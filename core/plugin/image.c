@@ -90,6 +90,15 @@ static int seg_of(const tutti__image_t *img, uintptr_t a)
     return -1;
 }
 
+__attribute__((no_sanitize_address)) void
+tutti__image_copy(void *dst, const void *src, size_t bytes)
+{
+    const volatile unsigned char *s = src;
+    unsigned char *d = dst;
+    for (size_t i = 0; i < bytes; i++)
+        d[i] = s[i];
+}
+
 int tutti__image_holds(const tutti__image_t *img, const void *p,
                        size_t bytes)
 {

@@ -34,6 +34,12 @@ int tutti__image_find(tutti__image_t *img, void *handle, const char *file,
 int tutti__image_holds(const tutti__image_t *img, const void *p,
                        size_t bytes);
 
+/** Copies @p bytes from @p src, which the image holds, to @p dst: module
+ *  memory known to be mapped but not known to lie in one C object (the
+ *  rows of a stripped module's table that runs past its variable), so it
+ *  is read byte by byte, without the address sanitizer's object checks. */
+void tutti__image_copy(void *dst, const void *src, size_t bytes);
+
 /** A table of @p bytes at @p p lies in one segment, and within the object
  *  (variable) of the file's symbol table that holds @p p, where the file
  *  has a symbol table: else why, naming @p what ("implementation table").

@@ -333,13 +333,15 @@ static int tp_desc_ok(const tutti__registry_t *reg, const tutti__image_t *img,
 }
 
 /* The module's implementation rows as this core reads them (the module's
- * minor may be older), or NULL when memory runs out. */
+ * minor may be older), from a table the image holds, or NULL when memory
+ * runs out. */
 static tutti_alg_impl_t *read_rows(const tutti_module_desc_t *d)
 {
     size_t stride = tutti__row_size(d->abi_minor);
     tutti_alg_impl_t *rows = calloc(d->num_impls, sizeof(*rows));
     for (uint32_t i = 0; rows != NULL && i < d->num_impls; i++)
-        memcpy(&rows[i], (const char *)d->impls + i * stride, stride);
+        tutti__image_copy(&rows[i], (const char *)d->impls + i * stride,
+                          stride);
     return rows;
 }
 
