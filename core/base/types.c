@@ -13,7 +13,7 @@
 #include "base/log.h"
 #include "base/sbuf.h"
 #include "base/size.h"
-#include "base/types.h"
+#include "base/type_names.h"
 
 #define SIZE_EXPECTED                                                          \
     "a whole number of bytes with an optional K, M, G or T suffix and an "     \

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "base/types.h"
+#include "base/type_names.h"
 #include "job/coord_decide.h"
 #include "job/coordinator.h"
 #include "job/wire.h"

@@ -10,7 +10,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/types.h"
+#include "base/type_names.h"
 #include "job/job.h"
 
 tutti_status_t tutti__job_init(tutti__job_t *job, int task, int num_tasks,

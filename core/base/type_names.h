@@ -5,8 +5,8 @@
  * writes about values it may not have checked, so that a lookup never
  * replaces the cause already recorded.
  */
-#ifndef TUTTI_CORE_BASE_TYPES_H
-#define TUTTI_CORE_BASE_TYPES_H
+#ifndef TUTTI_CORE_BASE_TYPE_NAMES_H
+#define TUTTI_CORE_BASE_TYPE_NAMES_H
 
 #include <tutti/types.h>
 
