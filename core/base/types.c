@@ -58,35 +58,38 @@ const char *tutti__device_type_name(tutti_device_type_t type)
     return (unsigned)type < TUTTI_DEVICE_COUNT ? device_names[type] : NULL;
 }
 
-/* The public lookups record an invalid value quietly: callers probe. */
+/* What a public lookup returns: @p name, or NULL recorded quietly (callers
+ * probe), naming the function @p call, its argument @p arg of enum
+ * @p type, the value and the range. */
+static const char *looked_up(const char *name, const char *call,
+                             const char *arg, const char *type, int value,
+                             int count)
+{
+    if (name == NULL)
+        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "%s: %s %d is not a %s; "
+                           "expected 0 to %d", call, arg, value, type,
+                           count - 1);
+    return name;
+}
+
 const char *tutti_op_name(tutti_op_t op)
 {
-    const char *name = tutti__op_name(op);
-    if (name == NULL)
-        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_op_name: op %d is "
-                           "not a tutti_op_t; expected 0 to %d", (int)op,
-                           TUTTI_OP_COUNT - 1);
-    return name;
+    return looked_up(tutti__op_name(op), "tutti_op_name", "op", "tutti_op_t",
+                     (int)op, TUTTI_OP_COUNT);
 }
 
 const char *tutti_collective_name(tutti_collective_t coll)
 {
-    const char *name = tutti__collective_name(coll);
-    if (name == NULL)
-        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_collective_name: "
-                           "coll %d is not a tutti_collective_t; expected 0 "
-                           "to %d", (int)coll, TUTTI_COLL_COUNT - 1);
-    return name;
+    return looked_up(tutti__collective_name(coll), "tutti_collective_name",
+                     "coll", "tutti_collective_t", (int)coll,
+                     TUTTI_COLL_COUNT);
 }
 
 const char *tutti_device_type_name(tutti_device_type_t type)
 {
-    const char *name = tutti__device_type_name(type);
-    if (name == NULL)
-        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_device_type_name: "
-                           "type %d is not a tutti_device_type_t; expected "
-                           "0 to %d", (int)type, TUTTI_DEVICE_COUNT - 1);
-    return name;
+    return looked_up(tutti__device_type_name(type), "tutti_device_type_name",
+                     "type", "tutti_device_type_t", (int)type,
+                     TUTTI_DEVICE_COUNT);
 }
 
 /* @p names joined by ", ", for the messages of a refused parse. */

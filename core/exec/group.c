@@ -138,33 +138,35 @@ tutti_status_t tutti_group_locality(const tutti_group_t *group, int rank,
     return TUTTI_OK;
 }
 
-/* A host or a rank outside the group is a NULL callers probe for (is
- * there a second host?): recorded quietly. */
+/* Whether @p i is within 0..@p n - 1 (hosts, or ranks), for @p call; one
+ * outside is a NULL callers probe for (is there a second host?), recorded
+ * quietly, naming @p what. */
+static int in_group(const tutti_group_t *group, const char *call,
+                    const char *what, int i, int n)
+{
+    if (i >= 0 && i < n)
+        return 1;
+    tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "%s: group 0x%llx: %s %d "
+                       "outside 0..%d", call, (unsigned long long)group->key,
+                       what, i, n - 1);
+    return 0;
+}
+
 const char *tutti_group_host(const tutti_group_t *group, int host)
 {
-    if (tutti__group_check(group, "tutti_group_host") != TUTTI_OK)
+    const char *call = "tutti_group_host";
+    if (tutti__group_check(group, call) != TUTTI_OK ||
+        !in_group(group, call, "host", host, group->num_hosts))
         return NULL;
-    if (host < 0 || host >= group->num_hosts) {
-        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_group_host: group "
-                           "0x%llx: host %d outside 0..%d",
-                           (unsigned long long)group->key, host,
-                           group->num_hosts - 1);
-        return NULL;
-    }
     return group->hosts[host];
 }
 
 const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank)
 {
-    if (tutti__group_check(group, "tutti_group_pci_bus_id") != TUTTI_OK)
+    const char *call = "tutti_group_pci_bus_id";
+    if (tutti__group_check(group, call) != TUTTI_OK ||
+        !in_group(group, call, "rank", rank, group->size))
         return NULL;
-    if (rank < 0 || rank >= group->size) {
-        tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "tutti_group_pci_bus_id: "
-                           "group 0x%llx: rank %d outside 0..%d",
-                           (unsigned long long)group->key, rank,
-                           group->size - 1);
-        return NULL;
-    }
     return group->pci_ids[rank];
 }
 
