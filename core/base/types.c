@@ -111,7 +111,7 @@ static tutti_status_t find_name(const char *call, const char *what,
                                 const char *name, const void *out,
                                 int *index_out)
 {
-    char expected[128];
+    char expected[256];
 
     if (name != NULL && out == NULL)
         return tutti__error_quiet(TUTTI_ERR_INVALID_ARG, "%s: %s is NULL",

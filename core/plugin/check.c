@@ -273,6 +273,164 @@ int tutti__head_text_ok(const char *name, const char *version, char *why,
                              VERSION_MAX, 0, why, len);
 }
 
+#if __SIZEOF_POINTER__ == 8
+#define SYM_TYPE(info) ELF64_ST_TYPE(info)
+#else
+#define SYM_TYPE(info) ELF32_ST_TYPE(info)
+#endif
+
+/* ---- the file's symbol table -------------------------------------------- */
+
+static int read_at(int fd, void *buf, size_t bytes, uint64_t off,
+                   uint64_t size)
+{
+    return table_fits(off, 1, bytes, size) &&
+           pread(fd, buf, bytes, (off_t)off) == (ssize_t)bytes;
+}
+
+/* Section header @p i of the file into @p sh. */
+static int section(int fd, const ElfW(Ehdr) *eh, uint64_t size, unsigned i,
+                   ElfW(Shdr) *sh)
+{
+    return i < eh->e_shnum &&
+           read_at(fd, sh, sizeof(*sh), eh->e_shoff + (uint64_t)i * sizeof(*sh),
+                   size);
+}
+
+/* The symbol table to read: .symtab where the file kept it, else .dynsym;
+ * 0 if it has neither (well formed). */
+static int symbols(int fd, const ElfW(Ehdr) *eh, uint64_t size,
+                   ElfW(Shdr) *sym)
+{
+    ElfW(Shdr) sh;
+    int have = 0;
+    for (unsigned i = 0; i < eh->e_shnum && section(fd, eh, size, i, &sh);
+         i++) {
+        if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !have)) {
+            *sym = sh;
+            have = 1;
+            if (sh.sh_type == SHT_SYMTAB)
+                break;
+        }
+    }
+    return have && sym->sh_entsize == sizeof(ElfW(Sym)) &&
+           table_fits(sym->sh_offset, 1, sym->sh_size, size);
+}
+
+/* The name of symbol @p s into @p name: printable, cut to fit. */
+static void symbol_name(int fd, const ElfW(Ehdr) *eh, uint64_t size,
+                        const ElfW(Shdr) *sym, const ElfW(Sym) *s,
+                        char *name, size_t name_len)
+{
+    ElfW(Shdr) str;
+    size_t n = 0;
+    if (section(fd, eh, size, sym->sh_link, &str) &&
+        str.sh_type == SHT_STRTAB && s->st_name < str.sh_size) {
+        uint64_t left = str.sh_size - s->st_name;
+        n = name_len - 1 < left ? name_len - 1 : (size_t)left;
+        if (!read_at(fd, name, n, str.sh_offset + s->st_name, size))
+            n = 0;
+    }
+    name[n] = '\0';
+    n = strnlen(name, n);
+    for (size_t i = 0; i < n; i++)
+        if (name[i] < 0x20 || name[i] > 0x7e)
+            name[i] = '?';
+    if (n == 0)
+        snprintf(name, name_len, "(unnamed)");
+}
+
+int tutti__elf_object(const char *file, uint64_t vaddr, uint64_t *avail_out,
+                      char *name, size_t name_len)
+{
+    ElfW(Ehdr) eh;
+    ElfW(Shdr) sym;
+    ElfW(Sym) buf[128];
+    struct stat st;
+    int found = 0;
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        !read_at(fd, &eh, sizeof(eh), 0, (uint64_t)st.st_size) ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_shentsize != sizeof(ElfW(Shdr)) ||
+        !symbols(fd, &eh, (uint64_t)st.st_size, &sym))
+        goto out;
+    for (uint64_t off = 0; !found && off < sym.sh_size;) {
+        uint64_t left = (sym.sh_size - off) / sizeof(buf[0]);
+        size_t n = left < 128 ? (size_t)left : 128;
+        if (n == 0 || !read_at(fd, buf, n * sizeof(buf[0]),
+                               sym.sh_offset + off, (uint64_t)st.st_size))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            const ElfW(Sym) *s = &buf[i];
+            if (SYM_TYPE(s->st_info) != STT_OBJECT || s->st_size == 0 ||
+                s->st_shndx == SHN_UNDEF || vaddr < s->st_value ||
+                vaddr - s->st_value >= s->st_size)
+                continue;
+            *avail_out = s->st_size - (vaddr - s->st_value);
+            symbol_name(fd, &eh, (uint64_t)st.st_size, &sym, s, name,
+                        name_len);
+            found = 1;
+            break;
+        }
+        off += n * sizeof(buf[0]);
+    }
+out:
+    close(fd);
+    return found;
+}
+
+/* @p bytes from @p p within the symbol table's object that holds @p p,
+ * where the file names one. */
+static int in_object(const tutti__image_t *img, const char *what,
+                     const void *p, size_t bytes, char *why, size_t len)
+{
+    uint64_t avail;
+    char name[64];
+    if (!tutti__elf_object(img->file, (uint64_t)((uintptr_t)p - img->bias),
+                           &avail, name, sizeof(name)) ||
+        avail >= bytes)
+        return 1;
+    snprintf(why, len, "%s at %p (%zu bytes) runs past the end of '%s', "
+             "which holds %llu bytes from there", what, p, bytes, name,
+             (unsigned long long)avail);
+    return 0;
+}
+
+int tutti__table_ok(const tutti__image_t *img, const char *what,
+                    const void *p, size_t bytes, char *why, size_t len)
+{
+    if (p == NULL || bytes == 0) {
+        snprintf(why, len, "%s is missing (NULL or empty)", what);
+        return 0;
+    }
+    return tutti__image_span(img, what, p, bytes, why, len) &&
+           in_object(img, what, p, bytes, why, len);
+}
+
+int tutti__ops_table_ok(const tutti__image_t *img, const char *what,
+                        const void *p, size_t min_size, char *why,
+                        size_t len)
+{
+    size_t size;
+    if (p == NULL) {
+        snprintf(why, len, "%s is missing (NULL)", what);
+        return 0;
+    }
+    if (!tutti__image_span(img, what, p, sizeof(size), why, len))
+        return 0;
+    memcpy(&size, p, sizeof(size));
+    if (size < min_size) {
+        snprintf(why, len, "%s at %p says it is %zu bytes; expected at least "
+                 "%zu", what, p, size, min_size);
+        return 0;
+    }
+    return tutti__image_span(img, what, p, size, why, len) &&
+           in_object(img, what, p, size, why, len);
+}
+
 /* Bytes of any text a module hands the core, its NUL not counted: the
  * image checks read no further, and each kind of text then says what it
  * allows (names 63, descriptions 1023). */
@@ -301,7 +459,7 @@ int tutti__impls_in_image(const tutti__image_t *img,
     }
     snprintf(what, sizeof(what), "malformed table: the table of %u "
              "implementations", d->num_impls);
-    return tutti__image_table(img, what, d->impls,
+    return tutti__table_ok(img, what, d->impls,
                               d->num_impls * tutti__row_size(d->abi_minor),
                               why, len);
 }
@@ -374,7 +532,7 @@ int tutti__impl_ok(const tutti__image_t *img, const tutti_alg_impl_t *impl,
         return 0;
     /* supports (ABI 1.3) is optional: a table may end before it. */
     snprintf(what, sizeof(what), "malformed table: ops table of %s", who);
-    if (!tutti__image_sized(img, what, ops,
+    if (!tutti__ops_table_ok(img, what, ops,
                             offsetof(tutti_alg_ops_t, supports), why, len))
         return 0;
     if (ops->init_context == NULL || ops->run == NULL ||
@@ -399,7 +557,7 @@ int tutti__group_ops_ok(const tutti__image_t *img,
     const tutti_alg_group_ops_t *g = tutti__desc_group_ops(d);
     if (g == NULL)
         return 1;
-    if (!tutti__image_sized(img, "malformed group table", g, sizeof(*g), why,
+    if (!tutti__ops_table_ok(img, "malformed group table", g, sizeof(*g), why,
                             len))
         return 0;
     if ((g->init_group == NULL) != (g->fini_group == NULL)) {
@@ -414,7 +572,7 @@ int tutti__tp_ops_ok(const tutti__image_t *img,
                      const tutti_tp_module_desc_t *d, char *why, size_t len)
 {
     const tutti_tp_ops_t *ops = d->ops;
-    if (!tutti__image_sized(img, "malformed transport table", ops,
+    if (!tutti__ops_table_ok(img, "malformed transport table", ops,
                             offsetof(tutti_tp_ops_t, peer_alive), why, len))
         return 0;
     if (ops->connect == NULL || ops->send == NULL || ops->recv == NULL ||
@@ -569,7 +727,7 @@ void *tutti__read_desc(tutti__module_t *m, const tutti__image_t *img,
                  sizeof(h));
         return NULL;
     }
-    if (!tutti__image_table(img, "descriptor", sym, sizeof(h), why, len))
+    if (!tutti__image_span(img, "descriptor", sym, sizeof(h), why, len))
         return NULL;
     memcpy(&h, sym, sizeof(h));
     m->abi_major = h.abi_major;
@@ -601,7 +759,7 @@ void *tutti__read_desc(tutti__module_t *m, const tutti__image_t *img,
                  sym_size);
         return NULL;
     }
-    if (!tutti__image_table(img, "descriptor", sym, h.size, why, len))
+    if (!tutti__table_ok(img, "descriptor", sym, h.size, why, len))
         return NULL;
     size_t have = tp ? sizeof(tutti_tp_module_desc_t)
                      : sizeof(tutti_module_desc_t);

@@ -32,6 +32,32 @@
 int tutti__elf_check(const char *path, char *why, size_t len);
 
 /**
+ * The bytes from file address @p vaddr to the end of the object of
+ * @p file's symbol table (.symtab, else .dynsym) that holds it, into
+ * @p avail_out, and that object's name into @p name (may be cut).  0 when
+ * the file has no symbol table or no object there: then nothing is
+ * known.  Reads the file with bounds checked, so a malformed table is
+ * "nothing known", never a fault.
+ */
+int tutti__elf_object(const char *file, uint64_t vaddr, uint64_t *avail_out,
+                      char *name, size_t name_len);
+
+/** A table of @p bytes at @p p a descriptor points to lies in one segment
+ *  of the module (tutti__image_span()) and within the variable of the
+ *  file's symbol table that holds @p p, where the file keeps one: else
+ *  why, naming @p what ("malformed table: the table of 2
+ *  implementations").  NULL is refused. */
+int tutti__table_ok(const tutti__image_t *img, const char *what,
+                    const void *p, size_t bytes, char *why, size_t len);
+
+/** The same for a table whose first field, a size_t, gives its bytes (an
+ *  ops table): the field first, then at least @p min_size bytes, and as
+ *  many as it says. */
+int tutti__ops_table_ok(const tutti__image_t *img, const char *what,
+                        const void *p, size_t min_size, char *why,
+                        size_t len);
+
+/**
  * Whether @p name is 1 to TUTTI_NAME_MAX - 1 of [A-Za-z0-9_.-]: the
  * names of modules, implementations, aliases and transports, which logs,
  * rules and tutti-info print as they are.  @p what says whose name it is

@@ -2,9 +2,11 @@
  * A loaded module's image (internal): the address ranges its loadable
  * segments occupy once mapped, and checks that a table or a string a
  * descriptor points to lies inside one of them before the core reads
- * through it.  A pointer to another object (libc), to a stack or to
- * unmapped memory, a table longer than its segment and a string whose NUL
- * never comes before its segment ends are all refused, with why.
+ * through it (plugin/check.h adds the file's symbol table: a table must
+ * also lie within its variable).  A pointer to another object (libc), to
+ * a stack or to unmapped memory, a table longer than its segment and a
+ * string whose NUL never comes before its segment ends are all refused,
+ * with why.
  */
 #ifndef TUTTI_CORE_PLUGIN_IMAGE_H
 #define TUTTI_CORE_PLUGIN_IMAGE_H
@@ -30,30 +32,17 @@ typedef struct {
 int tutti__image_find(tutti__image_t *img, void *handle, const char *file,
                       char *why, size_t len);
 
-/** Whether the @p bytes (at least one) from @p p lie in one segment. */
-int tutti__image_holds(const tutti__image_t *img, const void *p,
-                       size_t bytes);
-
 /** Copies @p bytes from @p src, which the image holds, to @p dst: module
  *  memory known to be mapped but not known to lie in one C object (the
  *  rows of a stripped module's table that runs past its variable), so it
  *  is read byte by byte, without the address sanitizer's object checks. */
 void tutti__image_copy(void *dst, const void *src, size_t bytes);
 
-/** A table of @p bytes at @p p lies in one segment, and within the object
- *  (variable) of the file's symbol table that holds @p p, where the file
- *  has a symbol table: else why, naming @p what ("implementation table").
- *  NULL is refused. */
-int tutti__image_table(const tutti__image_t *img, const char *what,
-                       const void *p, size_t bytes, char *why, size_t len);
-
-/** The table of @p p whose first field, a size_t, gives its bytes (an
- *  ops table): the field lies in one segment, the size is at least
- *  @p min_size, and that many bytes lie in the same segment.  NULL is
- *  refused. */
-int tutti__image_sized(const tutti__image_t *img, const char *what,
-                       const void *p, size_t min_size, char *why,
-                       size_t len);
+/** The @p bytes (at least one) from @p p lie in one segment: else why,
+ *  naming @p what and where @p p points ("lies outside the module (in
+ *  libc.so.6)", "runs 12 bytes past the end of its segment"). */
+int tutti__image_span(const tutti__image_t *img, const char *what,
+                      const void *p, size_t bytes, char *why, size_t len);
 
 /** A string: it starts in a segment, and its NUL comes before the
  *  segment ends and within @p max bytes, so it can be read (what it may
@@ -69,16 +58,5 @@ int tutti__image_string(const tutti__image_t *img, const char *what,
 int tutti__image_strings(const tutti__image_t *img, const char *what,
                          const char *const *list, size_t max, size_t str_max,
                          char *why, size_t len);
-
-/**
- * The bytes from file address @p vaddr to the end of the object of
- * @p file's symbol table (.symtab, else .dynsym) that holds it, into
- * @p avail_out, and that object's name into @p name (may be cut).  0 when
- * the file has no symbol table or no object there: then nothing is
- * known.  Reads the file with bounds checked, so a malformed table is
- * "nothing known", never a fault.
- */
-int tutti__elf_object(const char *file, uint64_t vaddr, uint64_t *avail_out,
-                      char *name, size_t name_len);
 
 #endif

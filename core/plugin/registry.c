@@ -194,8 +194,8 @@ static int tp_settings_ok(const tutti__image_t *img,
     }
     snprintf(row_why, sizeof(row_why), "malformed settings: the table of %u "
              "rows", n);
-    if (!tutti__image_table(img, row_why, d->settings,
-                            n * sizeof(d->settings[0]), why, len))
+    if (!tutti__table_ok(img, row_why, d->settings,
+                         n * sizeof(d->settings[0]), why, len))
         return 0;
     void *scratch = calloc(1, d->settings_size);
     int ok = scratch != NULL;

@@ -4,7 +4,8 @@
  * segments before the core reads through the pointer.  The modules of
  * tests/modules/stray (a short implementation table, pointers into libc,
  * to a stack-like address and past the module, a parameter name without
- * its NUL before its segment ends, an ops table larger than its segment;
+ * its NUL before its segment ends, an ops table larger than its segment,
+ * a per-group table in libc;
  * a transport's ops pointer into libc, a short settings table, a setting's
  * doc at a stack-like address) are each refused with the field named,
  * while the good modules beside them load and run.  Before, the short
@@ -140,6 +141,8 @@ static void test_stray_modules_refused(void **state)
     REFUSED(ctx, "mod_opssize", "malformed table: ops table of "
             "implementation 1 ('TestOpsSize') at ", " (1048576 bytes) runs ",
             " bytes past the end of its segment");
+    REFUSED(ctx, "mod_groupptr", "malformed group table at ", " lies outside "
+            "the module (in lib");
     REFUSED(ctx, "tp_libcops", "malformed transport table at ", " lies "
             "outside the module (in lib");
     REFUSED(ctx, "tp_shortset", "malformed settings: the table of 3 rows at ",
@@ -152,7 +155,7 @@ static void test_stray_modules_refused(void **state)
     assert_string_equal(module_by_stem(ctx, "tp_docptr").name, "testdocptr");
     static const char *const theirs[] = {
         "TestShortTable", "TestLibcPtr", "TestStackPtr", "TestNoNul",
-        "TestOpsPast", "TestOpsSize"};
+        "TestOpsPast", "TestOpsSize", "TestGroupPtr"};
     for (size_t i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
         if (registered(ctx, theirs[i]))
             fail_msg("%s of a refused module is registered", theirs[i]);
