@@ -19,7 +19,7 @@ build_dir=${TUTTI_BUILD_DIR:-build}
 # plots beside ours).  groff-base and man-db: tests/unit/test_man renders
 # every man page with groff and man -l (skipped without them).
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
-          libyaml-dev libcmocka-dev openmpi-bin libopenmpi-dev iproute2
+          libyaml-dev libsodium-dev libcmocka-dev openmpi-bin libopenmpi-dev iproute2
           util-linux gnuplot-nox groff-base man-db)
 
 deps() {

@@ -16,7 +16,7 @@
 #define AT(field) offsetof(tutti__config_t, field)
 
 /* In the order of TUTTI_TP_VERIFY_* (transport.h). */
-static const char *const verify_modes[] = {"off", "checksum", NULL};
+static const char *const verify_modes[] = {"off", "checksum", "mac", NULL};
 
 const tutti_setting_t tutti__core_settings[] = {
     [TUTTI__SET_LOG_LEVEL] = {
@@ -65,7 +65,9 @@ const tutti_setting_t tutti__core_settings[] = {
         .name = "verify",
         .default_value = "off",
         .doc = "checksum: shm and tcp check a CRC32C of every chunk and "
-               "fail the transfer naming the sender where it differs",
+               "fail the transfer naming the sender where it differs; mac: "
+               "tcp checks a keyed tag (Poly1305 under the connection's "
+               "session key) instead, shm the CRC32C",
         .type = TUTTI_SETTING_CHOICE,
         .offset = AT(verify),
         .choices = verify_modes,

@@ -238,11 +238,14 @@ tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
         int split = c->p.local_num_tasks >= 0 && c->p.local_num_tasks < n;
         for (int t = 0; t < n; t++)
             c->task_host[t] = split ? t : 0;
+        /* Control frames are tagged wherever they cross a network (the
+         * coordinator's tables and answers must reach the members as it
+         * sent them). */
         tutti_tp_group_t tg = {sizeof(tg), c->p.job_id, CTRL_GROUP_KEY,
                                c->p.task, n, c->task_ids, c->p.task,
                                c->p.timeout, c->p.config, 8, 4096,
                                &tutti__tp_core_ops, NULL, c->task_host,
-                               NULL, TUTTI_TP_VERIFY_OFF, 0};
+                               NULL, TUTTI_TP_VERIFY_MAC, 0};
         if ((st = tutti__tp_mux_connect(c->p.transports, &tg, &c->tp,
                                         &c->ep)) != TUTTI_OK)
             goto err_free;

@@ -78,6 +78,14 @@ extern "C" {
                                         difference fails the receive with a
                                         line naming the sender, the key, the
                                         chunk's bytes and both sums */
+#define TUTTI_TP_VERIFY_MAC 2      /**< the same with a keyed tag where the
+                                        bytes cross a network (tcp: Poly1305
+                                        under the connection's session
+                                        key), so that no one between the
+                                        ends can alter them unseen; a
+                                        transport whose bytes only the job's
+                                        processes reach (shm) checks the
+                                        checksum */
 
 /** Bytes of one member's doorbell (ABI 2.3): memory every peer of the
  *  member can reach, aligned to 64 bytes and filled with zeros, that a

@@ -1,8 +1,10 @@
 /*
- * The tcp transport's SHA-256 and HMAC-SHA256 (transports/tcp/tcp_hmac.c)
- * against the standards' vectors: the FIPS 180-4 examples (and the
- * empty and million-'a' messages), RFC 4231's HMAC test cases 1-4, 6
- * and 7, and the hash fed in pieces of every size.
+ * The tcp transport's cryptography as it uses it: HMAC-SHA256
+ * (transports/tcp/tcp_hmac.h) against RFC 4231's test cases 1-4, 6 and
+ * 7, and the frame tags (tcp_mac.c): both ends of a connection derive
+ * the same session key and accept each other's frames in order, while a
+ * frame altered by one bit, replayed, taken out of order, sent back to
+ * its sender, or tagged under another handshake's key fails.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,46 +16,12 @@
 #include <cmocka.h>
 
 #include "../../transports/tcp/tcp_hmac.h"
+#include "../../transports/tcp/tcp_mac.h"
 
 static void hex(const unsigned char *d, char *out)
 {
     for (int i = 0; i < TCP_SHA256_LEN; i++)
         snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
-static void expect_sha(const void *msg, size_t len, size_t piece,
-                       const char *want)
-{
-    tcp_sha256_t s;
-    unsigned char d[TCP_SHA256_LEN];
-    char got[2 * TCP_SHA256_LEN + 1];
-    tcp_sha256_init(&s);
-    for (size_t off = 0; off < len; off += piece)
-        tcp_sha256_update(&s, (const char *)msg + off,
-                          len - off < piece ? len - off : piece);
-    tcp_sha256_final(&s, d);
-    hex(d, got);
-    assert_string_equal(got, want);
-}
-
-static void test_sha256_fips(void **state)
-{
-    static const char two_blocks[] =
-        "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-    static char million[1000000];
-    (void)state;
-    expect_sha("abc", 3, 3, "ba7816bf8f01cfea414140de5dae2223"
-                            "b00361a396177a9cb410ff61f20015ad");
-    expect_sha("", 0, 1, "e3b0c44298fc1c149afbf4c8996fb924"
-                         "27ae41e4649b934ca495991b7852b855");
-    for (size_t piece = 1; piece <= sizeof(two_blocks); piece++)
-        expect_sha(two_blocks, sizeof(two_blocks) - 1, piece,
-                   "248d6a61d20638b8e5c026930c3e6039"
-                   "a33ce45964ff2167f6ecedd419db06c1");
-    memset(million, 'a', sizeof(million));
-    expect_sha(million, sizeof(million), 4096,
-               "cdc76e5c9914fb9281a1c7e284d73e67"
-               "f1809a48a497200e046d39ccc7112cd0");
 }
 
 static void expect_hmac(const void *key, size_t kl, const void *msg,
@@ -112,10 +80,79 @@ static void test_equal_ct(void **state)
     assert_true(tcp_equal_ct("", "", 0));
 }
 
+/* The tag of @p msg as the next frame of @p m. */
+static void tag_of(tcp_mac_t *m, const char *msg, unsigned char t[TCP_TAG])
+{
+    tcp_mac_of(m, msg, strlen(msg), t);
+}
+
+/* Whether @p msg with tag @p t is the next frame @p m expects. */
+static int accepts(tcp_mac_t *m, const char *msg, const unsigned char *t)
+{
+    tcp_mac_begin(m);
+    tcp_mac_update(m, msg, strlen(msg));
+    return tcp_mac_check(m, t);
+}
+
+static void test_frame_tags(void **state)
+{
+    tcp_cred_t cred = {.secret_len = 32, .job_id = "job"};
+    tcp_hs_t hs;
+    tcp_chal_t ch;
+    tcp_proof_t pr;
+    unsigned char k1[TCP_KEY], k2[TCP_KEY], t1[TCP_TAG], t2[TCP_TAG];
+    tcp_mac_t o_out, o_in, a_out, a_in, x_out, x_in;
+    (void)state;
+    assert_int_equal(tcp_mac_lib_init(), 0);
+    memset(cred.secret, 0x5c, sizeof(cred.secret));
+    memset(&hs, 1, sizeof(hs));
+    memset(&ch, 2, sizeof(ch));
+    memset(&pr, 3, sizeof(pr));
+    tcp_session_key(&hs, &ch, &pr, &cred, k1);
+    tcp_session_key(&hs, &ch, &pr, &cred, k2);
+    assert_memory_equal(k1, k2, TCP_KEY); /* both ends alike */
+    tcp_mac_setup(&o_out, &o_in, k1, TCP_DIR_OPENER);
+    tcp_mac_setup(&a_out, &a_in, k2, TCP_DIR_ACCEPTER);
+
+    tag_of(&o_out, "frame 0", t1); /* in order: accepted */
+    assert_true(accepts(&a_in, "frame 0", t1));
+    tag_of(&o_out, "frame 1", t2);
+    assert_false(accepts(&a_in, "frame 0", t1)); /* replayed */
+    /* (A failed check fails the peer: each case below starts afresh.) */
+    tcp_mac_setup(&a_out, &a_in, k2, TCP_DIR_ACCEPTER);
+    tcp_mac_setup(&o_out, &o_in, k1, TCP_DIR_OPENER);
+    tag_of(&o_out, "frame 0", t1);
+    tag_of(&o_out, "frame 1", t2);
+    assert_false(accepts(&a_in, "frame 1", t2)); /* out of order */
+    tcp_mac_setup(&a_out, &a_in, k2, TCP_DIR_ACCEPTER);
+    assert_false(accepts(&a_in, "frame 1", t1)); /* altered text */
+    tcp_mac_setup(&a_out, &a_in, k2, TCP_DIR_ACCEPTER);
+    t1[5] ^= 1;
+    assert_false(accepts(&a_in, "frame 0", t1)); /* altered tag */
+    t1[5] ^= 1;
+    tcp_mac_setup(&a_out, &a_in, k2, TCP_DIR_ACCEPTER);
+    assert_true(accepts(&a_in, "frame 0", t1));
+    /* Reflected: the opener's own frame sent back to it. */
+    tcp_mac_setup(&o_out, &o_in, k1, TCP_DIR_OPENER);
+    assert_false(accepts(&o_in, "frame 0", t1));
+    /* Another handshake (one nonce differs): another key. */
+    ch.nonce[0] ^= 1;
+    tcp_session_key(&hs, &ch, &pr, &cred, k2);
+    assert_memory_not_equal(k1, k2, TCP_KEY);
+    tcp_mac_setup(&x_out, &x_in, k2, TCP_DIR_ACCEPTER);
+    assert_false(accepts(&x_in, "frame 0", t1));
+    /* A different secret: another key. */
+    ch.nonce[0] ^= 1;
+    cred.secret[0] ^= 1;
+    tcp_session_key(&hs, &ch, &pr, &cred, k2);
+    assert_memory_not_equal(k1, k2, TCP_KEY);
+    (void)x_out;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sha256_fips),
+        cmocka_unit_test(test_frame_tags),
         cmocka_unit_test(test_hmac_rfc4231),
         cmocka_unit_test(test_equal_ct),
     };

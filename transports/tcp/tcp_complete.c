@@ -42,6 +42,17 @@ void tcp_conn_close(tcp_ep_t *ep, conn_t *c)
     }
 }
 
+void tcp_conn_free(conn_t *c)
+{
+    if (c == NULL)
+        return;
+    tcp_wipe(&c->mac_out, sizeof(c->mac_out));
+    tcp_wipe(&c->mac_in, sizeof(c->mac_in));
+    tcp_wipe(&c->hs, sizeof(c->hs));
+    free(c->stage);
+    free(c);
+}
+
 static void chain(tutti_tp_op_t **list, tutti_tp_op_t *op)
 {
     if (op != NULL && op->done != DONE_MARK) {
@@ -106,7 +117,7 @@ void tcp_peer_fail(tcp_ep_t *ep, int peer, int remote_closed,
         unexp_t *u = p->unexp;
         p->unexp = u->next;
         chain(&fail, u->op);
-        free(u);
+        tcp_unexp_free(ep, u);
     }
     if (!p->left)
         snprintf(p->fail_text, sizeof(p->fail_text), "%s", text);

@@ -18,12 +18,14 @@
 
 #include "base/checksum.h"
 #include "tcp_int.h"
+#include "tcp_mac.h"
 
 #define FRAME_MAGIC 0x46545454u     /* "TTTF" */
 #define RING 256                    /* pieces queued per socket */
 #define STAGE_BYTES (64u << 10)     /* reduce-on-receive staging */
 #define MSG_MAX (UINT64_C(1) << 40)
 #define FRAME_SUM 1u                /* sum holds the body's checksum */
+#define FRAME_MAC 2u                /* tag holds the frame's MAC */
 #define INBUF 4096                  /* reads of less go through conn.in */
 
 /** The header of every frame on a data socket; its bytes follow. */
@@ -34,7 +36,10 @@ typedef struct {
     uint64_t msg_len;
     uint64_t frag_off;
     uint32_t sum;                   /* FRAME_SUM: of the body (verify) */
-    uint32_t flags;                 /* FRAME_SUM or 0 */
+    uint32_t flags;                 /* FRAME_SUM, FRAME_MAC or 0 */
+    unsigned char tag[TCP_TAG];     /* FRAME_MAC: of the header (this
+                                       field zero) and the body, as the
+                                       connection's next frame */
 } frame_t;
 
 /** A message that came before its receive was posted. */
@@ -75,6 +80,8 @@ typedef struct conn {
         } in;
     } hs;
     struct conn *next_pending;
+    tcp_mac_t mac_out, mac_in;      /* under the session key, once the
+                                       handshake passed */
     /* sending */
     piece_t ring[RING];
     unsigned head, tail;
@@ -160,12 +167,15 @@ typedef struct tcp_ep {
     int truncate;                   /* ...or cutting the frame short */
     int oversize;                   /* ...or claiming too long a message */
     unsigned frames_sent;
+    uint64_t unexp_bytes;           /* held aside now (tcp.unexpected) */
     int verify;                     /* group->verify: bodies summed */
+    int mac;                        /* group->verify is mac: frames
+                                       tagged */
     /* TUTTI_TEST_CORRUPT=R:N: rank R flips byte N of the first message of
      * more than N bytes it receives, after the sender summed it. */
     int corrupt_armed;
     uint64_t corrupt_at;
-    int check;                      /* verify or corrupt_armed */
+    int check;                      /* verify, mac or corrupt_armed */
 } tcp_ep_t;
 
 /* ---- tcp_complete.c ----------------------------------------------------- */
@@ -178,6 +188,9 @@ void tcp_note_error(tcp_ep_t *ep, tutti_status_t st, const char *text);
 
 /** Closes @p c's socket, if open, and stops watching it. */
 void tcp_conn_close(tcp_ep_t *ep, conn_t *c);
+
+/** Frees @p c (closed), wiping its keys. */
+void tcp_conn_free(conn_t *c);
 
 /** Fails peer @p peer: closes its sockets and ends each of its operations
  *  once, with TUTTI_ERR_PEER (with TUTTI_OK for sends to a peer that
@@ -202,6 +215,10 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op);
 
 /** Reads what socket @p c holds now, as far as receives take it. */
 void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
+
+/** Frees @p u, a message held aside, and gives its bytes back to the
+ *  endpoint's tcp.unexpected budget. */
+void tcp_unexp_free(tcp_ep_t *ep, unexp_t *u);
 
 /* ---- tcp_join.c --------------------------------------------------------- */
 

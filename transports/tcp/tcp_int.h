@@ -103,6 +103,8 @@ typedef struct {
     uint64_t ports[2];              /* 0, 0: any free port */
     uint64_t connections;           /* sockets per peer, 1 to
                                        TCP_CONNS_MAX */
+    uint64_t unexpected;            /* bytes an endpoint holds aside for
+                                       messages not yet received */
 } tcp_settings_t;
 
 /* ---- tp_tcp.c ----------------------------------------------------------- */

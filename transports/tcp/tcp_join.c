@@ -40,8 +40,7 @@ void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
                       "from %s: %s", (unsigned long long)ep->group_key,
                       ep->rank, c->from, reason);
     tcp_conn_close(ep, c);
-    free(c->stage);
-    free(c);
+    tcp_conn_free(c);
 }
 
 static void join(tcp_ep_t *ep, conn_t *c, int peer, unsigned index)
@@ -148,6 +147,18 @@ static void check_answer(tcp_ep_t *ep, conn_t *c)
     tcp_pending_drop(ep, c, NULL);
 }
 
+/* The handshake of @p c passed, seen from its end @p dir: the MAC keys
+ * of its frames from the transcript (while the proof is still in c->hs:
+ * the answer overwrites it). */
+static void keys(const tcp_ep_t *ep, conn_t *c, int dir)
+{
+    unsigned char key[TCP_KEY];
+    tcp_session_key(&c->hs.hs, &c->hs.chal, &c->hs.in.proof, &ep->cred,
+                    key);
+    tcp_mac_setup(&c->mac_out, &c->mac_in, key, dir);
+    tcp_wipe(key, sizeof(key));
+}
+
 /* A part of the exchange is in (the opening, the challenge or the
  * proof): check it and send the next; 0 to read on, -1 when @p c is
  * gone. */
@@ -181,6 +192,7 @@ static int step_done(tcp_ep_t *ep, conn_t *c)
         }
         next = &c->hs.in.proof;
         next_len = sizeof(c->hs.in.proof);
+        keys(ep, c, TCP_DIR_OPENER);
     }
     /* A few dozen bytes on a socket nothing else was sent on: they fit. */
     if (send(c->fd, next, next_len, MSG_NOSIGNAL) != (ssize_t)next_len) {
@@ -245,6 +257,7 @@ void tcp_read_pending(tcp_ep_t *ep, conn_t *c)
             tcp_pending_drop(ep, c, "secret mismatch (its proof is not of "
                                     "this job's secret)");
         } else {
+            keys(ep, c, TCP_DIR_ACCEPTER);
             check_incoming(ep, c);
         }
         return;

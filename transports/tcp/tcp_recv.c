@@ -136,13 +136,35 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
         }
         *up = u->next;
         deliver(op, 0, u->data, u->msg_len);
-        free(u);
+        tcp_unexp_free(ep, u);
         op->done = op->len;
         tcp_complete(ep, op, TUTTI_OK);
         return;
     }
     tcp_op_append(&p->posted_h, &p->posted_t, op);
     resume_held(ep, p);
+}
+
+void tcp_unexp_free(tcp_ep_t *ep, unexp_t *u)
+{
+    ep->unexp_bytes -= u->msg_len;
+    free(u);
+}
+
+/* A fragment whose message length differs from that of the message its
+ * key matched (the length every fragment of a message carries): it could
+ * write past that message's buffer, so the peer fails; -1. */
+static int garbled(tcp_ep_t *ep, conn_t *c, const char *what, uint64_t len)
+{
+    const frame_t *h = &c->rhdr;
+    tcp_peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
+                  "bytes (instance 0x%llx step %u tag %u) says its message "
+                  "has %llu bytes; it continues %s %llu bytes",
+                  (unsigned long long)h->frag_off, h->frag_len,
+                  (unsigned long long)h->key.instance, h->key.step,
+                  h->key.tag, (unsigned long long)h->msg_len, what,
+                  (unsigned long long)len);
+    return -1;
 }
 
 /* Where the fragment whose header @p c just read goes; 0, 1 (held until a
@@ -162,6 +184,8 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
             break;
         }
     }
+    if (c->rop != NULL && h->msg_len != c->rop->len)
+        return garbled(ep, c, "a fragment of a message of", c->rop->len);
     for (pp = &p->posted_h; c->rop == NULL && *pp; prev = *pp, pp = &(*pp)->next) {
         tutti_tp_op_t *op = *pp;
         if (!key_eq(&op->key, &h->key))
@@ -187,6 +211,9 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
             }
         }
     }
+    if (c->rux != NULL && h->msg_len != c->rux->msg_len)
+        return garbled(ep, c, "a fragment of a message held aside of",
+                       c->rux->msg_len);
     if (c->rop == NULL && c->rux == NULL && !dropped &&
         p->posted_h == NULL) {
         /* No receive from this peer is posted: its receive usually comes a
@@ -199,6 +226,17 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
     if (c->rop == NULL && c->rux == NULL && !dropped) {
         /* A receive for another message is waiting behind this one: take
          * this one aside so the socket flows again. */
+        if (h->msg_len > ep->set.unexpected - ep->unexp_bytes) {
+            tcp_peer_fail(ep, c->peer, 0, "a message of %llu bytes came "
+                          "before its receive (instance 0x%llx step %u tag "
+                          "%u) and %llu bytes are held aside already: over "
+                          "tcp.unexpected (%llu bytes)",
+                          (unsigned long long)h->msg_len,
+                          (unsigned long long)h->key.instance, h->key.step,
+                          h->key.tag, (unsigned long long)ep->unexp_bytes,
+                          (unsigned long long)ep->set.unexpected);
+            return -1;
+        }
         unexp_t *u = malloc(sizeof(*u) + h->msg_len);
         if (u == NULL) {
             tcp_peer_fail(ep, c->peer, 0, "no memory to hold an unexpected "
@@ -212,12 +250,24 @@ static int match_fragment(tcp_ep_t *ep, conn_t *c)
         u->op = NULL;
         u->next = p->unexp;
         p->unexp = u;
+        ep->unexp_bytes += h->msg_len;
         c->rux = u;
     }
-    if (c->rop != NULL && c->rop->done + h->frag_len > c->rop->len) {
+    uint64_t had = c->rop != NULL ? c->rop->done
+                   : c->rux != NULL ? c->rux->got : 0;
+    if ((c->rop != NULL || c->rux != NULL) && had + h->frag_len > h->msg_len) {
         tcp_peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
                       "bytes repeats bytes of its message",
                       (unsigned long long)h->frag_off, h->frag_len);
+        return -1;
+    }
+    if (c->rop != NULL && c->rop->reduce.fn != NULL &&
+        (h->frag_off % elem_size(c->rop) != 0 ||
+         h->frag_len % elem_size(c->rop) != 0)) {
+        tcp_peer_fail(ep, c->peer, 0, "garbled frame: fragment at %llu of %u "
+                      "bytes splits an element of %zu bytes",
+                      (unsigned long long)h->frag_off, h->frag_len,
+                      elem_size(c->rop));
         return -1;
     }
     if (ep->verify)
@@ -275,7 +325,7 @@ static void look_at(tcp_ep_t *ep, conn_t *c, char *data, size_t n)
         ep->corrupt_at >= off && ep->corrupt_at - off < n) {
         data[ep->corrupt_at - off] ^= 0x10;
         ep->corrupt_armed = 0;
-        ep->check = ep->verify;
+        ep->check = ep->verify || ep->mac;
         ep->core->log(1, "tcp", "rank %d: test hook: flipped byte %llu of a "
                       "message from rank %d (instance 0x%llx step %u tag %u)",
                       ep->rank, (unsigned long long)ep->corrupt_at, c->peer,
@@ -284,12 +334,37 @@ static void look_at(tcp_ep_t *ep, conn_t *c, char *data, size_t n)
     }
     if (ep->verify)
         tutti__csum_update(&c->rsum, data, n);
+    if (ep->mac)
+        tcp_mac_update(&c->mac_in, data, n);
+}
+
+/* Mac on: whether the frame @p c read has the tag its header says; if
+ * not, the peer fails with a line naming the chunk. */
+static int mac_ok(tcp_ep_t *ep, conn_t *c)
+{
+    const frame_t *h = &c->rhdr;
+    unsigned long long last =
+        (unsigned long long)(h->frag_off + h->frag_len - (h->frag_len > 0));
+    if ((h->flags & FRAME_MAC) && tcp_mac_check(&c->mac_in, h->tag))
+        return 1;
+    tcp_peer_fail(ep, c->peer, 0, "chunk (instance 0x%llx step %u tag %u, "
+                  "bytes %llu-%llu of %llu) on socket %d %s",
+                  (unsigned long long)h->key.instance, h->key.step,
+                  h->key.tag, (unsigned long long)h->frag_off, last,
+                  (unsigned long long)h->msg_len, c->index,
+                  (h->flags & FRAME_MAC) ? "failed its MAC: altered on the "
+                                           "way, or not sent by that peer"
+                                         : "carries no MAC: verify is mac "
+                                           "here, not on the peer");
+    return 0;
 }
 
 static void fragment_done(tcp_ep_t *ep, conn_t *c)
 {
     peer_t *p = &ep->peers[c->peer];
     if (ep->verify && !sum_ok(ep, c))
+        return;
+    if (ep->mac && !mac_ok(ep, c))
         return;
     c->in_body = 0;
     c->rgot = 0;
@@ -313,7 +388,7 @@ static void fragment_done(tcp_ep_t *ep, conn_t *c)
             deliver(u->op, 0, u->data, u->msg_len);
             u->op->done = u->op->len;
             tcp_complete(ep, u->op, TUTTI_OK);
-            free(u);
+            tcp_unexp_free(ep, u);
         }
     }
     c->rop = NULL;
@@ -328,7 +403,7 @@ static const char *frame_problem(const frame_t *h)
         return "message length over 1 TiB";
     if (h->frag_len > h->msg_len || h->frag_off > h->msg_len - h->frag_len)
         return "fragment outside its message";
-    if (h->flags & ~FRAME_SUM)
+    if (h->flags & ~(FRAME_SUM | FRAME_MAC))
         return "unknown flags";
     return NULL;
 }
@@ -392,6 +467,12 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
                                   (unsigned long long)c->rhdr.frag_off,
                                   (unsigned long long)c->rhdr.msg_len);
                     return;
+                }
+                if (ep->mac) { /* the header as it was tagged */
+                    frame_t zero = c->rhdr;
+                    memset(zero.tag, 0, sizeof(zero.tag));
+                    tcp_mac_begin(&c->mac_in);
+                    tcp_mac_update(&c->mac_in, &zero, sizeof(zero));
                 }
                 if (match_fragment(ep, c) != 0)
                     return;

@@ -8,7 +8,10 @@
  * thread): groups made later meet there too.  It keeps, per (group key,
  * rank), the last registration, and answers look-ups; it talks only to
  * connections that opened with this job's id and secret.  Requests and
- * answers are fixed-size frames, checked by magic.
+ * answers are fixed-size frames, each tagged under the connection's
+ * session key (tcp_mac.h) and checked field by field: a registration
+ * names its rank within its group, its addresses and sockets within their
+ * bounds and a host name that ends; at most RDV_REGS_MAX are kept.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
@@ -17,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,23 +29,28 @@
 #include <unistd.h>
 
 #include "tcp_int.h"
+#include "tcp_mac.h"
 #include "tcp_rdvfile.h"
 
 #define RDV_REQ_MAGIC 0x52564452u /* "RDVR" */
 #define RDV_REP_MAGIC 0x50564452u /* "RDVP" */
 #define RDV_REG 1u
 #define RDV_GET 2u
+#define RDV_REGS_MAX 65536        /* registrations one rendezvous keeps */
+#define RDV_GROUP_MAX (1 << 20)   /* ranks of a group, at most */
 
 typedef struct {
     uint32_t magic, type;
     uint64_t group_key;
     int32_t rank, pad;
     tcp_reg_t reg;
+    unsigned char tag[TCP_TAG];   /* of the bytes before it */
 } rdv_req_t;
 
 typedef struct {
     uint32_t magic, found;
     tcp_reg_t reg;
+    unsigned char tag[TCP_TAG];
 } rdv_rep_t;
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -70,6 +79,7 @@ typedef struct {
     double deadline;
     tcp_hs_t hs;
     tcp_chal_t chal;          /* what we answered its opening with */
+    tcp_mac_t mac_in, mac_out; /* once joined */
     union {
         tcp_proof_t proof;
         rdv_req_t req;
@@ -98,6 +108,8 @@ static void rdv_drop(size_t i, const char *reason)
         rdv.core->log(1, "tcp", "rendezvous: refused connection from %s: %s",
                       c->from, reason);
     close(c->fd);
+    tcp_wipe(&c->mac_in, sizeof(c->mac_in));
+    tcp_wipe(&c->mac_out, sizeof(c->mac_out));
     rdv.clients[i] = rdv.clients[--rdv.nclients];
 }
 
@@ -122,38 +134,77 @@ static void rdv_accept(void)
     }
 }
 
-/* Stores or answers one request; 0, or -1 to drop the client. */
-static int rdv_serve(rdv_client_t *c)
+/* NULL if @p r is a registration a member could have sent for
+ * @p group_key, else what is wrong with it. */
+static const char *reg_problem(const tcp_reg_t *r, uint64_t group_key)
 {
+    if (r->group_key != group_key)
+        return "a registration for another group than its request's";
+    if (r->group_size < 1 || r->group_size > RDV_GROUP_MAX)
+        return "a group size out of range";
+    if (r->rank < 0 || r->rank >= r->group_size)
+        return "a rank outside its group";
+    if (r->nconn < 1 || r->nconn > TCP_CONNS_MAX)
+        return "a socket count out of range";
+    if (r->naddr < 1 || r->naddr > TCP_ADDRS_MAX)
+        return "an address count out of range";
+    if (memchr(r->host, '\0', sizeof(r->host)) == NULL)
+        return "a host name without its end";
+    return NULL;
+}
+
+/* Stores or answers one request; NULL, or why the client is dropped. */
+static const char *rdv_serve(rdv_client_t *c)
+{
+    static char why[160];
     rdv_req_t *q = &c->in.req;
     rdv_rep_t rep;
+    const char *bad;
     memset(&rep, 0, sizeof(rep));
     rep.magic = RDV_REP_MAGIC;
+    tcp_mac_begin(&c->mac_in);
+    tcp_mac_update(&c->mac_in, q, offsetof(rdv_req_t, tag));
+    if (!tcp_mac_check(&c->mac_in, q->tag))
+        return "a request that failed its MAC (altered on the way, or not "
+               "from the member that passed the handshake)";
     if (q->magic != RDV_REQ_MAGIC)
-        return -1;
+        return "a request with a bad magic";
+    if (q->type != RDV_REG && q->type != RDV_GET)
+        return "a request of unknown type";
+    if (q->type == RDV_REG &&
+        (bad = reg_problem(&q->reg, q->group_key)) != NULL) {
+        snprintf(why, sizeof(why), "registration of rank %d of group "
+                 "0x%llx: %s", q->reg.rank,
+                 (unsigned long long)q->group_key, bad);
+        return why;
+    }
     for (size_t i = 0; i < rdv.nregs; i++) {
         if (rdv.regs[i].group_key != q->group_key ||
             rdv.regs[i].rank != (q->type == RDV_REG ? q->reg.rank : q->rank))
             continue;
         if (q->type == RDV_REG) {
             rdv.regs[i] = q->reg; /* a newer endpoint of that rank */
-            return 0;
+            return NULL;
         }
         rep.found = 1;
         rep.reg = rdv.regs[i];
         break;
     }
     if (q->type == RDV_REG) {
+        if (rdv.nregs == RDV_REGS_MAX)
+            return "one registration more than the rendezvous keeps (its "
+                   "groups' ranks, at most 65536)";
         tcp_reg_t *grown = realloc(rdv.regs, (rdv.nregs + 1) * sizeof(*grown));
         if (grown == NULL)
-            return -1;
+            return "no memory for its registration";
         rdv.regs = grown;
         rdv.regs[rdv.nregs++] = q->reg;
-        return 0;
+        return NULL;
     }
-    if (q->type != RDV_GET)
-        return -1;
-    return tcp_write_full(c->fd, &rep, sizeof(rep)); /* small: fits */
+    tcp_mac_of(&c->mac_out, &rep, offsetof(rdv_rep_t, tag), rep.tag);
+    if (tcp_write_full(c->fd, &rep, sizeof(rep)) != 0) /* small: fits */
+        return "closed before its answer";
+    return NULL;
 }
 
 /* Reads what client @p i sent; returns 0 to keep it. */
@@ -202,10 +253,17 @@ static int rdv_read(size_t i)
                             "job's secret)");
                 return -1;
             }
+            unsigned char key[TCP_KEY];
+            tcp_session_key(&c->hs, &c->chal, &c->in.proof, &rdv.cred, key);
+            tcp_mac_setup(&c->mac_out, &c->mac_in, key, TCP_DIR_ACCEPTER);
+            tcp_wipe(key, sizeof(key));
             c->joined = 1;
-        } else if (rdv_serve(c) != 0) {
-            rdv_drop(i, "malformed rendezvous request");
-            return -1;
+        } else {
+            const char *why = rdv_serve(c);
+            if (why != NULL) {
+                rdv_drop(i, why);
+                return -1;
+            }
         }
     }
 }
@@ -470,11 +528,13 @@ static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl,
 
 /* One session: register, then look up every wanted rank.  0: all found;
  * 1: try again; -1: a rank never registered; -2: the other side is not
- * this job's rendezvous (or no nonce); why says what went wrong. */
+ * this job's rendezvous (or no nonce), or a registration it holds is not
+ * one a member sends; why says what went wrong.  The session's MAC state
+ * goes in @p mac (the caller wipes it). */
 static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
                        const tcp_reg_t *reg, const unsigned char *want,
                        double deadline, tcp_reg_t *peers, char *why,
-                       size_t wl)
+                       size_t wl, tcp_mac_t mac[2])
 {
     char desc[TCP_RDV_PATH_MAX + 64];
     tcp_addr_t a;
@@ -483,6 +543,8 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
     tcp_proof_t proof;
     rdv_req_t q;
     rdv_rep_t rep;
+    unsigned char key[TCP_KEY];
+    tcp_mac_t *mac_out = &mac[0], *mac_in = &mac[1];
     int fd, r = 0, nap = 2;
 
     int where = rdv_where(g->job_id, &a, desc, sizeof(desc), why, wl);
@@ -526,6 +588,10 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
         close(fd);
         return -2;
     }
+    tcp_session_key(&hs, &chal, &proof, cred, key);
+    tcp_mac_setup(mac_out, mac_in, key, TCP_DIR_OPENER);
+    tcp_wipe(key, sizeof(key));
+    tcp_mac_of(mac_out, &q, offsetof(rdv_req_t, tag), q.tag);
     if (tcp_write_full(fd, &proof, sizeof(proof)) != 0 ||
         tcp_write_full(fd, &q, sizeof(q)) != 0)
         goto lost;
@@ -536,16 +602,35 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
             continue;
         }
         q.rank = r;
+        tcp_mac_of(mac_out, &q, offsetof(rdv_req_t, tag), q.tag);
         if (tcp_write_full(fd, &q, sizeof(q)) != 0 ||
             tcp_read_full(fd, &rep, sizeof(rep)) != 0)
             goto lost;
+        tcp_mac_begin(mac_in);
+        tcp_mac_update(mac_in, &rep, offsetof(rdv_rep_t, tag));
+        if (!tcp_mac_check(mac_in, rep.tag)) {
+            snprintf(why, wl, "%s answered with a frame that failed its MAC "
+                     "(altered on the way)", desc);
+            close(fd);
+            return -2;
+        }
         if (rep.magic != RDV_REP_MAGIC) {
             snprintf(why, wl, "%s answered with a garbled frame", desc);
             close(fd);
             return 1;
         }
-        if (rep.found && rep.reg.rank == r && rep.reg.nconn > 0 &&
-            rep.reg.naddr > 0 && rep.reg.naddr <= TCP_ADDRS_MAX) {
+        const char *bad = rep.found ? reg_problem(&rep.reg, g->group_key)
+                                    : NULL;
+        if (bad == NULL && rep.found &&
+            (rep.reg.rank != r || rep.reg.group_size != g->group_size))
+            bad = "a registration of another rank or group size";
+        if (bad != NULL) {
+            snprintf(why, wl, "%s: the registration of rank %d (task %d) "
+                     "holds %s", desc, r, g->rank_task[r], bad);
+            close(fd);
+            return -2;
+        }
+        if (rep.found) {
             peers[r] = rep.reg;
             r++;
             nap = 2;
@@ -578,13 +663,15 @@ tutti_status_t tcp_rendezvous(const tutti_tp_group_t *g,
 {
     char why[2 * TCP_RDV_PATH_MAX + 256] = "";
     tutti_status_t st;
+    tcp_mac_t mac[2];
     int rc;
 
     if (g->task == 0 && (st = rdv_start(g, s, cred)) != TUTTI_OK)
         return st;
     for (;;) {
         rc = rdv_session(g, cred, reg, want, deadline, peers_out, why,
-                         sizeof(why));
+                         sizeof(why), mac);
+        tcp_wipe(mac, sizeof(mac));
         if (rc == 0)
             return TUTTI_OK;
         if (rc == -2)

@@ -93,10 +93,18 @@ void tcp_do_send(tcp_ep_t *ep, conn_t *c)
             c->shdr.frag_off = pc->off;
             c->shdr.sum = 0;
             c->shdr.flags = 0;
+            memset(c->shdr.tag, 0, sizeof(c->shdr.tag));
             if (ep->verify) {
                 c->shdr.sum = tutti__csum((const char *)op->sbuf + pc->off,
                                           pc->len);
                 c->shdr.flags = FRAME_SUM;
+            } else if (ep->mac) { /* the header with a zero tag, the body */
+                c->shdr.flags = FRAME_MAC;
+                tcp_mac_begin(&c->mac_out);
+                tcp_mac_update(&c->mac_out, &c->shdr, sizeof(frame_t));
+                tcp_mac_update(&c->mac_out, (const char *)op->sbuf + pc->off,
+                               pc->len);
+                tcp_mac_final(&c->mac_out, c->shdr.tag);
             }
             if (ep->garble > 0 && ++ep->frames_sent >= (unsigned)ep->garble &&
                 !ep->truncate) {

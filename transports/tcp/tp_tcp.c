@@ -38,14 +38,25 @@
  * first frame with a body from the 3rd on, then end that socket;
  * TUTTI_TCP_TEST_GARBLE=R:oversize makes its 3rd frame claim a message
  * over the 1 TiB limit.  TUTTI_TEST_CORRUPT=R:N (as the core's channels
- * read it) makes rank R flip byte N of the first message of more than N
- * bytes it receives, as it comes off the socket.
+ * read it) makes rank R of every group (not the control plane) flip
+ * byte N of the first message of more than N bytes it receives, as it
+ * comes off the socket.
  *
  * Verify (group->verify, the core's `verify: checksum`): each frame's
  * header carries the checksum of its body, computed from the send buffer
  * just before the header goes; the receiver sums the body as it reads it,
  * before it copies aside or reduces, and fails the peer where they differ,
- * naming the key, the frame's bytes and the two sums.
+ * naming the key, the frame's bytes and the two sums.  `verify: mac`, and
+ * always the control plane: the header carries a tag of itself and the
+ * body instead (tcp_mac.h), under the connection's session key and the
+ * frame's number on it, checked the same way; a frame altered, replayed,
+ * reordered or moved between connections fails it.
+ *
+ * Bounds: every fragment of a message carries that message's length, and
+ * is refused unless it equals the length of the receive or the buffer
+ * held aside it continues, so that its offset and length stay inside
+ * them; what peers send ahead of their receives is held aside up to
+ * tcp.unexpected bytes per endpoint.
  *
  * Where each part lives: this file is the ops table, the settings' rows,
  * connect (with the test hook's parsing) and disconnect; tcp_progress.c
@@ -223,8 +234,7 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
     for (conn_t *c = ep->new_out, *n; c; c = n) {
         n = c->next_pending;
         close(c->fd);
-        free(c->stage);
-        free(c);
+        tcp_conn_free(c);
     }
     if (ep->peers != NULL) {
         drain_and_close(ep);
@@ -233,14 +243,13 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
             for (unsigned i = 0; i < TCP_CONNS_MAX; i++) {
                 if (p->conns[i] != NULL) {
                     tcp_conn_close(ep, p->conns[i]);
-                    free(p->conns[i]->stage);
-                    free(p->conns[i]);
+                    tcp_conn_free(p->conns[i]);
                 }
             }
             while (p->unexp != NULL) {
                 unexp_t *u = p->unexp;
                 p->unexp = u->next;
-                free(u);
+                tcp_unexp_free(ep, u);
             }
         }
     }
@@ -312,14 +321,22 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     int hook_rank;
     unsigned long long hook_at;
     if (hook != NULL && sscanf(hook, "%d:%llu", &hook_rank, &hook_at) == 2 &&
-        hook_rank == g->rank) {
+        hook_rank == g->rank && g->group_key != CTRL_GROUP_KEY) {
         ep->corrupt_armed = 1;
         ep->corrupt_at = hook_at;
     }
     ep->verify = g->size >= offsetof(tutti_tp_group_t, verify) +
                                 sizeof(g->verify) &&
                  g->verify == TUTTI_TP_VERIFY_CHECKSUM;
-    ep->check = ep->verify || ep->corrupt_armed;
+    ep->mac = g->size >= offsetof(tutti_tp_group_t, verify) +
+                             sizeof(g->verify) &&
+              g->verify == TUTTI_TP_VERIFY_MAC;
+    ep->check = ep->verify || ep->mac || ep->corrupt_armed;
+    if (tcp_mac_lib_init() != 0) {
+        st = core->error(TUTTI_ERR_INTERNAL, "tcp", "libsodium cannot "
+                         "start (no randomness?)");
+        goto err;
+    }
     /* Filled from the rows below by the core, which loads this module only
      * if its transport ABI is 2.1 or later: group->settings exists. */
     if (g->settings == NULL) {
@@ -429,6 +446,14 @@ static const tutti_setting_t tcp_settings[] = {
      .offset = offsetof(tcp_settings_t, connections),
      .min = 1,
      .max = TCP_CONNS_MAX},
+    {.name = "unexpected",
+     .default_value = "2G",
+     .doc = "bytes of messages that came before their receives an "
+            "endpoint holds aside, at most; a peer sending more fails",
+     .type = TUTTI_SETTING_SIZE,
+     .offset = offsetof(tcp_settings_t, unexpected),
+     .min = 64 << 10,
+     .max = MSG_MAX},
 };
 
 TUTTI_TP_MODULE_DEFINE_SETTINGS("tcp", "0.2.0", tcp_ops, tcp_settings,
