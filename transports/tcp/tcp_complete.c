@@ -42,6 +42,12 @@ void tcp_conn_close(tcp_ep_t *ep, conn_t *c)
     }
 }
 
+void tcp_unexp_free(tcp_ep_t *ep, unexp_t *u)
+{
+    ep->unexp_bytes -= u->msg_len;
+    free(u);
+}
+
 void tcp_conn_free(conn_t *c)
 {
     if (c == NULL)

@@ -192,6 +192,10 @@ void tcp_conn_close(tcp_ep_t *ep, conn_t *c);
 /** Frees @p c (closed), wiping its keys. */
 void tcp_conn_free(conn_t *c);
 
+/** Frees @p u, a message held aside, and gives its bytes back to the
+ *  endpoint's tcp.unexpected budget. */
+void tcp_unexp_free(tcp_ep_t *ep, unexp_t *u);
+
 /** Fails peer @p peer: closes its sockets and ends each of its operations
  *  once, with TUTTI_ERR_PEER (with TUTTI_OK for sends to a peer that
  *  left); @p fmt says why. */
@@ -215,10 +219,6 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op);
 
 /** Reads what socket @p c holds now, as far as receives take it. */
 void tcp_do_recv(tcp_ep_t *ep, conn_t *c);
-
-/** Frees @p u, a message held aside, and gives its bytes back to the
- *  endpoint's tcp.unexpected budget. */
-void tcp_unexp_free(tcp_ep_t *ep, unexp_t *u);
 
 /* ---- tcp_join.c --------------------------------------------------------- */
 

@@ -145,12 +145,6 @@ void tcp_post_recv(tcp_ep_t *ep, tutti_tp_op_t *op)
     resume_held(ep, p);
 }
 
-void tcp_unexp_free(tcp_ep_t *ep, unexp_t *u)
-{
-    ep->unexp_bytes -= u->msg_len;
-    free(u);
-}
-
 /* A fragment whose message length differs from that of the message its
  * key matched (the length every fragment of a message carries): it could
  * write past that message's buffer, so the peer fails; -1. */
