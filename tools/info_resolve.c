@@ -373,8 +373,8 @@ static int run_task(const info_resolve_t *r, int task, const char *job,
  * where it is listed, unless the environment gives a secret already. */
 static void set_secret(void)
 {
-    unsigned char b[16];
-    char hex[33];
+    unsigned char b[32];
+    char hex[65];
     int fd;
 
     if (getenv("TUTTI_JOB_SECRET") != NULL ||

@@ -79,10 +79,13 @@ static void rendezvous_file(const uint8_t *data, size_t size)
     if (fd < 0 || write(fd, data, size) != (ssize_t)size)
         abort();
     close(fd);
-    int r = tcp_rdv_read(file, host, &port, why, sizeof(why));
-    if (r == TCP_RDV_OK && (memchr(host, '\0', sizeof(host)) == NULL ||
-                            port > 65535))
-        abort();
+    /* As the private file (a pid needed) and as the shared one. */
+    for (int need_pid = 0; need_pid < 2; need_pid++) {
+        int r = tcp_rdv_read(file, need_pid, host, &port, why, sizeof(why));
+        if (r == TCP_RDV_OK && (memchr(host, '\0', sizeof(host)) == NULL ||
+                                port > 65535))
+            abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

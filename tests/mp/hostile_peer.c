@@ -199,7 +199,7 @@ int main(int argc, char **argv)
         memset(&reg, 0, sizeof(reg));
         if (tcp_mac_lib_init() != 0 ||
             tcp_cred_read(&h_core, job, &cred) != TUTTI_OK ||
-            tcp_listen(&h_core, &set, &fd, &reg) != TUTTI_OK)
+            tcp_listen(&h_core, &set, 1, &fd, &reg) != TUTTI_OK)
             return 1;
         cred.job_id = job;
         reg.group_key = CTRL_GROUP_KEY;

@@ -632,6 +632,7 @@ static void test_handshake_hides_secret(void **state)
     snprintf(log, sizeof(log), "/tmp/tutti-tcp-fake-%ld.log", (long)getpid());
     snprintf(text, sizeof(text), "127.0.0.1 %d\n", port);
     test_write_file(path, text);
+    chmod(path, 0644); /* readers refuse one others may write (umask) */
     pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {

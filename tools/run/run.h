@@ -35,7 +35,7 @@ struct options {
     enum bind_to bind_to;
     bool report_bindings;
     char job_id[MAX_JOB_ID + 1];
-    char secret[33];          /* TUTTI_JOB_SECRET: 128 random bits, hex */
+    char secret[65];          /* TUTTI_JOB_SECRET: 256 random bits, hex */
     char **argv;              /* PROGRAM and its arguments */
 };
 

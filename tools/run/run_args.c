@@ -126,7 +126,7 @@ static void make_job_id(char *buf, size_t size)
  * connections without it); 0, or -1 when /dev/urandom gives none. */
 static int make_secret(char *buf, size_t size)
 {
-    unsigned char r[16];
+    unsigned char r[32];
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, r, sizeof r) : -1;
 
@@ -258,7 +258,7 @@ int parse_args(int argc, char **argv, struct options *opt)
     else
         make_job_id(opt->job_id, sizeof opt->job_id);
     if (make_secret(opt->secret, sizeof opt->secret) != 0) {
-        fprintf(stderr, "tutti-run: cannot read 16 bytes from /dev/urandom "
+        fprintf(stderr, "tutti-run: cannot read 32 bytes from /dev/urandom "
                 "for TUTTI_JOB_SECRET: %s\n", strerror(errno));
         return EXIT_LAUNCHER;
     }

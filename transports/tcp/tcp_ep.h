@@ -67,6 +67,9 @@ typedef struct conn {
     int kind, fd, peer, index;
     double deadline;
     char from[64];
+    tcp_addr_t src;                 /* accepted: the opener's address, port
+                                       0 (the listener's limits count by
+                                       it) */
     size_t hs_got;                  /* bytes of the awaited part */
     int hs_step;                    /* 0: awaiting the opening (accepted)
                                        or the challenge (opened); 1: the
@@ -142,6 +145,9 @@ typedef struct tcp_ep {
     conn_t evc, lsc;                /* the eventfd and the listener */
     conn_t dsc;                     /* dsc.fd: the data sockets' epoll set */
     conn_t *pending;                /* connections in their handshake */
+    tcp_guard_t guard;              /* the listener's limits and warnings */
+    unsigned in_expect, in_joined;  /* sockets the lower ranks open to this
+                                       one; those of them joined */
     /* The engine's, under its lock: */
     struct tcp_ep *eng_next;        /* the registered endpoints */
     int running;                    /* registered */

@@ -2,9 +2,10 @@
  * tcp transport module: what its files share.  tcp_net.c holds the
  * socket helpers, the job secret and the connection handshake;
  * tcp_rendezvous.c the rendezvous (server and client), tcp_rdvfile.c its
- * one-host file, tcp_hmac.c the MAC of the handshake; tp_tcp.c the
- * settings' rows, and with its parts (tcp_ep.h) the endpoints and the
- * data path.
+ * one-host file, tcp_hmac.c the MAC of the handshake, tcp_guard.c what
+ * guards both kinds of listener against connections that never
+ * authenticate; tp_tcp.c the settings' rows, and with its parts
+ * (tcp_ep.h) the endpoints and the data path.
  * Outside transports/tcp only tests/mp/test_tcp.c includes this header,
  * for the handshake's layout.
  */
@@ -33,6 +34,22 @@
                                        silent before its handshake */
 #define TCP_CONNS_MAX 16            /* sockets per peer pair, at most (the
                                        connections setting's bound) */
+#define TCP_SECRET_DISTINCT 8       /* distinct bytes a secret holds, at
+                                       least */
+#define TCP_SECRET_BITS 64          /* its estimated entropy, at least */
+
+/* What one listener takes from connections that have not authenticated
+ * yet (tcp_guard.c).  Beyond the limits a new connection is accepted and
+ * closed at once, so that it leaves the backlog; the connections the
+ * job itself still has to open come on top of them. */
+#define TCP_PENDING_MAX 64          /* in their handshake, per listener */
+#define TCP_PENDING_PER_SOURCE 8    /* ...from one address */
+#define TCP_WARN_BURST 8            /* refusals logged one by one, then
+                                       summed until a quiet period */
+#define TCP_WARN_PERIOD 1.0         /* seconds: one summary line at most */
+#define TCP_ACCEPT_PAUSE 0.1        /* seconds a listener rests when accept
+                                       fails for want of descriptors or
+                                       memory */
 
 /** First bytes on every connection, from the side that opened it, in
  *  host order (the members of one job share an architecture; a peer of
@@ -95,6 +112,22 @@ typedef struct {
     const char *job_id;
 } tcp_cred_t;
 
+/** What guards one listener (tcp_guard.c): its refusals, logged one by
+ *  one up to TCP_WARN_BURST and then summed, one line per
+ *  TCP_WARN_PERIOD, until a period passes without any; and its rest after
+ *  accept failed for want of descriptors or memory.  Used by one thread
+ *  at a time: the endpoint's I/O lock holder, or the rendezvous thread. */
+typedef struct {
+    const tutti_tp_core_ops_t *core;
+    char name[64];                  /* what its lines start with */
+    double since;                   /* start of the current period */
+    unsigned logged;                /* lines of the current spell */
+    unsigned long held;             /* refusals summed, not yet logged */
+    unsigned long held_over;        /* ...of them over the limits */
+    unsigned long pauses;           /* rests summed, not yet logged */
+    double paused_until;            /* 0: accepting */
+} tcp_guard_t;
+
 /** The module's settings, tcp.interface, family, ports and connections,
  *  as the core fills them from the rows of tp_tcp.c. */
 typedef struct {
@@ -116,7 +149,13 @@ extern const int tcp_family_af[];
 
 /* ---- tcp_net.c ---------------------------------------------------------- */
 
-/** The job secret from TUTTI_JOB_SECRET or TUTTI_SECRET_FILE. */
+/** The job secret from TUTTI_JOB_SECRET or TUTTI_SECRET_FILE.  The
+ *  variable is taken out of the environment once read (its text wiped
+ *  where the process got it at exec) and kept for the endpoints made
+ *  later in the process; the file must be a regular file of this user
+ *  that group and others cannot use.  A secret too short or too uniform
+ *  is refused, saying how to make one.  Wipe @p out with explicit_bzero
+ *  when done. */
 tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
                              const char *job_id, tcp_cred_t *out);
 
@@ -151,10 +190,12 @@ void tcp_peer_str(int fd, char *buf, size_t len);
 void tcp_addr_str(const tcp_addr_t *a, char *buf, size_t len);
 
 /** A non-blocking listening socket per @p s (port range, interface,
- *  family); the addresses others may use to reach it go to @p reg. */
+ *  family), or on the loopback address alone where @p loopback is set
+ *  (127.0.0.1, ::1 for tcp.family ipv6); the addresses others may use to
+ *  reach it go to @p reg. */
 tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
-                          const tcp_settings_t *s, int *fd_out,
-                          tcp_reg_t *reg);
+                          const tcp_settings_t *s, int loopback,
+                          int *fd_out, tcp_reg_t *reg);
 
 /** A blocking connection to @p a within @p timeout seconds, or -1. */
 int tcp_connect_addr(const tcp_addr_t *a, double timeout, char *why,
@@ -170,6 +211,51 @@ int tcp_nonblock(int fd);
 /** @p sa as a tcp_addr_t with @p port (host order). */
 void tcp_sockaddr_to_addr(const struct sockaddr *sa, uint16_t port,
                           tcp_addr_t *a);
+
+/* ---- tcp_guard.c -------------------------------------------------------- */
+
+/** Whether @p g's listeners take the loopback address alone: every rank
+ *  is on this host (rank_host NULL or all equal), no TUTTI_RENDEZVOUS or
+ *  TUTTI_RENDEZVOUS_FILE says the job spans hosts, and tcp.interface is
+ *  not set. */
+int tcp_loopback_only(const tutti_tp_group_t *g, const tcp_settings_t *s);
+
+/** Starts @p g for a listener whose lines start with @p name. */
+void tcp_guard_init(tcp_guard_t *g, const tutti_tp_core_ops_t *core,
+                    const char *name);
+
+/** The next connection waiting on listener @p lfd (non-blocking, close on
+ *  exec), its address in @p src (port 0) and as text in @p from; -1 when
+ *  none waits or the listener rests.  Accept errors of one connection
+ *  are skipped; where accept fails for want of descriptors or memory the
+ *  listener rests TCP_ACCEPT_PAUSE and its connections wait in the
+ *  backlog. */
+int tcp_guard_accept(tcp_guard_t *g, int lfd, tcp_addr_t *src, char *from,
+                     size_t from_len);
+
+/** Why a new connection is over the limits, with @p all connections in
+ *  their handshake, @p same of them from its address, and @p extra that
+ *  the job itself still opens: @p why, written; NULL if it may stay. */
+const char *tcp_guard_over(unsigned all, unsigned same, unsigned extra,
+                           char *why, size_t wl);
+
+/** Whether @p a and @p b are the same address (ports aside). */
+int tcp_addr_same_host(const tcp_addr_t *a, const tcp_addr_t *b);
+
+/** Logs, or sums, a refused connection from @p from; @p over: refused for
+ *  the limits. */
+void tcp_guard_refuse(tcp_guard_t *g, const char *from, const char *why,
+                      int over);
+
+/** Logs the sums of a period that ended. */
+void tcp_guard_tick(tcp_guard_t *g);
+
+/** Milliseconds until tcp_guard_tick() has a line to log or the listener
+ *  may accept again; -1 when neither is pending. */
+int tcp_guard_due_ms(const tcp_guard_t *g);
+
+/** Whether the listener rests now. */
+int tcp_guard_resting(const tcp_guard_t *g);
 
 /* ---- tcp_rendezvous.c --------------------------------------------------- */
 

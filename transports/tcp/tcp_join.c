@@ -36,9 +36,7 @@ void tcp_pending_drop(tcp_ep_t *ep, conn_t *c, const char *reason)
         }
     }
     if (reason != NULL)
-        ep->core->log(1, "tcp", "group 0x%llx rank %d: refused connection "
-                      "from %s: %s", (unsigned long long)ep->group_key,
-                      ep->rank, c->from, reason);
+        tcp_guard_refuse(&ep->guard, c->from, reason, 0);
     tcp_conn_close(ep, c);
     tcp_conn_free(c);
 }
@@ -159,6 +157,24 @@ static void keys(const tcp_ep_t *ep, conn_t *c, int dir)
     tcp_wipe(key, sizeof(key));
 }
 
+/* An accepted connection proved it holds the secret: only now does it
+ * get the data path's staging buffer; one that joins is one fewer of the
+ * sockets the lower ranks still open to this endpoint. */
+static void proven(tcp_ep_t *ep, conn_t *c)
+{
+    int from = c->hs.hs.from_rank;
+    peer_t *p = from >= 0 && from < ep->size ? &ep->peers[from] : NULL;
+    unsigned before = p != NULL ? p->joined : 0;
+
+    if (c->stage == NULL && (c->stage = malloc(STAGE_BYTES)) == NULL) {
+        tcp_pending_drop(ep, c, "no memory for its staging buffer");
+        return;
+    }
+    check_incoming(ep, c);
+    if (p != NULL && p->joined != before)
+        ep->in_joined++;
+}
+
 /* A part of the exchange is in (the opening, the challenge or the
  * proof): check it and send the next; 0 to read on, -1 when @p c is
  * gone. */
@@ -258,7 +274,7 @@ void tcp_read_pending(tcp_ep_t *ep, conn_t *c)
                                     "this job's secret)");
         } else {
             keys(ep, c, TCP_DIR_ACCEPTER);
-            check_incoming(ep, c);
+            proven(ep, c);
         }
         return;
     }
@@ -266,26 +282,52 @@ void tcp_read_pending(tcp_ep_t *ep, conn_t *c)
 
 void tcp_accept_all(tcp_ep_t *ep)
 {
-    for (;;) {
-        int fd = accept4(ep->lsc.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        conn_t *c = calloc(1, sizeof(*c));
-        if (c == NULL || (c->stage = malloc(STAGE_BYTES)) == NULL) {
-            free(c);
+    tcp_addr_t src;
+    char from[64], why[160];
+    int fd;
+
+    while ((fd = tcp_guard_accept(&ep->guard, ep->lsc.fd, &src, from,
+                                  sizeof(from))) >= 0) {
+        unsigned all = 0, same = 0, extra = 0;
+        const char *over;
+        conn_t *c;
+
+        /* What the lower ranks still open comes on top of the limits. */
+        if (ep->in_expect > ep->in_joined)
+            extra = ep->in_expect - ep->in_joined;
+        for (conn_t *p = ep->pending; p; p = p->next_pending) {
+            if (p->kind == C_IN) {
+                all++;
+                same += tcp_addr_same_host(&p->src, &src);
+            }
+        }
+        if ((over = tcp_guard_over(all, same, extra, why, sizeof(why))) !=
+            NULL) {
             close(fd);
+            tcp_guard_refuse(&ep->guard, from, over, 1);
+            continue;
+        }
+        /* No staging buffer before the proof (proven()). */
+        if ((c = calloc(1, sizeof(*c))) == NULL) {
+            close(fd);
+            tcp_guard_refuse(&ep->guard, from, "no memory for its "
+                             "handshake", 0);
             continue;
         }
         c->kind = C_IN;
         c->fd = fd;
         c->peer = -1;
+        c->src = src;
         c->deadline = ep->core->now() + TCP_HS_TIMEOUT;
-        tcp_peer_str(fd, c->from, sizeof(c->from));
+        snprintf(c->from, sizeof(c->from), "%s", from);
         tcp_nodelay(fd);
         c->next_pending = ep->pending;
         ep->pending = c;
         if (tcp_watch(ep->epfd, c) != 0)
             tcp_pending_drop(ep, c, "cannot watch it");
+        else /* what came with it: a peer's opening, or the end of one
+              * that already left, which frees its descriptor at once */
+            tcp_read_pending(ep, c);
     }
 }
 

@@ -12,11 +12,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tcp_hmac.h"
@@ -151,55 +153,271 @@ void tcp_addr_str(const tcp_addr_t *a, char *buf, size_t len)
     tcp_sockaddr_str((struct sockaddr *)&ss, buf, len);
 }
 
-/* ---- secret and handshake ----------------------------------------------- */
+/* ---- the job secret ----------------------------------------------------- */
+
+/* What to do about a secret file, for the messages. */
+#define SECRET_FILE_HOW "make one with: head -c 32 /dev/urandom > %s; " \
+                        "chmod 600 %s"
+
+/* TUTTI_JOB_SECRET as this process found it: taken out of the environment
+ * once read, so that children and core dumps do not inherit it, and kept
+ * here for the endpoints made later (the module is never unloaded, -z
+ * nodelete).  A new value set in the environment replaces it. */
+static struct {
+    pthread_mutex_t lock;
+    size_t len;                     /* 0: none taken */
+    unsigned char secret[TCP_SECRET_MAX];
+} env_secret = {PTHREAD_MUTEX_INITIALIZER, 0, {0}};
+
+/* 16 x log2(@p x), rounded down, for x >= 1: the square-and-halve way,
+ * four bits of fraction. */
+static unsigned log2_16(unsigned x)
+{
+    unsigned r = 0;
+    uint64_t y;
+    while (x >> (r + 1))
+        r++;
+    y = ((uint64_t)x << 16) >> r; /* in [1, 2), 16 bits of fraction */
+    r <<= 4;
+    for (int b = 3; b >= 0; b--) {
+        y = (y * y) >> 16;
+        if (y >= (UINT64_C(2) << 16)) {
+            y >>= 1;
+            r |= 1u << b;
+        }
+    }
+    return r;
+}
+
+/* 0 if the @p n bytes of @p s vary enough to be a secret; else -1 and
+ * @p why says what they lack.  The estimate gives each character that
+ * neither repeats the one before nor steps one from it log2 of the
+ * alphabet it is drawn from (the classes present: digits, lower case,
+ * upper case, other printable, or every byte value), so "aaaa..." and
+ * "abcd..." count for little while random bytes or hex digits (64 of them
+ * from tutti-run) pass with a wide margin. */
+static int secret_weak(const unsigned char *s, size_t n, char *why,
+                       size_t wl)
+{
+    unsigned char seen[256] = {0};
+    unsigned distinct = 0, counted = 0, pool, bits16;
+    int digit = 0, lower = 0, upper = 0, punct = 0, other = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int c = s[i];
+        distinct += !seen[c];
+        seen[c] = 1;
+        counted += i == 0 || abs(c - (int)s[i - 1]) > 1;
+        /* ASCII classes, whatever the locale says */
+        if (c >= '0' && c <= '9')
+            digit = 1;
+        else if (c >= 'a' && c <= 'z')
+            lower = 1;
+        else if (c >= 'A' && c <= 'Z')
+            upper = 1;
+        else if (c >= ' ' && c <= '~')
+            punct = 1;
+        else
+            other = 1;
+    }
+    pool = other ? 256
+                 : 10u * digit + 26u * lower + 26u * upper + 33u * punct;
+    bits16 = counted * log2_16(pool > 0 ? pool : 1);
+    if (distinct < TCP_SECRET_DISTINCT) {
+        snprintf(why, wl, "holds only %u distinct characters, expected at "
+                 "least %d", distinct, TCP_SECRET_DISTINCT);
+        return -1;
+    }
+    if (bits16 < TCP_SECRET_BITS * 16) {
+        snprintf(why, wl, "is worth about %u bits (%u of its %zu characters "
+                 "neither repeat nor step one from the one before, from %u "
+                 "symbols), expected %d or more", bits16 / 16, counted, n,
+                 pool, TCP_SECRET_BITS);
+        return -1;
+    }
+    return 0;
+}
+
+/* Where the kernel placed the environment at exec, [start, end): what
+ * /proc/PID/environ shows, and a core dump holds (fields 50 and 51 of
+ * /proc/self/stat); 0, or -1 where it cannot be told. */
+static int env_block(uintptr_t *start, uintptr_t *end)
+{
+    char buf[1024], *p;
+    unsigned long long v[2];
+    FILE *f = fopen("/proc/self/stat", "re");
+    size_t n;
+    if (f == NULL)
+        return -1;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if ((p = strrchr(buf, ')')) == NULL)
+        return -1;
+    for (int field = 2; field < 50; field++) { /* to the space before
+                                                   field 50 */
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            return -1;
+    }
+    if (sscanf(p, " %llu %llu", &v[0], &v[1]) != 2 || v[0] >= v[1])
+        return -1;
+    *start = (uintptr_t)v[0];
+    *end = (uintptr_t)v[1];
+    return 0;
+}
+
+/* Takes variable @p name, whose value getenv() gave as @p value, out of
+ * the environment; where its text lies in the block of the exec, the
+ * text is wiped too.  A string setenv() or putenv() placed elsewhere is
+ * only unlinked: it may be the caller's. */
+static void env_take_out(const char *name, char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    uintptr_t start, end, at = (uintptr_t)value - nl - 1;
+    unsetenv(name);
+    if (env_block(&start, &end) == 0 && at >= start &&
+        (uintptr_t)value + vl < end)
+        explicit_bzero((char *)at, nl + 1 + vl);
+}
+
+/* The secret of TUTTI_JOB_SECRET, if set, into env_secret (held), checked
+ * and taken out of the environment. */
+static tutti_status_t take_env_secret(const tutti_tp_core_ops_t *core)
+{
+    char *sec = getenv("TUTTI_JOB_SECRET"), why[200];
+    size_t n;
+
+    if (sec == NULL || *sec == '\0')
+        return TUTTI_OK;
+    n = strlen(sec);
+    if (n < TCP_SECRET_MIN || n > TCP_SECRET_MAX)
+        return core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_JOB_SECRET "
+                           "has %zu characters; expected %d to %d "
+                           "(tutti-run makes one; else: export "
+                           "TUTTI_JOB_SECRET=$(head -c 32 /dev/urandom | "
+                           "od -An -tx1 | tr -d ' \\n'))", n,
+                           TCP_SECRET_MIN, TCP_SECRET_MAX);
+    if (secret_weak((const unsigned char *)sec, n, why, sizeof(why)) != 0)
+        return core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_JOB_SECRET is "
+                           "too easy to guess: it %s (tutti-run makes a "
+                           "random one; else: export "
+                           "TUTTI_JOB_SECRET=$(head -c 32 /dev/urandom | "
+                           "od -An -tx1 | tr -d ' \\n'))", why);
+    explicit_bzero(env_secret.secret, sizeof(env_secret.secret));
+    memcpy(env_secret.secret, sec, n);
+    env_secret.len = n;
+    env_take_out("TUTTI_JOB_SECRET", sec);
+    return TUTTI_OK;
+}
+
+/* The secret in TUTTI_SECRET_FILE @p file into @p out: a regular file
+ * (not a link) of this user that group and others cannot use. */
+static tutti_status_t read_secret_file(const tutti_tp_core_ops_t *core,
+                                       const char *file, tcp_cred_t *out)
+{
+    unsigned char buf[TCP_SECRET_MAX + 2];
+    char why[200];
+    struct stat st;
+    size_t n = 0;
+    tutti_status_t ret = TUTTI_ERR_CONFIG;
+    int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+                            O_NOCTTY);
+
+    if (fd < 0 && errno == ELOOP)
+        return core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE "
+                           "'%s' is a symbolic link; expected the file "
+                           "itself, of your own, that only you can read ("
+                           SECRET_FILE_HOW ")", file, file, file);
+    if (fd < 0)
+        return core->error(TUTTI_ERR_IO, "tcp", "TUTTI_SECRET_FILE '%s': %s",
+                           file, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        ret = core->error(TUTTI_ERR_IO, "tcp", "TUTTI_SECRET_FILE '%s': "
+                          "fstat: %s", file, strerror(errno));
+    } else if (!S_ISREG(st.st_mode)) {
+        ret = core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE '%s' "
+                          "is not a regular file (mode %06o); expected a "
+                          "file that only you can read (" SECRET_FILE_HOW
+                          ")", file, (unsigned)st.st_mode, file, file);
+    } else if (st.st_uid != geteuid()) {
+        ret = core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE '%s' "
+                          "is owned by uid %u, not by uid %u that this "
+                          "process runs as; expected a file of your own ("
+                          SECRET_FILE_HOW ")", file, (unsigned)st.st_uid,
+                          (unsigned)geteuid(), file, file);
+    } else if ((st.st_mode & 077) != 0) {
+        ret = core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE '%s' "
+                          "has mode %04o: group or others may read or "
+                          "write it; expected mode 0600 (chmod 600 %s), "
+                          "or a new secret: " SECRET_FILE_HOW, file,
+                          (unsigned)(st.st_mode & 07777), file, file, file);
+    } else {
+        ret = TUTTI_OK;
+        while (n < sizeof(buf)) {
+            ssize_t got = read(fd, buf + n, sizeof(buf) - n);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got < 0)
+                ret = core->error(TUTTI_ERR_IO, "tcp", "TUTTI_SECRET_FILE "
+                                  "'%s': %s", file, strerror(errno));
+            if (got <= 0)
+                break;
+            n += (size_t)got;
+        }
+    }
+    close(fd);
+    while (n > 0 && isspace(buf[n - 1]))
+        n--; /* a trailing newline is not part of it */
+    if (ret == TUTTI_OK && (n < TCP_SECRET_MIN || n > TCP_SECRET_MAX))
+        ret = core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE '%s' "
+                          "holds %s%zu bytes; expected %d to %d ("
+                          SECRET_FILE_HOW ")", file,
+                          n > TCP_SECRET_MAX ? "over " : "", n,
+                          TCP_SECRET_MIN, TCP_SECRET_MAX, file, file);
+    if (ret == TUTTI_OK && secret_weak(buf, n, why, sizeof(why)) != 0)
+        ret = core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE '%s' "
+                          "is too easy to guess: it %s (" SECRET_FILE_HOW
+                          ")", file, why, file, file);
+    if (ret == TUTTI_OK) {
+        memcpy(out->secret, buf, n);
+        out->secret_len = n;
+    }
+    explicit_bzero(buf, sizeof(buf));
+    return ret;
+}
 
 tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
                              const char *job_id, tcp_cred_t *out)
 {
-    const char *sec = getenv("TUTTI_JOB_SECRET");
     const char *file = getenv("TUTTI_SECRET_FILE");
-    char buf[TCP_SECRET_MAX + 2];
-    size_t n;
+    tutti_status_t st;
 
     memset(out, 0, sizeof(*out));
     if (strlen(job_id) >= TCP_JOB_MAX)
         return core->error(TUTTI_ERR_CONFIG, "tcp", "job id '%s' is longer "
                            "than %d characters", job_id, TCP_JOB_MAX - 1);
     out->job_id = job_id;
-    if (sec != NULL && *sec != '\0') {
-        n = strlen(sec);
-        if (n < TCP_SECRET_MIN || n > TCP_SECRET_MAX)
-            return core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_JOB_SECRET "
-                               "has %zu characters; expected %d to %d "
-                               "(tutti-run makes one)", n, TCP_SECRET_MIN,
-                               TCP_SECRET_MAX);
-        memcpy(out->secret, sec, n);
-        out->secret_len = n;
-        return TUTTI_OK;
+    pthread_mutex_lock(&env_secret.lock);
+    st = take_env_secret(core);
+    if (st == TUTTI_OK && env_secret.len > 0) {
+        memcpy(out->secret, env_secret.secret, env_secret.len);
+        out->secret_len = env_secret.len;
     }
+    pthread_mutex_unlock(&env_secret.lock);
+    if (st != TUTTI_OK || out->secret_len > 0)
+        return st;
     if (file == NULL || *file == '\0')
         return core->error(TUTTI_ERR_CONFIG, "tcp", "no job secret: the tcp "
                            "transport needs TUTTI_JOB_SECRET (tutti-run sets "
                            "one) or TUTTI_SECRET_FILE naming a file that "
-                           "holds %d to %d bytes, the same for every task",
-                           TCP_SECRET_MIN, TCP_SECRET_MAX);
-    FILE *f = fopen(file, "rb");
-    if (f == NULL)
-        return core->error(TUTTI_ERR_IO, "tcp", "TUTTI_SECRET_FILE '%s': %s",
-                           file, strerror(errno));
-    n = fread(buf, 1, sizeof(buf), f);
-    fclose(f);
-    while (n > 0 && isspace((unsigned char)buf[n - 1]))
-        n--; /* a trailing newline is not part of it */
-    if (n < TCP_SECRET_MIN || n > TCP_SECRET_MAX)
-        return core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_SECRET_FILE '%s' "
-                           "holds %s%zu bytes; expected %d to %d", file,
-                           n > TCP_SECRET_MAX ? "over " : "", n,
-                           TCP_SECRET_MIN, TCP_SECRET_MAX);
-    memcpy(out->secret, buf, n);
-    out->secret_len = n;
-    return TUTTI_OK;
+                           "holds %d to %d bytes, the same for every task ("
+                           SECRET_FILE_HOW ")", TCP_SECRET_MIN,
+                           TCP_SECRET_MAX, "FILE", "FILE");
+    return read_secret_file(core, file, out);
 }
+
+/* ---- handshake ---------------------------------------------------------- */
 
 static int random_bytes(unsigned char *buf, size_t len)
 {
@@ -347,6 +565,27 @@ static int gather_addrs(const tcp_settings_t *s, tcp_reg_t *reg,
     return 0;
 }
 
+/* The loopback address of the family tcp.family asks for (127.0.0.1,
+ * ::1 for ipv6), to bind and to offer. */
+static void loopback_addr(const tcp_settings_t *s, tcp_reg_t *reg,
+                          struct sockaddr_storage *bind_ss,
+                          socklen_t *bind_len)
+{
+    if (tcp_family_af[s->family] == AF_INET6) {
+        struct sockaddr_in6 *in6 = (void *)bind_ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_addr = in6addr_loopback;
+        *bind_len = sizeof(*in6);
+    } else {
+        struct sockaddr_in *in = (void *)bind_ss;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        *bind_len = sizeof(*in);
+    }
+    tcp_sockaddr_to_addr((struct sockaddr *)bind_ss, 0, &reg->addrs[0]);
+    reg->naddr = 1;
+}
+
 static void set_port(struct sockaddr_storage *ss, uint16_t port)
 {
     if (ss->ss_family == AF_INET)
@@ -356,8 +595,8 @@ static void set_port(struct sockaddr_storage *ss, uint16_t port)
 }
 
 tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
-                          const tcp_settings_t *s, int *fd_out,
-                          tcp_reg_t *reg)
+                          const tcp_settings_t *s, int loopback,
+                          int *fd_out, tcp_reg_t *reg)
 {
     struct sockaddr_storage ss;
     socklen_t sl = 0;
@@ -366,7 +605,9 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
     unsigned port, port_hi = (unsigned)s->ports[1];
 
     memset(&ss, 0, sizeof(ss));
-    if (gather_addrs(s, reg, &ss, &sl) != 0)
+    if (loopback)
+        loopback_addr(s, reg, &ss, &sl);
+    else if (gather_addrs(s, reg, &ss, &sl) != 0)
         return core->error(TUTTI_ERR_IO, "tcp", "listing network "
                            "interfaces: %s", strerror(errno));
     if (reg->naddr == 0)
@@ -412,6 +653,13 @@ tutti_status_t tcp_listen(const tutti_tp_core_ops_t *core,
             return core->error(TUTTI_ERR_IO, "tcp", "no port of %u-%u "
                                "(tcp.ports) could be bound: %s",
                                (unsigned)s->ports[0], port_hi, strerror(err));
+        if (loopback) {
+            char lo[64];
+            tcp_addr_str(&reg->addrs[0], lo, sizeof(lo));
+            return core->error(TUTTI_ERR_IO, "tcp", "cannot listen on %s, "
+                               "the loopback address a job on one host "
+                               "uses: %s", lo, strerror(err));
+        }
         return core->error(TUTTI_ERR_IO, "tcp", "cannot listen: %s",
                            strerror(err));
     }

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,9 +157,11 @@ static struct {
 /* How soon the engine must look at @p ep again without an event (ms). */
 static int due_ms(const tcp_ep_t *ep)
 {
+    int guard = tcp_guard_due_ms(&ep->guard), due;
     if (ep->retry || !ep->watching)
         return (int)(PARK_NS / 1000000);
-    return ep->pending != NULL ? 100 : 500;
+    due = ep->pending != NULL ? 100 : 500;
+    return guard >= 0 && guard < due ? guard : due;
 }
 
 /* Handles one batch of @p ep's events; the caller holds its I/O lock. */
@@ -215,6 +218,11 @@ static void service(tcp_ep_t *ep)
     }
     if (ep->pending != NULL)
         tcp_expire_pending(ep);
+    /* A listener that rested takes its backlog again (no new connection
+     * may come to raise an event); the warnings it summed are logged. */
+    if (ep->guard.paused_until != 0 && !tcp_guard_resting(&ep->guard))
+        tcp_accept_all(ep);
+    tcp_guard_tick(&ep->guard);
     pthread_mutex_unlock(&ep->io);
 }
 
@@ -223,6 +231,7 @@ static void *engine_main(void *arg)
     struct epoll_event evs[EVS];
     int wait_ms = 500;
     (void)arg;
+    prctl(PR_SET_NAME, "tutti-tcp"); /* as top and /proc name it */
     for (;;) {
         int n = epoll_wait(eng.epfd, evs, EVS, wait_ms);
         pthread_mutex_lock(&eng.lock);
@@ -244,8 +253,10 @@ static void *engine_main(void *arg)
         wait_ms = 500;
         for (tcp_ep_t *ep = eng.eps; ep != NULL; ep = ep->eng_next) {
             /* Without an event, only what is timed: parked data sockets,
-             * a lock a member held, handshakes' deadlines. */
-            if (ep->woke || ep->retry || !ep->watching || ep->pending)
+             * a lock a member held, handshakes' deadlines, a listener's
+             * rest and summed warnings. */
+            if (ep->woke || ep->retry || !ep->watching || ep->pending ||
+                tcp_guard_due_ms(&ep->guard) == 0)
                 service(ep);
             ep->woke = 0;
             int due = due_ms(ep);

@@ -3,9 +3,11 @@
  * (tcp_rdvfile.h).  Another user must neither be able to make the job
  * talk to their listener nor to keep task 0 from writing: the directory
  * is this user's with no write access for others, files are created
- * O_EXCL|O_NOFOLLOW and read only when this user owns them.  A file keeps
- * its writer's pid and start time, so that one left by a killed job is
- * told from one in use.
+ * O_EXCL|O_NOFOLLOW with their mode set whatever the umask (0600; 0644
+ * for the shared TUTTI_RENDEZVOUS_FILE, written here too) and read only
+ * when this user owns them and nobody else may write them.  A private
+ * file keeps its writer's pid and start time, so that one left by a
+ * killed job is told from one in use; one without them is stale.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -123,8 +125,8 @@ static unsigned long long start_time(long pid)
     return state == 'Z' || state == 'X' ? 0 : t;
 }
 
-int tcp_rdv_read(const char *path, char *host, unsigned *port, char *why,
-                 size_t wl)
+int tcp_rdv_read(const char *path, int need_pid, char *host, unsigned *port,
+                 char *why, size_t wl)
 {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
@@ -156,12 +158,22 @@ int tcp_rdv_read(const char *path, char *host, unsigned *port, char *why,
         close(fd);
         return TCP_RDV_REFUSED;
     }
+    if ((st.st_mode & 022) != 0) {
+        snprintf(why, wl, "rendezvous file %s has mode %04o: group or others "
+                 "may write it; refused (expected mode 0600, or 0644 for "
+                 "TUTTI_RENDEZVOUS_FILE: chmod 644 %s, or remove it)", path,
+                 (unsigned)(st.st_mode & 07777), path);
+        close(fd);
+        return TCP_RDV_REFUSED;
+    }
     n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     buf[n > 0 ? n : 0] = '\0';
     fields = sscanf(buf, "%255s %u %ld %llu", host, port, &pid, &start);
     if (fields >= 4 && start_time(pid) != start)
         return TCP_RDV_STALE;
+    if (need_pid && fields < 4)
+        return TCP_RDV_STALE; /* written whole at once: no writer alive */
     if (fields < 2 || *port == 0 || *port > 65535)
         return TCP_RDV_ABSENT; /* being written (shared file): try again */
     return TCP_RDV_OK;
@@ -173,7 +185,7 @@ int tcp_rdv_create(const char *path, const char *addr, unsigned port,
     char tmp[TCP_RDV_PATH_MAX + 32], line[320], host[256];
     unsigned long long me = start_time((long)getpid());
     unsigned p;
-    int len, fd, rc = -1;
+    int len, fd, ok, e, rc = -1;
 
     len = snprintf(line, sizeof(line), "%s %u %ld %llu\n", addr, port,
                    (long)getpid(), me);
@@ -181,9 +193,17 @@ int tcp_rdv_create(const char *path, const char *addr, unsigned port,
     unlink(tmp); /* ours, left by a process of the same pid */
     fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
               0600);
-    if (fd < 0 || write(fd, line, (size_t)len) != len || close(fd) != 0) {
+    /* The mode as said, whatever the umask. */
+    ok = fd >= 0 && fchmod(fd, 0600) == 0 &&
+         write(fd, line, (size_t)len) == len;
+    e = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
         snprintf(why, wl, "cannot write the rendezvous file %s: %s", tmp,
-                 strerror(errno));
+                 strerror(e));
         if (fd >= 0)
             unlink(tmp);
         return -1;
@@ -198,7 +218,7 @@ int tcp_rdv_create(const char *path, const char *addr, unsigned port,
                      path, strerror(errno));
             break;
         }
-        int st = tcp_rdv_read(path, host, &p, why, wl);
+        int st = tcp_rdv_read(path, 1, host, &p, why, wl);
         if (st == TCP_RDV_REFUSED)
             break;
         if (st == TCP_RDV_OK || tries > 0) {
@@ -213,11 +233,44 @@ int tcp_rdv_create(const char *path, const char *addr, unsigned port,
     return rc;
 }
 
+int tcp_rdv_write_shared(const char *path, const char *addr, unsigned port,
+                         char *why, size_t wl)
+{
+    char tmp[TCP_RDV_PATH_MAX + 32], line[320];
+    int len, fd, ok, e;
+
+    len = snprintf(line, sizeof(line), "%s %u\n", addr, port);
+    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0644);
+    if (fd < 0) {
+        snprintf(why, wl, "cannot write the rendezvous file %s (through "
+                 "%s): %s", path, tmp, strerror(errno));
+        return -1;
+    }
+    /* The mode as said, whatever the umask: others read it, none writes. */
+    ok = fchmod(fd, 0644) == 0 && write(fd, line, (size_t)len) == len;
+    e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) == 0)
+        return 0;
+    if (ok)
+        e = errno;
+    unlink(tmp);
+    snprintf(why, wl, "cannot write the rendezvous file %s (through %s): "
+             "%s", path, tmp, strerror(e));
+    return -1;
+}
+
 int tcp_rdv_remove_stale(const char *path)
 {
     char host[256], why[8];
     unsigned port;
-    if (tcp_rdv_read(path, host, &port, why, sizeof(why)) != TCP_RDV_STALE)
+    if (tcp_rdv_read(path, 1, host, &port, why, sizeof(why)) !=
+        TCP_RDV_STALE)
         return 0;
     return unlink(path) == 0;
 }

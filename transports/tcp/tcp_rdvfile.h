@@ -35,22 +35,32 @@ void tcp_rdv_path(const char *dir, const char *job, char *buf, size_t len);
 
 /**
  * Reads "<address> <port> <pid> <start time>" from @p path, not following
- * a link and only if this user owns it.  @p host (at least 256 bytes) and
- * @p port get the address of a live writer (a file without pid is taken
- * as live: TUTTI_RENDEZVOUS_FILE of another host).  A TCP_RDV_* value.
+ * a link and only if this user owns it and neither group nor others may
+ * write it.  @p host (at least 256 bytes) and @p port get the address of
+ * a live writer.  Without @p need_pid a file without pid is taken as live
+ * (TUTTI_RENDEZVOUS_FILE, written on another host); with it (the private
+ * file) such a file is stale.  A TCP_RDV_* value.
  */
-int tcp_rdv_read(const char *path, char *host, unsigned *port, char *why,
-                 size_t wl);
+int tcp_rdv_read(const char *path, int need_pid, char *host, unsigned *port,
+                 char *why, size_t wl);
 
 /**
  * Writes @p addr and @p port with this process's pid and start time to
- * @p path, which must not exist (O_EXCL, O_NOFOLLOW, mode 0600; the
- * content appears at once, by link(2)).  A stale file is replaced; one of
- * a live writer is an error naming it and its writer's pid.  0, or -1
- * with @p why.
+ * @p path, which must not exist (O_EXCL, O_NOFOLLOW, mode 0600 whatever
+ * the umask; the content appears at once, by link(2)).  A stale file is
+ * replaced; one of a live writer is an error naming it and its writer's
+ * pid.  0, or -1 with @p why.
  */
 int tcp_rdv_create(const char *path, const char *addr, unsigned port,
                    char *why, size_t wl);
+
+/**
+ * Writes "@p addr @p port" to @p path (TUTTI_RENDEZVOUS_FILE, read from
+ * other hosts) with mode 0644 whatever the umask, replacing it at once
+ * (rename(2)); 0, or -1 with @p why.
+ */
+int tcp_rdv_write_shared(const char *path, const char *addr, unsigned port,
+                         char *why, size_t wl);
 
 /** Removes @p path if it is this user's and its writer is gone; 1 if it
  *  did. */

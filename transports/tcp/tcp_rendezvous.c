@@ -20,10 +20,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +87,7 @@ typedef struct {
         rdv_req_t req;
     } in;
     char from[64];
+    tcp_addr_t src;           /* its address, port 0 (for the limits) */
 } rdv_client_t;
 
 static struct {
@@ -98,40 +101,20 @@ static struct {
     size_t nregs;
     rdv_client_t *clients;
     size_t nclients;
-} rdv = {PTHREAD_MUTEX_INITIALIZER, 0, -1, NULL, {{0}, 0, NULL}, "", NULL,
-         0, NULL, 0};
+    tcp_guard_t guard;        /* the listener's limits and warnings */
+    atomic_int expect;        /* ranks of the largest group met here: they
+                                 may come at once, on top of the limits */
+} rdv = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static void rdv_drop(size_t i, const char *reason)
 {
     rdv_client_t *c = &rdv.clients[i];
     if (reason != NULL)
-        rdv.core->log(1, "tcp", "rendezvous: refused connection from %s: %s",
-                      c->from, reason);
+        tcp_guard_refuse(&rdv.guard, c->from, reason, 0);
     close(c->fd);
     tcp_wipe(&c->mac_in, sizeof(c->mac_in));
     tcp_wipe(&c->mac_out, sizeof(c->mac_out));
     rdv.clients[i] = rdv.clients[--rdv.nclients];
-}
-
-static void rdv_accept(void)
-{
-    for (;;) {
-        int fd = accept4(rdv.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        rdv_client_t *grown = realloc(rdv.clients, (rdv.nclients + 1) *
-                                                       sizeof(*grown));
-        if (grown == NULL) {
-            close(fd);
-            return;
-        }
-        rdv.clients = grown;
-        rdv_client_t *c = &rdv.clients[rdv.nclients++];
-        memset(c, 0, sizeof(*c));
-        c->fd = fd;
-        c->deadline = rdv.core->now() + TCP_HS_TIMEOUT;
-        tcp_peer_str(fd, c->from, sizeof(c->from));
-    }
 }
 
 /* NULL if @p r is a registration a member could have sent for
@@ -268,11 +251,56 @@ static int rdv_read(size_t i)
     }
 }
 
+static void rdv_accept(void)
+{
+    tcp_addr_t src;
+    char from[64], why[160];
+    int fd;
+
+    while ((fd = tcp_guard_accept(&rdv.guard, rdv.fd, &src, from,
+                                  sizeof(from))) >= 0) {
+        unsigned all = 0, same = 0;
+        unsigned extra = (unsigned)atomic_load(&rdv.expect);
+        const char *over;
+        for (size_t i = 0; i < rdv.nclients; i++) {
+            if (!rdv.clients[i].joined) {
+                all++;
+                same += tcp_addr_same_host(&rdv.clients[i].src, &src);
+            }
+        }
+        if ((over = tcp_guard_over(all, same, extra, why, sizeof(why))) !=
+            NULL) {
+            close(fd);
+            tcp_guard_refuse(&rdv.guard, from, over, 1);
+            continue;
+        }
+        rdv_client_t *grown = realloc(rdv.clients, (rdv.nclients + 1) *
+                                                       sizeof(*grown));
+        if (grown == NULL) {
+            close(fd);
+            tcp_guard_refuse(&rdv.guard, from, "no memory for its "
+                             "handshake", 0);
+            continue;
+        }
+        rdv.clients = grown;
+        rdv_client_t *c = &rdv.clients[rdv.nclients++];
+        memset(c, 0, sizeof(*c));
+        c->fd = fd;
+        c->src = src;
+        c->deadline = rdv.core->now() + TCP_HS_TIMEOUT;
+        snprintf(c->from, sizeof(c->from), "%s", from);
+        /* What came with it: an opening, or the end of one that already
+         * left, which frees its descriptor at once. */
+        rdv_read(rdv.nclients - 1);
+    }
+}
+
 static void *rdv_main(void *arg)
 {
     struct pollfd *p = NULL;
     size_t cap = 0;
     (void)arg;
+    prctl(PR_SET_NAME, "tutti-rdv"); /* as top and /proc name it */
     for (;;) {
         size_t n = rdv.nclients + 1;
         if (n > cap) {
@@ -284,10 +312,16 @@ static void *rdv_main(void *arg)
             p = grown;
             cap = n;
         }
-        p[0] = (struct pollfd){rdv.fd, POLLIN, 0};
+        /* A listener that rests is left out: polled level-triggered, a
+         * backlog it cannot take would wake this loop at once, again and
+         * again. */
+        int wait = tcp_guard_due_ms(&rdv.guard);
+        p[0] = (struct pollfd){tcp_guard_resting(&rdv.guard) ? -1 : rdv.fd,
+                               POLLIN, 0};
         for (size_t i = 0; i < rdv.nclients; i++)
             p[i + 1] = (struct pollfd){rdv.clients[i].fd, POLLIN, 0};
-        if (poll(p, n, 500) < 0 && errno != EINTR)
+        if (poll(p, n, wait >= 0 && wait < 500 ? wait : 500) < 0 &&
+            errno != EINTR)
             nap_ms(100);
         double now = rdv.core->now();
         /* Backwards, since dropping moves the last client into the hole. */
@@ -301,6 +335,7 @@ static void *rdv_main(void *arg)
         }
         if (p[0].revents & POLLIN)
             rdv_accept();
+        tcp_guard_tick(&rdv.guard);
     }
     return NULL;
 }
@@ -355,16 +390,16 @@ static void rdv_unlink_default(void)
 }
 
 /* Writes "<address> <port>" to the rendezvous file: the shared one
- * atomically replaced (a later job's task 0 takes it over), the private
- * one created anew with this process's pid and start time. */
+ * atomically replaced (a later job's task 0 takes it over, mode 0644),
+ * the private one created anew with this process's pid and start time
+ * (mode 0600). */
 static tutti_status_t rdv_publish(const tcp_reg_t *reg)
 {
-    char path[TCP_RDV_PATH_MAX], tmp[TCP_RDV_PATH_MAX + 32];
+    char path[TCP_RDV_PATH_MAX];
     char addr[INET6_ADDRSTRLEN], why[TCP_RDV_PATH_MAX * 2];
     const tcp_addr_t *a = &reg->addrs[0];
     int shared;
     tcp_addr_t lo;
-    FILE *f;
 
     if (rdv_file_path(rdv.job, path, sizeof(path), &shared, why,
                       sizeof(why)) != 0)
@@ -401,16 +436,9 @@ static tutti_status_t rdv_publish(const tcp_reg_t *reg)
         }
         return TUTTI_OK;
     }
-    snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid());
-    f = fopen(tmp, "wx");
-    if (f == NULL || fprintf(f, "%s %u\n", addr, (unsigned)a->port) < 0 ||
-        fclose(f) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return rdv.core->error(TUTTI_ERR_IO, "tcp", "cannot write the "
-                               "rendezvous file '%s' (TUTTI_RENDEZVOUS_FILE)"
-                               ": %s", path, strerror(e));
-    }
+    if (tcp_rdv_write_shared(path, addr, a->port, why, sizeof(why)) != 0)
+        return rdv.core->error(TUTTI_ERR_IO, "tcp", "%s "
+                               "(TUTTI_RENDEZVOUS_FILE)", why);
     return TUTTI_OK;
 }
 
@@ -431,7 +459,7 @@ static tutti_status_t rdv_listen_env(const char *env, const tcp_settings_t *s,
         return rdv.core->error(TUTTI_ERR_CONFIG, "tcp", "TUTTI_RENDEZVOUS="
                                "'%s': port 0; expected a port from 1 to "
                                "65535", env);
-    tutti_status_t st = tcp_listen(rdv.core, &any, fd_out, &reg);
+    tutti_status_t st = tcp_listen(rdv.core, &any, 0, fd_out, &reg);
     if (st != TUTTI_OK)
         return rdv.core->error(st, "tcp", "task 0 cannot listen on "
                                "TUTTI_RENDEZVOUS=%s (port in use by another "
@@ -443,12 +471,15 @@ static tutti_status_t rdv_start(const tutti_tp_group_t *g,
                                 const tcp_settings_t *s, const tcp_cred_t *cred)
 {
     const char *env = getenv("TUTTI_RENDEZVOUS");
+    const char *file = getenv("TUTTI_RENDEZVOUS_FILE");
     tutti_status_t st = TUTTI_OK;
     pthread_t th;
     pthread_attr_t at;
     tcp_reg_t reg;
 
     pthread_mutex_lock(&rdv.lock);
+    if (g->group_size > atomic_load(&rdv.expect))
+        atomic_store(&rdv.expect, g->group_size);
     if (rdv.started) {
         if (strcmp(rdv.job, g->job_id) != 0)
             st = g->core->error(TUTTI_ERR_CONFIG, "tcp", "this process runs "
@@ -461,9 +492,13 @@ static tutti_status_t rdv_start(const tutti_tp_group_t *g,
     rdv.cred = *cred;
     snprintf(rdv.job, sizeof(rdv.job), "%s", g->job_id);
     rdv.cred.job_id = rdv.job;
+    tcp_guard_init(&rdv.guard, g->core, "rendezvous: ");
+    /* The private file serves this host alone and names loopback: the
+     * server listens there only, whatever tcp.interface says. */
     if (env != NULL && *env != '\0')
         st = rdv_listen_env(env, s, &rdv.fd);
-    else if ((st = tcp_listen(g->core, s, &rdv.fd, &reg)) == TUTTI_OK)
+    else if ((st = tcp_listen(g->core, s, file == NULL || *file == '\0',
+                              &rdv.fd, &reg)) == TUTTI_OK)
         st = rdv_publish(&reg);
     if (st == TUTTI_OK) {
         pthread_attr_init(&at);
@@ -477,6 +512,8 @@ static tutti_status_t rdv_start(const tutti_tp_group_t *g,
         close(rdv.fd);
         rdv.fd = -1;
     }
+    if (st != TUTTI_OK)
+        explicit_bzero(&rdv.cred, sizeof(rdv.cred));
     rdv.started = st == TUTTI_OK;
     pthread_mutex_unlock(&rdv.lock);
     return st;
@@ -504,7 +541,7 @@ static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl,
         if (rdv_file_path(job, path, sizeof(path), &shared, why, wl) != 0)
             return -2;
         snprintf(desc, dl, "rendezvous file %s", path);
-        int st = tcp_rdv_read(path, host, &p, why, wl);
+        int st = tcp_rdv_read(path, !shared, host, &p, why, wl);
         if (st == TCP_RDV_REFUSED)
             return -2;
         if (st != TCP_RDV_OK)

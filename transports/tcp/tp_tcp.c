@@ -30,7 +30,9 @@
  * Connecting: endpoints register at the rendezvous (tcp_rendezvous.c);
  * the lower rank of each pair opens the sockets, the higher accepts them
  * after the handshake (job id, group key, both ranks, socket index, and
- * a challenge-response on the secret, tcp_net.c).
+ * a challenge-response on the secret, tcp_net.c).  Where every rank is on
+ * this host the listener takes loopback alone; what it accepts before the
+ * proof is bounded (tcp_guard.c).
  *
  * Test hooks, not for production: TUTTI_TCP_TEST_GARBLE=R makes rank R of
  * every group (not the control plane) corrupt the magic of its 3rd frame;
@@ -264,6 +266,7 @@ static void tcp_disconnect(tutti_tp_ep_t *tep)
     pthread_mutex_destroy(&ep->lock);
     pthread_mutex_destroy(&ep->io);
     free(ep->peers);
+    explicit_bzero(&ep->cred, sizeof(ep->cred));
     free(ep);
 }
 
@@ -306,6 +309,10 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     pthread_mutex_init(&ep->io, NULL);
     pthread_mutex_init(&ep->lock, NULL);
     snprintf(ep->job, sizeof(ep->job), "%s", g->job_id);
+    char name[64];
+    snprintf(name, sizeof(name), "group 0x%llx rank %d: ",
+             (unsigned long long)g->group_key, g->rank);
+    tcp_guard_init(&ep->guard, core, name);
     ep->peers = calloc((size_t)g->group_size, sizeof(peer_t));
     peers = calloc((size_t)g->group_size, sizeof(tcp_reg_t));
     want = calloc((size_t)g->group_size, 1);
@@ -352,9 +359,12 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
     for (int r = 0; r < g->group_size; r++) {
         ep->peers[r].serve = r != g->rank && (g->serve == NULL || g->serve[r]);
         want[r] = ep->peers[r].serve && r > g->rank;
+        if (ep->peers[r].serve && r < g->rank)
+            ep->in_expect += (unsigned)ep->set.connections;
     }
     memset(&reg, 0, sizeof(reg));
-    if ((st = tcp_listen(core, &ep->set, &ep->lsc.fd, &reg)) != TUTTI_OK ||
+    if ((st = tcp_listen(core, &ep->set, tcp_loopback_only(g, &ep->set),
+                         &ep->lsc.fd, &reg)) != TUTTI_OK ||
         (st = tcp_engine_add(ep, g)) != TUTTI_OK)
         goto err;
     for (uint32_t i = 0; i < reg.naddr; i++) {
