@@ -138,9 +138,11 @@ tutti_status_t tutti__log_set_file(const char *path)
     if (same)
         return TUTTI_OK;
     FILE *f = NULL;
-    if (name[0] != '\0' && (f = fopen(name, "a")) == NULL)
+    char why[128];
+    if (name[0] != '\0' &&
+        (f = tutti__task_file_open(name, 1, why, sizeof(why))) == NULL)
         return tutti__error(TUTTI_ERR_IO, "log", "log_file (TUTTI_LOG_FILE) "
-                            "%s: %s", name, strerror(errno));
+                            "%s: %s", name, why);
     if (f != NULL)
         setvbuf(f, NULL, _IOLBF, 0);
     pthread_mutex_lock(&out_lock);

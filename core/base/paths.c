@@ -4,16 +4,21 @@
  * test or benchmark under it that links the core statically) uses the
  * build tree's modules and the source tree's conf/tutti.yaml, so tools and
  * tests run without an install; an installed libtutti or tool never looks
- * into a build tree.
+ * into a build tree.  The files written for the user (log_file, timeline)
+ * are opened here too, never through a symbolic link.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/paths.h"
 
@@ -97,4 +102,32 @@ void tutti__task_path(const char *pattern, int task, const char *ext,
         }
     }
     buf[n] = '\0';
+}
+
+FILE *tutti__task_file_open(const char *path, int append, char *why,
+                            size_t len)
+{
+    /* Where anyone else may write into the directory (/tmp), a link
+     * planted at the name would have the user write the file it names. */
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW |
+                (append ? O_APPEND : O_TRUNC);
+    struct stat st;
+    int fd = open(path, flags, 0644);
+    if (fd < 0) {
+        int err = errno;
+        if (err == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            snprintf(why, len, "a symbolic link is refused");
+        else
+            snprintf(why, len, "%s", strerror(err));
+        errno = err;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, append ? "a" : "w");
+    if (f == NULL) {
+        int err = errno;
+        snprintf(why, len, "%s", strerror(err));
+        close(fd);
+        errno = err;
+    }
+    return f;
 }

@@ -272,6 +272,11 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
                                  tutti__timeline_file_t *timeline,
                                  const tutti_group_params_t *params,
                                  tutti_group_t **group_out);
+/** This member's place in the group the coordinator formed, from its
+ *  table @p t (checked by the join): @p g takes the table's arrays (or,
+ *  on failure, they are freed), its rank, its members' tasks and PCI bus
+ *  ids; @p g's size, key, device index, job and per-rank arrays set. */
+tutti_status_t tutti__group_place(tutti_group_t *g, tutti__group_table_t *t);
 
 /* instance.c */
 tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key);

@@ -170,10 +170,20 @@ const char *tutti_group_pci_bus_id(const tutti_group_t *group, int rank)
     return group->pci_ids[rank];
 }
 
-/* This member's place in the group the coordinator formed; the group
- * takes the table's locality and host arrays. */
-static tutti_status_t place_member(tutti_group_t *g, tutti__group_table_t *t)
+tutti_status_t tutti__group_place(tutti_group_t *g, tutti__group_table_t *t)
 {
+    /* The join checked the table (member.c); its arrays are sized by the
+     * group's size, which these per-rank arrays of the member are too. */
+    if (t->size != g->size) {
+        int size = t->size;
+        free(t->members);
+        free(t->hosts);
+        free(t->pci);
+        memset(t, 0, sizeof(*t));
+        return tutti__error(TUTTI_ERR_INTERNAL, "group", "group 0x%llx: the "
+                            "coordinator's table has %d members, the group "
+                            "%d", (unsigned long long)g->key, size, g->size);
+    }
     g->localities = t->members;
     g->hosts = t->hosts;
     g->num_hosts = t->num_hosts;
@@ -389,7 +399,7 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
                             params->device_order, pci, g->timeout, &table);
     if (st != TUTTI_OK)
         goto err_free;
-    st = place_member(g, &table);
+    st = tutti__group_place(g, &table);
     if (st != TUTTI_OK)
         goto err_free;
     if (cuda_st != TUTTI_OK) {

@@ -540,12 +540,14 @@ tutti_status_t tutti__timeline_open(const char *pattern, int task,
     if (f == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, "timeline", "no memory "
                             "for the timeline");
+    char why[128];
     tutti__task_path(pattern, task, ".json", f->path, sizeof(f->path));
-    if ((f->fp = fopen(f->path, "w")) == NULL) {
+    if ((f->fp = tutti__task_file_open(f->path, 0, why, sizeof(why))) ==
+        NULL) {
         tutti_status_t st = tutti__error(TUTTI_ERR_IO, "timeline", "cannot "
                                          "create timeline file %s (setting "
                                          "timeline '%s'): %s", f->path,
-                                         pattern, strerror(errno));
+                                         pattern, why);
         free(f);
         return st;
     }

@@ -24,25 +24,41 @@ static void formed_free(coord_formed_t *f)
     free(f);
 }
 
-static coord_formed_t *formed_find(tutti__coord_t *r, uint64_t key)
+coord_formed_t *tutti__coord_formed_find(tutti__coord_t *r, uint64_t key)
 {
-    for (coord_formed_t *f = r->formed; f; f = f->next)
-        if (f->key == key)
-            return f;
+    for (coord_formed_t **pp = &r->formed; *pp; pp = &(*pp)->next) {
+        coord_formed_t *f = *pp;
+        if (f->key != key)
+            continue;
+        *pp = f->next;
+        f->next = r->formed;
+        r->formed = f;
+        return f;
+    }
     return NULL;
 }
 
 void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
+                                int num_tasks, int device_type,
                                 const tutti_locality_t *members,
                                 const uint32_t *pci)
 {
-    for (coord_formed_t **pp = &r->formed; *pp; pp = &(*pp)->next) {
-        if ((*pp)->key == key) {
-            coord_formed_t *old = *pp;
-            *pp = old->next;
-            formed_free(old);
-            break;
-        }
+    coord_formed_t *old = tutti__coord_formed_find(r, key);
+    if (old != NULL) {
+        r->formed = old->next;
+        r->num_formed--;
+        formed_free(old);
+    }
+    if (r->num_formed >= TUTTI__COORD_MAX_FORMED) {
+        coord_formed_t **pp = &r->formed;
+        while ((*pp)->next != NULL)
+            pp = &(*pp)->next;
+        tutti__log(TUTTI_LOG_INFO, "resolve", "group 0x%llx: its record "
+                   "goes, the least recently used of %d formed groups",
+                   (unsigned long long)(*pp)->key, r->num_formed);
+        formed_free(*pp);
+        *pp = NULL;
+        r->num_formed--;
     }
     size_t n = (size_t)size;
     coord_formed_t *f = calloc(1, sizeof(*f));
@@ -56,6 +72,8 @@ void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
     }
     f->key = key;
     f->size = size;
+    f->num_tasks = num_tasks;
+    f->device_type = device_type;
     memcpy(f->members, members, n * sizeof(*f->members));
     for (size_t i = 0; i < n; i++) {
         tutti__pci_text(pci[i], f->pci[i]);
@@ -63,6 +81,7 @@ void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
     }
     f->next = r->formed;
     r->formed = f;
+    r->num_formed++;
 }
 
 void tutti__coord_formed_free_all(tutti__coord_t *r)
@@ -72,6 +91,7 @@ void tutti__coord_formed_free_all(tutti__coord_t *r)
         formed_free(r->formed);
         r->formed = next;
     }
+    r->num_formed = 0;
 }
 
 /* What selection sees of an agreed instance. */
@@ -142,7 +162,7 @@ static tutti_status_t group_details(tutti__job_t *job, const coord_inst_t *ci,
 {
     const tutti__module_t *mod = &job->reg->modules[e->module];
     const tutti_alg_group_ops_t *gops = mod->group_ops;
-    coord_formed_t *f = formed_find(job->coord, ci->group_key);
+    coord_formed_t *f = tutti__coord_formed_find(job->coord, ci->group_key);
     d->group_details_len = 0;
     if (gops == NULL || gops->init_group_params == NULL)
         return TUTTI_OK;
@@ -199,7 +219,8 @@ tutti_status_t tutti__coord_choose(tutti__job_t *job, const coord_inst_t *ci,
 {
     const tutti__inst_payload_t *p = &ci->by_rank[0];
     const char *name = p->algorithm[0] ? p->algorithm : NULL;
-    const coord_formed_t *f = formed_find(job->coord, ci->group_key);
+    const coord_formed_t *f = tutti__coord_formed_find(job->coord,
+                                                       ci->group_key);
     /* The instance as rank 0 sees it, where the group's members are. */
     tutti_alg_instance_t inst = {
         .size = sizeof(inst), .collective = (tutti_collective_t)p->collective,

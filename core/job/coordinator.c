@@ -7,6 +7,7 @@
  * receives.  Any disagreement refuses every member alike, naming the
  * field, the ranks and the values.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +28,20 @@ typedef struct coord_group {
     char hosts[TUTTI_MAX_HOSTS][TUTTI_HOST_NAME_MAX];
     int num_hosts;
     int failed;
+    int answered;                     /* joins told why it failed */
     char error[512];
     struct coord_group *next;
 } coord_group_t;
 
 
+/* A refusal (GROUP_ERR or INST_ERR) of @p status with @p text. */
 static void send_text(tutti__job_t *job, int task, uint32_t type,
-                      uint64_t gkey, uint64_t ikey, int device_index,
-                      const char *text)
+                      tutti_status_t status, uint64_t gkey, uint64_t ikey,
+                      int device_index, const char *text)
 {
     tutti__ctrl_msg_t m;
     tutti__job_msg_init(&m, type, gkey, ikey, device_index);
+    m.status = status;
     tutti__decision_payload_t *d = (tutti__decision_payload_t *)m.payload;
     memset(d, 0, sizeof(*d));
     snprintf(d->detail, sizeof(d->detail), "%s", text);
@@ -236,14 +240,14 @@ static void group_formed(tutti__job_t *job, coord_group_t *cg)
     int has_pci = cg->first.device_type == TUTTI_DEVICE_CUDA;
     order_members(cg);
     renumber_hosts(cg, names);
-    tutti__coord_formed_record(job->coord, cg->key, cg->first.size,
-                               cg->members, cg->pci);
     for (int i = 0; i < n; i++) {
         int seen = 0;
         for (int k = 0; k < i && !seen; k++)
             seen = cg->members[k].task == cg->members[i].task;
         tasks += !seen;
     }
+    tutti__coord_formed_record(job->coord, cg->key, cg->first.size, tasks,
+                               cg->first.device_type, cg->members, cg->pci);
     tutti__log(TUTTI_LOG_DEBUG, "resolve", "group 0x%llx formed: %d %s "
                "devices over %d tasks", (unsigned long long)cg->key, n,
                tutti__job_dev_name(cg->first.device_type), tasks);
@@ -273,24 +277,33 @@ static void coord_group_free(tutti__coord_t *r, coord_group_t *cg)
     coord_group_t **pp = &r->groups;
     while (*pp && *pp != cg)
         pp = &(*pp)->next;
-    if (*pp)
+    if (*pp) {
         *pp = cg->next;
+        r->num_groups--;
+    }
     free(cg->members);
     free(cg->pci);
     free(cg);
 }
 
-static coord_group_t *coord_group_get(tutti__coord_t *r, uint64_t key,
-                                      const tutti__join_payload_t *j, int task)
+static coord_group_t *coord_group_find(tutti__coord_t *r, uint64_t key)
 {
     for (coord_group_t *cg = r->groups; cg; cg = cg->next)
         if (cg->key == key)
             return cg;
+    return NULL;
+}
+
+/* A new group's record, its first member's join @p j (checked) from
+ * @p task; NULL without memory. */
+static coord_group_t *coord_group_new(tutti__coord_t *r, uint64_t key,
+                                      const tutti__join_payload_t *j, int task)
+{
     coord_group_t *cg = calloc(1, sizeof(*cg));
-    int n = j->size > 0 && j->size <= TUTTI__MAX_MEMBERS ? j->size : 1;
+    size_t n = (size_t)j->size;
     if (cg == NULL ||
-        (cg->members = calloc((size_t)n, sizeof(tutti_locality_t))) == NULL ||
-        (cg->pci = calloc((size_t)n, sizeof(uint32_t))) == NULL) {
+        (cg->members = calloc(n, sizeof(tutti_locality_t))) == NULL ||
+        (cg->pci = calloc(n, sizeof(uint32_t))) == NULL) {
         if (cg)
             free(cg->members);
         free(cg);
@@ -301,18 +314,21 @@ static coord_group_t *coord_group_get(tutti__coord_t *r, uint64_t key,
     cg->first_task = task;
     cg->next = r->groups;
     r->groups = cg;
+    r->num_groups++;
     return cg;
 }
 
-static int is_permutation(const int32_t *order, int n)
+/* The first index of @p order (n entries) that makes it no permutation of
+ * 0..n-1, or -1 if it is one. */
+static int not_permutation(const int32_t *order, int n)
 {
     unsigned char seen[TUTTI__MAX_MEMBERS] = {0};
     for (int i = 0; i < n; i++) {
         if (order[i] < 0 || order[i] >= n || seen[order[i]])
-            return 0;
+            return i;
         seen[order[i]] = 1;
     }
-    return 1;
+    return -1;
 }
 
 /* The group's number for host @p name, added if new; -1 if full. */
@@ -328,25 +344,120 @@ static int host_index(coord_group_t *cg, const char *name)
     return cg->num_hosts++;
 }
 
-/* A join as the wire brought it, made safe to read (strings ended within
- * their fields); 0 with why for one no member sends. */
-static int join_ok(tutti__join_payload_t *j, char *why, size_t len)
+/* Writes why task @p task's join of group @p key is refused ("group 0x2a:
+ * task 1's join: host name not NUL-terminated ..."); returns 0. */
+static int join_refused(char *why, size_t len, uint64_t key, int task,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static int join_refused(char *why, size_t len, uint64_t key, int task,
+                        const char *fmt, ...)
 {
-    j->host[sizeof(j->host) - 1] = '\0';
-    for (int k = 0; k < TUTTI__MAX_FINGERPRINTS; k++) {
-        j->mods[k].name[sizeof(j->mods[k].name) - 1] = '\0';
-        j->mods[k].version[sizeof(j->mods[k].version) - 1] = '\0';
+    va_list ap;
+    int n = snprintf(why, len, "group 0x%llx: task %d's join: ",
+                     (unsigned long long)key, task);
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < len)
+        vsnprintf(why + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* Whether a join as the wire brought it is one a member sends: its
+ * device as the frame's, every field in its range, every string ended
+ * within its field.  0 with why (the field, its value, what was
+ * expected); nothing of it is used before. */
+static int join_ok(const tutti__ctrl_msg_t *msg,
+                   const tutti__join_payload_t *j, char *why, size_t len)
+{
+    uint64_t key = msg->group_key;
+    int task = msg->from_task;
+    if (j->device_index != msg->device_index)
+        return join_refused(why, len, key, task, "device_index %d: expected "
+                            "%d, the frame's device", j->device_index,
+                            msg->device_index);
+    if (j->device_index < 0)
+        return join_refused(why, len, key, task, "device_index %d: expected "
+                            "at least 0", j->device_index);
+    if ((unsigned)j->device_type >= TUTTI_DEVICE_COUNT)
+        return join_refused(why, len, key, task, "device_type %d: expected "
+                            "0..%d", j->device_type, TUTTI_DEVICE_COUNT - 1);
+    if (j->num_mods < 0 || j->num_mods > TUTTI__MAX_FINGERPRINTS)
+        return join_refused(why, len, key, task, "num_mods %d: expected "
+                            "0..%d", j->num_mods, TUTTI__MAX_FINGERPRINTS);
+    for (int k = 0; k < j->num_mods; k++) {
+        const tutti__fingerprint_t *f = &j->mods[k];
+        if (memchr(f->name, '\0', sizeof(f->name)) == NULL ||
+            memchr(f->version, '\0', sizeof(f->version)) == NULL)
+            return join_refused(why, len, key, task, "module %d: name or "
+                                "version not NUL-terminated within its %zu "
+                                "or %zu bytes", k, sizeof(f->name),
+                                sizeof(f->version));
     }
-    if (j->num_mods < 0 || j->num_mods > TUTTI__MAX_FINGERPRINTS ||
-        (unsigned)j->device_type >= TUTTI_DEVICE_COUNT ||
-        j->device_index < 0 || (j->has_order != 0 && j->has_order != 1) ||
-        (j->device_order != TUTTI_ORDER_TASK &&
-         j->device_order != TUTTI_ORDER_TOPOLOGY)) {
-        snprintf(why, len, "a malformed join (%d modules, device type %d, "
-                 "index %d, order %d/%d)", j->num_mods, j->device_type,
-                 j->device_index, j->has_order, j->device_order);
+    if (memchr(j->host, '\0', sizeof(j->host)) == NULL)
+        return join_refused(why, len, key, task, "host name not "
+                            "NUL-terminated within its %zu bytes",
+                            sizeof(j->host));
+    if (j->numa_node < -1)
+        return join_refused(why, len, key, task, "numa_node %d: expected -1 "
+                            "(unknown) or at least 0", j->numa_node);
+    if (j->has_order != 0 && j->has_order != 1)
+        return join_refused(why, len, key, task, "has_order %d: expected 0 "
+                            "or 1", j->has_order);
+    if (j->device_order != TUTTI_ORDER_TASK &&
+        j->device_order != TUTTI_ORDER_TOPOLOGY)
+        return join_refused(why, len, key, task, "device_order %d: expected "
+                            "%d (task) or %d (topology)", j->device_order,
+                            TUTTI_ORDER_TASK, TUTTI_ORDER_TOPOLOGY);
+    return 1;
+}
+
+/* What a caller may get wrong in a join (its member checked neither):
+ * the group's size, and a ring_order that is no permutation. */
+static int join_args_ok(const tutti__ctrl_msg_t *msg,
+                        const tutti__join_payload_t *j, char *why, size_t len)
+{
+    unsigned long long key = (unsigned long long)msg->group_key;
+    int most = j->device_type == TUTTI_DEVICE_CUDA ? TUTTI__MAX_CUDA_MEMBERS
+                                                    : TUTTI__MAX_MEMBERS;
+    int bad;
+    if (j->size < 1 || j->size > most) {
+        snprintf(why, len, "group 0x%llx: group size %d: expected 1..%d for "
+                 "%s devices", key, j->size, most,
+                 tutti__job_dev_name(j->device_type));
         return 0;
     }
+    if (j->has_order && (bad = not_permutation(j->order, j->size)) >= 0) {
+        snprintf(why, len, "group 0x%llx: ring_order is not a permutation "
+                 "of 0..%d: ring_order[%d] is %d", key, j->size - 1, bad,
+                 j->order[bad]);
+        return 0;
+    }
+    return 1;
+}
+
+/* A failed group's record goes once as many joins as it has members
+ * were told why (no more come); one whose members did not all come goes
+ * when the bound needs its room (coord_group_room). */
+static void coord_group_answered(tutti__coord_t *r, coord_group_t *cg)
+{
+    if (++cg->answered >= cg->first.size)
+        coord_group_free(r, cg);
+}
+
+/* Room for one more group waiting for members: a failed one's record may
+ * go (its late members then time out instead); 0 if none can. */
+static int coord_group_room(tutti__coord_t *r)
+{
+    coord_group_t *oldest_failed = NULL;
+    if (r->num_groups < TUTTI__COORD_MAX_PENDING_GROUPS)
+        return 1;
+    for (coord_group_t *cg = r->groups; cg; cg = cg->next)
+        if (cg->failed)
+            oldest_failed = cg;
+    if (oldest_failed == NULL)
+        return 0;
+    coord_group_free(r, oldest_failed);
     return 1;
 }
 
@@ -355,52 +466,52 @@ static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     tutti__join_payload_t copy;
     const tutti__join_payload_t *j = &copy;
     tutti__coord_t *r = job->coord;
-    int task = msg->from_task;
+    int task = msg->from_task, device = msg->device_index;
+    uint64_t key = msg->group_key;
     char why[512];
 
     memcpy(&copy, msg->payload, sizeof(copy));
-    if (!join_ok(&copy, why, sizeof(why))) {
-        tutti__log(TUTTI_LOG_ERROR, "resolve", "group 0x%llx: task %d sent "
-                   "%s; ignored", (unsigned long long)msg->group_key, task,
-                   why);
+    if (!join_ok(msg, j, why, sizeof(why))) {
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "%s", why);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_PEER, key, 0,
+                  device, why);
         return;
     }
-
-    int most = j->device_type == TUTTI_DEVICE_CUDA ? TUTTI__MAX_CUDA_MEMBERS
-                                                    : TUTTI__MAX_MEMBERS;
-    if (j->size < 1 || j->size > most) {
-        snprintf(why, sizeof(why), "group 0x%llx: group size %d: expected "
-                 "1..%d for %s devices", (unsigned long long)msg->group_key,
-                 j->size, most, tutti__job_dev_name(j->device_type));
-        send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
-                  j->device_index, why);
+    if (!join_args_ok(msg, j, why, sizeof(why))) {
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_MISMATCH, key, 0,
+                  device, why);
         return;
     }
-    if (j->has_order && !is_permutation(j->order, j->size)) {
-        snprintf(why, sizeof(why), "group 0x%llx: ring_order is not a "
-                 "permutation of 0..%d", (unsigned long long)msg->group_key,
-                 j->size - 1);
-        send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
-                  j->device_index, why);
+    coord_group_t *cg = coord_group_find(r, key);
+    if (cg == NULL && !coord_group_room(r)) {
+        snprintf(why, sizeof(why), "group 0x%llx: the coordinator has %d "
+                 "groups waiting for members, as many as it keeps at once",
+                 (unsigned long long)key, TUTTI__COORD_MAX_PENDING_GROUPS);
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "%s (join from task %d)", why,
+                   task);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_UNSUPPORTED, key,
+                  0, device, why);
         return;
     }
-    coord_group_t *cg = coord_group_get(r, msg->group_key, j, task);
-    if (cg == NULL) {
-        send_text(job, task, TUTTI_CTRL_GROUP_ERR, msg->group_key, 0,
-                  j->device_index, "coordinator out of memory");
+    if (cg == NULL && (cg = coord_group_new(r, key, j, task)) == NULL) {
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_NO_MEMORY, key,
+                  0, device, "coordinator out of memory");
         return;
     }
     if (!cg->failed && join_conflict(cg, j, task, why, sizeof(why))) {
         /* Everyone who came, and everyone who comes later, learns why. */
         cg->failed = 1;
+        cg->answered = cg->arrived;
         snprintf(cg->error, sizeof(cg->error), "%s", why);
         for (int i = 0; i < cg->arrived; i++)
-            send_text(job, cg->members[i].task, TUTTI_CTRL_GROUP_ERR, cg->key,
-                      0, cg->members[i].device_index, why);
+            send_text(job, cg->members[i].task, TUTTI_CTRL_GROUP_ERR,
+                      TUTTI_ERR_MISMATCH, cg->key, 0,
+                      cg->members[i].device_index, why);
     }
     if (cg->failed) {
-        send_text(job, task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
-                  j->device_index, cg->error);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_MISMATCH,
+                  cg->key, 0, device, cg->error);
+        coord_group_answered(r, cg);
         return;
     }
     int host = host_index(cg, j->host);
@@ -408,8 +519,8 @@ static void coord_join(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
         snprintf(why, sizeof(why), "group 0x%llx spans more than %d hosts, "
                  "more than one control frame can describe",
                  (unsigned long long)cg->key, TUTTI_MAX_HOSTS);
-        send_text(job, task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
-                  j->device_index, why);
+        send_text(job, task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_UNSUPPORTED,
+                  cg->key, 0, device, why);
         return;
     }
     cg->pci[cg->arrived] = j->pci;
@@ -440,8 +551,8 @@ static void coord_cancel(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
                  (unsigned long long)cg->key, cg->arrived, cg->first.size,
                  who);
         tutti__log(TUTTI_LOG_WARN, "resolve", "%s", why);
-        send_text(job, msg->from_task, TUTTI_CTRL_GROUP_ERR, cg->key, 0,
-                  msg->device_index, why);
+        send_text(job, msg->from_task, TUTTI_CTRL_GROUP_ERR, TUTTI_ERR_TIMEOUT,
+                  cg->key, 0, msg->device_index, why);
         for (int i = 0; i < cg->arrived; i++) {
             if (cg->members[i].task == msg->from_task &&
                 cg->members[i].device_index == msg->device_index) {
@@ -668,6 +779,17 @@ static void coord_inst_timeout(tutti__job_t *job,
     coord_inst_t **pp = coord_inst_slot(r, msg->group_key,
                                          msg->instance_key);
     coord_inst_t *ci = pp != NULL ? *pp : NULL;
+    int proposed = 0;
+    for (int k = 0; ci != NULL && k < ci->size; k++)
+        proposed |= ci->task_of_rank[k] == msg->from_task;
+    if (ci != NULL && !proposed) {
+        /* Only a member that waits for the others may end their wait. */
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "instance 0x%llx of group "
+                   "0x%llx: INST_TIMEOUT from task %d, which proposed no "
+                   "rank of it, dropped", (unsigned long long)ci->instance_key,
+                   (unsigned long long)ci->group_key, msg->from_task);
+        return;
+    }
     if (ci != NULL) {
         for (int k = 0; k < ci->size && n < sizeof(missing) - 12; k++)
             if (ci->task_of_rank[k] < 0)
@@ -684,12 +806,101 @@ static void coord_inst_timeout(tutti__job_t *job,
             for (int j = 0; j < k && !seen; j++)
                 seen = ci->task_of_rank[j] == t;
             if (t >= 0 && !seen)
-                send_text(job, t, TUTTI_CTRL_INST_ERR, ci->group_key,
-                          ci->instance_key, -1, why);
+                send_text(job, t, TUTTI_CTRL_INST_ERR, TUTTI_ERR_TIMEOUT,
+                          ci->group_key, ci->instance_key, -1, why);
         }
         coord_inst_free(r, ci);
         return;
     }
+}
+
+/* Writes why the proposal in @p msg is refused ("instance 0x7 of group
+ * 0x2a: task 1's proposal: root 9: expected 0..3 for broadcast");
+ * returns 0. */
+static int inst_refused(char *why, size_t len, const tutti__ctrl_msg_t *msg,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int inst_refused(char *why, size_t len, const tutti__ctrl_msg_t *msg,
+                        const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(why, len, "instance 0x%llx of group 0x%llx: task %d's "
+                     "proposal: ", (unsigned long long)msg->instance_key,
+                     (unsigned long long)msg->group_key, msg->from_task);
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < len)
+        vsnprintf(why + n, len - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* Whether proposal @p p (of the sender's member @p msg->device_index in
+ * group @p f) is one a member of the group sends: its own rank, the
+ * group's size, type and tasks, every field a value of its kind, the
+ * count within what tutti_execute takes.  Members check their calls
+ * (tutti__coll_check_instance); nothing outside reaches a module. */
+static int inst_ok(const tutti__ctrl_msg_t *msg, const coord_formed_t *f,
+                   const tutti__inst_payload_t *p, char *why, size_t len)
+{
+    tutti_collective_t c = (tutti_collective_t)p->collective;
+    if (p->size != f->size)
+        return inst_refused(why, len, msg, "size %d: expected %d, the "
+                            "group's", p->size, f->size);
+    if (p->rank < 0 || p->rank >= f->size)
+        return inst_refused(why, len, msg, "rank %d: expected 0..%d",
+                            p->rank, f->size - 1);
+    const tutti_locality_t *at = &f->members[p->rank];
+    if (at->task != msg->from_task || at->device_index != msg->device_index)
+        return inst_refused(why, len, msg, "rank %d: expected the sender's "
+                            "own; rank %d is task %d device %d, the sender "
+                            "task %d device %d", p->rank, p->rank, at->task,
+                            at->device_index, msg->from_task,
+                            msg->device_index);
+    if (p->device_type != f->device_type)
+        return inst_refused(why, len, msg, "device_type %d: expected %d, the "
+                            "group's", p->device_type, f->device_type);
+    if (p->num_tasks != f->num_tasks)
+        return inst_refused(why, len, msg, "num_tasks %d: expected %d, the "
+                            "group's", p->num_tasks, f->num_tasks);
+    if ((unsigned)c >= TUTTI_COLL_COUNT)
+        return inst_refused(why, len, msg, "collective %d: expected 0..%d",
+                            p->collective, TUTTI_COLL_COUNT - 1);
+    if ((unsigned)p->dtype >= TUTTI_DTYPE_COUNT)
+        return inst_refused(why, len, msg, "dtype %d: expected 0..%d",
+                            p->dtype, TUTTI_DTYPE_COUNT - 1);
+    if ((unsigned)p->op >= TUTTI_OP_COUNT)
+        return inst_refused(why, len, msg, "op %d: expected 0..%d", p->op,
+                            TUTTI_OP_COUNT - 1);
+    if (tutti_collective_rooted(c) && (p->root < 0 || p->root >= f->size))
+        return inst_refused(why, len, msg, "root %d: expected 0..%d for %s",
+                            p->root, f->size - 1, tutti_collective_name(c));
+    if (p->count == (uint64_t)TUTTI_COUNT_PER_RANK) {
+        if (c != TUTTI_COLL_ALLGATHER && c != TUTTI_COLL_REDUCE_SCATTER &&
+            c != TUTTI_COLL_ALLTOALL)
+            return inst_refused(why, len, msg, "count per-rank: expected a "
+                                "count for %s (per-rank counts are for "
+                                "allgather, reduce_scatter and alltoall)",
+                                tutti_collective_name(c));
+    } else if (p->count > SIZE_MAX / 8 / (size_t)f->size) {
+        return inst_refused(why, len, msg, "count %llu: expected at most "
+                            "%zu in a group of %d", (unsigned long long)
+                            p->count, SIZE_MAX / 8 / (size_t)f->size,
+                            f->size);
+    }
+    if (memchr(p->algorithm, '\0', sizeof(p->algorithm)) == NULL)
+        return inst_refused(why, len, msg, "algorithm not NUL-terminated "
+                            "within its %zu bytes", sizeof(p->algorithm));
+    return 1;
+}
+
+/* Refuses a proposal to its sender alone (the others' stand). */
+static void refuse_proposal(tutti__job_t *job, const tutti__ctrl_msg_t *msg,
+                            tutti_status_t st, const char *why)
+{
+    tutti__log(TUTTI_LOG_ERROR, "resolve", "%s", why);
+    send_text(job, msg->from_task, TUTTI_CTRL_INST_ERR, st, msg->group_key,
+              msg->instance_key, msg->device_index, why);
 }
 
 static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
@@ -697,27 +908,56 @@ static void coord_inst(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     tutti__inst_payload_t copy;
     const tutti__inst_payload_t *p = &copy;
     tutti__coord_t *r = job->coord;
+    char why[512];
     memcpy(&copy, msg->payload, sizeof(copy));
-    copy.algorithm[sizeof(copy.algorithm) - 1] = '\0';
-    /* Members check what they propose (tutti__coll_check_instance): a
-     * proposal out of these ranges came from no member. */
-    if (p->size < 1 || p->size > TUTTI__MAX_MEMBERS || p->rank < 0 ||
-        p->rank >= p->size || p->num_tasks < 1 ||
-        p->num_tasks > job->num_tasks ||
-        (unsigned)p->collective >= TUTTI_COLL_COUNT ||
-        (unsigned)p->dtype >= TUTTI_DTYPE_COUNT ||
-        (unsigned)p->op >= TUTTI_OP_COUNT ||
-        (unsigned)p->device_type >= TUTTI_DEVICE_COUNT) {
-        tutti__log(TUTTI_LOG_ERROR, "resolve", "instance 0x%llx of group "
-                   "0x%llx: task %d sent a malformed proposal; ignored",
-                   (unsigned long long)msg->instance_key,
-                   (unsigned long long)msg->group_key, msg->from_task);
+    const coord_formed_t *f = tutti__coord_formed_find(r, msg->group_key);
+    if (f == NULL) {
+        inst_refused(why, sizeof(why), msg, "the coordinator keeps no "
+                     "record of group 0x%llx: never formed, or not used "
+                     "while %d others formed", (unsigned long long)
+                     msg->group_key, TUTTI__COORD_MAX_FORMED);
+        refuse_proposal(job, msg, TUTTI_ERR_NOT_FOUND, why);
+        return;
+    }
+    if (!inst_ok(msg, f, p, why, sizeof(why))) {
+        refuse_proposal(job, msg, TUTTI_ERR_INVALID_ARG, why);
+        return;
+    }
+    coord_inst_t **pp = coord_inst_slot(r, msg->group_key,
+                                         msg->instance_key);
+    if ((pp == NULL || *pp == NULL) &&
+        r->num_insts >= TUTTI__COORD_MAX_PENDING_INSTANCES) {
+        inst_refused(why, sizeof(why), msg, "the coordinator has %d "
+                     "instances waiting for their members' proposals, as "
+                     "many as it keeps at once",
+                     TUTTI__COORD_MAX_PENDING_INSTANCES);
+        refuse_proposal(job, msg, TUTTI_ERR_UNSUPPORTED, why);
         return;
     }
     coord_inst_t *ci = coord_inst_get(r, msg->group_key, msg->instance_key,
                                       p->size);
-    if (ci == NULL || p->size != ci->size || ci->task_of_rank[p->rank] >= 0)
+    if (ci == NULL) {
+        inst_refused(why, sizeof(why), msg, "no memory for the instance's "
+                     "record at the coordinator");
+        refuse_proposal(job, msg, TUTTI_ERR_NO_MEMORY, why);
         return;
+    }
+    if (ci->size != p->size) {
+        /* The group formed again, of another size, since it came. */
+        inst_refused(why, sizeof(why), msg, "size %d: expected %d, the size "
+                     "its first proposal had", p->size, ci->size);
+        refuse_proposal(job, msg, TUTTI_ERR_MISMATCH, why);
+        return;
+    }
+    if (ci->task_of_rank[p->rank] >= 0) {
+        /* Its member proposed it already (inst_ok: the rank is its). */
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "instance 0x%llx of group "
+                   "0x%llx: task %d proposed rank %d a second time, dropped",
+                   (unsigned long long)msg->instance_key,
+                   (unsigned long long)msg->group_key, msg->from_task,
+                   p->rank);
+        return;
+    }
     ci->by_rank[p->rank] = *p;
     ci->task_of_rank[p->rank] = msg->from_task;
     if (++ci->arrived < ci->size)

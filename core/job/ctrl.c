@@ -66,23 +66,75 @@ static void check_peers(tutti__ctrl_t *c)
     }
 }
 
-int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int num_tasks,
-                       char *why, size_t len)
+static const char *const type_names[TUTTI_CTRL_TYPES] = {
+    [TUTTI_CTRL_JOIN] = "JOIN",
+    [TUTTI_CTRL_JOIN_CANCEL] = "JOIN_CANCEL",
+    [TUTTI_CTRL_GROUP] = "GROUP",
+    [TUTTI_CTRL_GROUP_ERR] = "GROUP_ERR",
+    [TUTTI_CTRL_INST] = "INST",
+    [TUTTI_CTRL_INST_OK] = "INST_OK",
+    [TUTTI_CTRL_INST_ERR] = "INST_ERR",
+    [TUTTI_CTRL_INST_TIMEOUT] = "INST_TIMEOUT",
+    [TUTTI_CTRL_ABORT] = "ABORT",
+    [TUTTI_CTRL_TASK_DEAD] = "TASK_DEAD",
+    [TUTTI_CTRL_BYE] = "BYE",
+    [TUTTI_CTRL_SUM] = "SUM",
+    [TUTTI_CTRL_SUM_DONE] = "SUM_DONE",
+};
+
+const char *tutti__ctrl_type_name(uint32_t type)
 {
+    return type < TUTTI_CTRL_TYPES ? type_names[type] : NULL;
+}
+
+/* Who may send a frame of @p type, and to whom: the coordinator's answers
+ * come from it alone, the members' requests go to it alone. */
+static int from_coordinator_only(uint32_t type)
+{
+    return type == TUTTI_CTRL_GROUP || type == TUTTI_CTRL_GROUP_ERR ||
+           type == TUTTI_CTRL_INST_OK || type == TUTTI_CTRL_INST_ERR ||
+           type == TUTTI_CTRL_SUM_DONE;
+}
+
+static int to_coordinator_only(uint32_t type)
+{
+    return type == TUTTI_CTRL_JOIN || type == TUTTI_CTRL_JOIN_CANCEL ||
+           type == TUTTI_CTRL_INST || type == TUTTI_CTRL_INST_TIMEOUT ||
+           type == TUTTI_CTRL_SUM;
+}
+
+int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int task,
+                       int num_tasks, char *why, size_t len)
+{
+    const char *name = tutti__ctrl_type_name(msg->type);
     /* The connection names the sender, whatever the frame says. */
     msg->from_task = from;
     if (from < 0 || from >= num_tasks) {
-        snprintf(why, len, "from task %d of %d", from, num_tasks);
+        snprintf(why, len, "control frame from task %d dropped: expected a "
+                 "task of 0..%d", from, num_tasks - 1);
         return 0;
     }
-    if (msg->type == 0 || msg->type >= TUTTI_CTRL_TYPES ||
-        msg->type == TUTTI_CTRL_TASK_DEAD) {
-        snprintf(why, len, "type %u is not one a task sends", msg->type);
+    if (name == NULL || msg->type == TUTTI_CTRL_TASK_DEAD) {
+        snprintf(why, len, "control frame from task %d dropped: type %u is "
+                 "not one a task sends", from, msg->type);
         return 0;
     }
     if (msg->len > TUTTI_CTRL_PAYLOAD) {
-        snprintf(why, len, "payload of %u bytes, at most %d", msg->len,
+        snprintf(why, len, "control frame %s from task %d dropped: payload "
+                 "of %u bytes, at most %d", name, from, msg->len,
                  TUTTI_CTRL_PAYLOAD);
+        return 0;
+    }
+    if (from_coordinator_only(msg->type) && from != TUTTI__COORDINATOR_TASK) {
+        snprintf(why, len, "control frame %s from task %d dropped: only "
+                 "task %d (the coordinator) sends it", name, from,
+                 TUTTI__COORDINATOR_TASK);
+        return 0;
+    }
+    if (to_coordinator_only(msg->type) && task != TUTTI__COORDINATOR_TASK) {
+        snprintf(why, len, "control frame %s from task %d dropped: only "
+                 "task %d (the coordinator) takes it, this is task %d", name,
+                 from, TUTTI__COORDINATOR_TASK, task);
         return 0;
     }
     /* Handlers read the payload as a struct: what the sender left unused
@@ -157,13 +209,13 @@ static int ctrl_progress(tutti__ctrl_t *c)
                                               : op_status(&r->op);
         if (done == TUTTI_INPROGRESS)
             continue;
-        char why[160];
+        char why[200];
         if (done == TUTTI_OK &&
-            tutti__ctrl_accept(&r->msg, t, c->p.num_tasks, why, sizeof(why)))
+            tutti__ctrl_accept(&r->msg, t, c->p.task, c->p.num_tasks, why,
+                               sizeof(why)))
             c->p.handle(c->p.arg, &r->msg);
         else if (done == TUTTI_OK)
-            tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
-                       "dropped: %s", t, why);
+            tutti__log(TUTTI_LOG_ERROR, "ctrl", "%s", why);
         else
             tutti__log(TUTTI_LOG_ERROR, "ctrl", "control frame from task %d "
                        "failed: %s", t, tutti_strerror(done));

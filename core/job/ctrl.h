@@ -19,6 +19,7 @@
 #include "transport/mux.h"
 
 #define TUTTI_CTRL_FRAME 4096
+#define TUTTI__COORDINATOR_TASK 0 /* forms groups, decides instances */
 #define TUTTI_CTRL_PAYLOAD (TUTTI_CTRL_FRAME - 40)
 
 typedef enum {
@@ -55,13 +56,21 @@ _Static_assert(sizeof(tutti__ctrl_msg_t) == TUTTI_CTRL_FRAME, "frame size");
 
 typedef struct tutti__ctrl tutti__ctrl_t;
 
-/** A frame received from task @p from on the wire, made safe to hand to
- *  the handlers: from_task set to @p from (the connection names the
- *  sender), the unused payload zeroed.  0, with why in @p why, for a frame
- *  no task sends (type unknown or internal, a payload longer than the
- *  frame, a sender outside 0..@p num_tasks - 1). */
-int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int num_tasks,
-                       char *why, size_t len);
+/** The name of frame type @p type ("GROUP"), NULL for none. */
+const char *tutti__ctrl_type_name(uint32_t type);
+
+/** A frame received by task @p task from task @p from on the wire, made
+ *  safe to hand to the handlers: from_task set to @p from (the connection
+ *  names the sender), the unused payload zeroed.  0, with the whole log
+ *  line in @p why ("control frame GROUP from task 1 dropped: ..."), for a
+ *  frame no task sends (type unknown or internal, a payload longer than
+ *  the frame, a sender outside 0..@p num_tasks - 1) or one this pair may
+ *  not exchange: GROUP, GROUP_ERR, INST_OK, INST_ERR and SUM_DONE come
+ *  only from task 0, the coordinator; JOIN, JOIN_CANCEL, INST,
+ *  INST_TIMEOUT and SUM go only to it; ABORT and BYE go from any task to
+ *  any task. */
+int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int task,
+                       int num_tasks, char *why, size_t len);
 
 /** Connect this task to every other task and start the control thread
  *  (none for a single task).  @p handle is called for every message that

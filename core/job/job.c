@@ -30,7 +30,9 @@ tutti_status_t tutti__job_init(tutti__job_t *job, int task, int num_tasks,
     pthread_mutex_init(&job->groups_lock, NULL);
     job->task_dead = calloc((size_t)num_tasks, sizeof(atomic_int));
     job->said_bye = calloc((size_t)num_tasks, 1);
-    if (job->task_dead == NULL || job->said_bye == NULL)
+    job->sum.coord_from = calloc((size_t)num_tasks, 1);
+    if (job->task_dead == NULL || job->said_bye == NULL ||
+        job->sum.coord_from == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
                             "state of %d tasks", num_tasks);
     return tutti__registry_tp_list(reg, cfg, &job->transports);
@@ -97,8 +99,10 @@ void tutti__job_fini(tutti__job_t *job)
     pthread_mutex_destroy(&job->groups_lock);
     free(job->task_dead);
     free(job->said_bye);
+    free(job->sum.coord_from);
     job->task_dead = NULL;
     job->said_bye = NULL;
+    job->sum.coord_from = NULL;
 }
 
 void tutti__job_msg_init(tutti__ctrl_msg_t *m, uint32_t type, uint64_t gkey,

@@ -24,7 +24,6 @@
 #include "transport/mux.h"
 
 #define TUTTI_JOB_ID_MAX 64
-#define TUTTI__COORDINATOR_TASK 0
 
 typedef struct tutti__job tutti__job_t;
 typedef struct tutti__coord tutti__coord_t;     /* coordinator.c */
@@ -40,7 +39,9 @@ typedef struct {
     int busy, done;          /* a call waits; its total arrived */
     uint64_t result;
     uint64_t coord_seq;      /* task 0: the round it adds */
-    int coord_arrived;
+    int coord_arrived;       /* the tasks whose value it has */
+    unsigned char *coord_from; /* per task: its value came this round
+                                  (made by tutti__job_init) */
     uint64_t coord_total;
 } tutti__job_sum_t;
 

@@ -54,6 +54,20 @@ typedef struct tutti__job_member {
     struct tutti__job_member *next;
 } tutti__job_member_t;
 
+/* A join waiting for the coordinator's table of its group, under the
+ * job's lock: what the member asked for, and what came. */
+typedef struct tutti__join_wait {
+    uint64_t key;
+    int size;                       /* the group size it joins with */
+    tutti_device_type_t device_type;
+    int device_index;
+    int done;
+    tutti_status_t status;
+    char error[TUTTI_CTRL_PAYLOAD];
+    tutti__group_table_t table;     /* when status is TUTTI_OK */
+    struct tutti__join_wait *next;
+} tutti__join_wait_t;
+
 /** Registers the handlers of the frames members receive. */
 tutti_status_t tutti__member_init(tutti__job_t *job);
 /** Frees what the members' side keeps (after tutti__job_stop()). */
@@ -69,6 +83,14 @@ tutti_status_t tutti__member_join(tutti__job_t *job, uint64_t key, int size,
                                   const int *ring_order, int device_order,
                                   uint32_t pci, double timeout,
                                   tutti__group_table_t *table_out);
+/** Lets the coordinator's GROUP or GROUP_ERR for @p w's group and device
+ *  reach @p w (key, size, device type and index set, the rest zero), as
+ *  tutti__member_join() does before it sends its JOIN; lock held.  A
+ *  table that does not fit what @p w asked for fails it with
+ *  TUTTI_ERR_PEER, naming the field, its value and what was expected. */
+void tutti__member_wait_add(tutti__job_t *job, tutti__join_wait_t *w);
+/** Stops it (the caller frees what its table holds); lock held. */
+void tutti__member_wait_remove(tutti__job_t *job, tutti__join_wait_t *w);
 /** Lets decisions for @p m's group reach it. */
 tutti_status_t tutti__member_add(tutti__job_t *job, tutti__job_member_t *m);
 /** Stops them and frees those not taken. */

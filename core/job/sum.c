@@ -66,6 +66,15 @@ static void sum_frame(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
                    (unsigned long long)s->coord_seq);
         return;
     }
+    /* A round counts tasks, not frames: a task's second value would
+     * complete it without another's. */
+    if (s->coord_from[msg->from_task]) {
+        tutti__log(TUTTI_LOG_ERROR, "resolve", "task %d sent its value of "
+                   "sum round %llu a second time; dropped", msg->from_task,
+                   (unsigned long long)p.seq);
+        return;
+    }
+    s->coord_from[msg->from_task] = 1;
     s->coord_total += p.value;
     if (++s->coord_arrived < job->num_tasks)
         return;
@@ -73,6 +82,7 @@ static void sum_frame(tutti__job_t *job, const tutti__ctrl_msg_t *msg)
     s->coord_seq++;
     s->coord_arrived = 0;
     s->coord_total = 0;
+    memset(s->coord_from, 0, (size_t)job->num_tasks);
     send_sum(job, -1, TUTTI_CTRL_SUM_DONE, p.seq, total);
     total_arrived(job, p.seq, total);
 }

@@ -3,8 +3,8 @@
  * sends (tests/mp/hostile_peer.c, task 1 of a job of 3 whose other tasks
  * run tutti-perf over tcp): a fragment that says its message is larger
  * than the receive it continues, the same against a message held aside,
- * a 1 TiB message ahead of its receive, a registration whose host name
- * has no end.
+ * a 1 TiB message ahead of its receive, a GROUP table of the wrong size
+ * and a SUM_DONE from task 1, a registration whose host name has no end.
  * Each is refused with a line naming rank or task 1, the others end with
  * an error naming task 1 within the time limit, nothing dies of a signal
  * (under the sanitizers, an out-of-bounds write would).
@@ -96,6 +96,20 @@ static void test_huge_unexpected(void **state)
     hostile("huge", "a message of 1099511627776 bytes came before its "
                     "receive");
     assert_non_null(strstr(out, "over tcp.unexpected (2147483648 bytes)"));
+}
+
+static void test_group_from_task_1(void **state)
+{
+    (void)state;
+    hostile("group", "from task 1 dropped");
+    assert_non_null(strstr(out, "GROUP"));
+}
+
+static void test_forged_sum(void **state)
+{
+    (void)state;
+    hostile("sum", "from task 1 dropped");
+    assert_non_null(strstr(out, "SUM_DONE"));
 }
 
 static void test_unterminated_host(void **state)
@@ -304,6 +318,8 @@ int main(void)
         cmocka_unit_test(test_oversize_fragment_active),
         cmocka_unit_test(test_oversize_fragment_held_aside),
         cmocka_unit_test(test_huge_unexpected),
+        cmocka_unit_test(test_group_from_task_1),
+        cmocka_unit_test(test_forged_sum),
         cmocka_unit_test(test_unterminated_host),
         cmocka_unit_test(test_relay_passes),
         cmocka_unit_test(test_relay_altered_frame_refused),

@@ -4,8 +4,9 @@
  * is in flight as unfinished and leaves the file valid JSON, tracks of
  * members of one task, a group of two members in one process whose
  * events are written while they are still joined (a second after the last
- * write) with the algorithm's phases, and the setting's key, variable and
- * listing.
+ * write) with the algorithm's phases, the setting's key, variable and
+ * listing, and a symbolic link at its file's name (or log_file's)
+ * refused.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <pthread.h>
@@ -22,6 +23,7 @@
 
 #include <tutti/tutti.h>
 
+#include "base/log.h"
 #include "base/paths.h"
 #include "config/config.h"
 #include "exec/timeline.h"
@@ -448,6 +450,48 @@ static void test_setting(void **state)
     test_rmtree(t.dir);
 }
 
+/* The files written for the user, the timeline and log_file, are opened
+ * without following a symbolic link at their name: one planted there (in
+ * /tmp, where anyone may) is refused naming the path, and the file it
+ * points to stays as it was; a plain file is still opened. */
+static void test_symlink_refused(void **state)
+{
+    test_tmp_t t;
+    tutti__timeline_file_t *f = NULL;
+    char link[160], pattern[160], want[512];
+    (void)state;
+    test_tmp_make(&t, "symlink", "target", "kept\n");
+    snprintf(link, sizeof(link), "%s/trace.3.json", t.dir);
+    assert_int_equal(symlink(t.path, link), 0);
+    snprintf(pattern, sizeof(pattern), "%s/trace.json", t.dir);
+    assert_int_equal(tutti__timeline_open(pattern, 3, &f), TUTTI_ERR_IO);
+    assert_null(f);
+    snprintf(want, sizeof(want), "cannot create timeline file %s (setting "
+             "timeline '%s'): a symbolic link is refused", link, pattern);
+    assert_string_equal(tutti_last_error(), want);
+
+    snprintf(link, sizeof(link), "%s/job.log.3", t.dir);
+    assert_int_equal(symlink(t.path, link), 0);
+    snprintf(pattern, sizeof(pattern), "%s/job.log", t.dir);
+    tutti__log_set_task(3);
+    assert_int_equal(tutti__log_set_file(pattern), TUTTI_ERR_IO);
+    snprintf(want, sizeof(want), "log_file (TUTTI_LOG_FILE) %s: a symbolic "
+             "link is refused", link);
+    assert_string_equal(tutti_last_error(), want);
+    char *text = test_json_slurp(t.path);
+    assert_string_equal(text, "kept\n");
+    free(text);
+
+    /* Where the name is a plain file, or none, both open. */
+    snprintf(pattern, sizeof(pattern), "%s/plain.json", t.dir);
+    assert_int_equal(tutti__timeline_open(pattern, 3, &f), TUTTI_OK);
+    tutti__timeline_close(f);
+    snprintf(pattern, sizeof(pattern), "%s/plain.log", t.dir);
+    assert_int_equal(tutti__log_set_file(pattern), TUTTI_OK);
+    assert_int_equal(tutti__log_set_file(""), TUTTI_OK);
+    test_rmtree(t.dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_tracks_of_one_device),
         cmocka_unit_test(test_pair_in_one_task),
         cmocka_unit_test(test_setting),
+        cmocka_unit_test(test_symlink_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
