@@ -4,6 +4,15 @@
  * exports the table alone (tutti_cuda_ops); it links libcudart, never
  * libcuda, so it loads where no driver is installed and its calls then
  * return the runtime's error.
+ *
+ * The gate that holds a caller's stream is the driver's stream memory
+ * operation cuStreamWaitValue32 (reached through the runtime's
+ * cudaGetDriverEntryPointByVersion, so libcuda is still not linked): it
+ * takes no SM and loads no module, so nothing that runs or loads while a
+ * gate is closed (NCCL's kernels, the core's, the caller's) can wait for
+ * it.  Where the driver lacks it, a kernel spinning on the word is queued
+ * instead; so that no module loads lazily while one spins, the first
+ * set_device() of each device loads every kernel of the library.
  */
 #include <ctype.h>
 #include <stdatomic.h>
@@ -11,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h> /* the driver's types: the function is found at run time */
 #include <cuda_runtime_api.h>
 
 #include "device/cuda_ops.h"
@@ -58,9 +68,23 @@ static int cu_pci_bus_id(int device, char *buf, int len)
     return 0;
 }
 
+#define LOADED_DEVICES 64
+static atomic_uint_least64_t kernels_loaded; /* a bit per device ordinal */
+
 static int cu_set_device(int device)
 {
-    return (int)cudaSetDevice(device);
+    cudaError_t err = cudaSetDevice(device);
+    uint_least64_t bit;
+
+    if (err != cudaSuccess || device < 0 || device >= LOADED_DEVICES)
+        return (int)err;
+    bit = (uint_least64_t)1 << device;
+    if (atomic_load_explicit(&kernels_loaded, memory_order_acquire) & bit)
+        return 0;
+    int lerr = tutti__cuda_load_kernels();
+    if (lerr == 0)
+        atomic_fetch_or_explicit(&kernels_loaded, bit, memory_order_release);
+    return lerr;
 }
 
 static int cu_pointer_device(const void *ptr, int *device_out)
@@ -208,6 +232,48 @@ static int cu_event_query(void *event)
     return (int)err;
 }
 
+/* ---- the gate ------------------------------------------------------------ */
+
+typedef CUresult (*wait_value32_t)(CUstream stream, CUdeviceptr addr,
+                                   cuuint32_t value, unsigned int flags);
+
+static _Atomic(wait_value32_t) wait_value32;
+static atomic_int wait_looked; /* 0: not yet; 1: looked (found or not) */
+
+/* cuStreamWaitValue32 of the installed driver (its CUDA 12 form), or
+ * NULL where the driver has none. */
+static wait_value32_t find_wait_value32(void)
+{
+    if (!atomic_load_explicit(&wait_looked, memory_order_acquire)) {
+        void *fn = NULL;
+        enum cudaDriverEntryPointQueryResult found =
+            cudaDriverEntryPointSymbolNotFound;
+        cudaError_t err = cudaGetDriverEntryPointByVersion(
+            "cuStreamWaitValue32", &fn, 12000, cudaEnableDefault, &found);
+        if (err != cudaSuccess || found != cudaDriverEntryPointSuccess)
+            fn = NULL;
+        atomic_store_explicit(&wait_value32, (wait_value32_t)fn,
+                              memory_order_relaxed);
+        atomic_store_explicit(&wait_looked, 1, memory_order_release);
+    }
+    return atomic_load_explicit(&wait_value32, memory_order_relaxed);
+}
+
+/* Work queued on @p stream after this waits until (int32_t)(*flag -
+ * target) >= 0: the driver's wait where it has one (CU_STREAM_WAIT_VALUE_
+ * GEQ is that cyclic compare), else the gate kernel. */
+static int cu_gate(void *stream, const volatile uint32_t *flag,
+                   uint32_t target)
+{
+    wait_value32_t wait = find_wait_value32();
+
+    if (wait != NULL &&
+        wait((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, target,
+             CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS)
+        return 0;
+    return tutti__cuda_gate(stream, flag, target);
+}
+
 /* ---- errors -------------------------------------------------------------- */
 
 /*
@@ -280,7 +346,7 @@ const tutti__cuda_ops_t tutti_cuda_ops = {
     .event_destroy = cu_event_destroy,
     .event_record = cu_event_record,
     .event_query = cu_event_query,
-    .gate = tutti__cuda_gate,
+    .gate = cu_gate,
     .scale = tutti__cuda_scale,
     .divide = tutti__cuda_divide,
     .error_string = cu_error_string,

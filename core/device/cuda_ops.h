@@ -38,7 +38,9 @@ typedef struct tutti__cuda_ops {
     int (*device_count)(int *count_out);
     /** PCI bus id of @p device, "dddd:bb:dd.f", at most len - 1 chars. */
     int (*pci_bus_id)(int device, char *buf, int len);
-    /** Makes @p device current on the calling thread. */
+    /** Makes @p device current on the calling thread; the first time for
+     *  a device, also loads every kernel of the library there, so none
+     *  loads later while a gate could be closed. */
     int (*set_device)(int device);
     /** Where @p ptr points: the ordinal of the device whose memory it is
      *  (device or managed memory), or -1 for host memory (pageable or
@@ -73,10 +75,12 @@ typedef struct tutti__cuda_ops {
      *  TUTTI__CUDA_PENDING before, or an error. */
     int (*event_query)(void *event);
     /* ---- kernels (kernels.cu) ----------------------------------------- */
-    /** Queues on @p stream a kernel that waits until the 32-bit word at
-     *  device address @p flag (pinned host memory, mapped) reaches
-     *  @p target (compared as (int32_t)(*flag - target) >= 0), so the
-     *  host holds the stream's later work until it writes the word. */
+    /** Makes the work queued on @p stream after this wait until the
+     *  32-bit word at device address @p flag (pinned host memory, mapped)
+     *  reaches @p target (compared as (int32_t)(*flag - target) >= 0), so
+     *  the host holds the stream's later work until it writes the word:
+     *  the driver's cuStreamWaitValue32 (no SM, no module), else a kernel
+     *  that spins on the word. */
     int (*gate)(void *stream, const volatile uint32_t *flag, uint32_t target);
     /** dst[i] = src[i] * factor for a floating @p dtype, as the host's
      *  tutti__scale computes it (float16 and bfloat16 in float32, rounded

@@ -227,6 +227,31 @@ int tutti__cuda_gate(void *stream, const volatile uint32_t *flag,
                                  args, 0, (cudaStream_t)stream);
 }
 
+static int loaded(const void *kernel, int err)
+{
+    struct cudaFuncAttributes attr;
+    return err != 0 ? err : (int)cudaFuncGetAttributes(&attr, kernel);
+}
+
+int tutti__cuda_load_kernels(void)
+{
+    int err = loaded((const void *)gate_kernel, 0);
+    err = loaded((const void *)f32_kernel<false>, err);
+    err = loaded((const void *)f32_kernel<true>, err);
+    err = loaded((const void *)f64_kernel<false>, err);
+    err = loaded((const void *)f64_kernel<true>, err);
+    err = loaded((const void *)f16_kernel<false>, err);
+    err = loaded((const void *)f16_kernel<true>, err);
+    err = loaded((const void *)bf16_kernel<false>, err);
+    err = loaded((const void *)bf16_kernel<true>, err);
+    err = loaded((const void *)int_divide_kernel<int8_t>, err);
+    err = loaded((const void *)int_divide_kernel<uint8_t>, err);
+    err = loaded((const void *)int_divide_kernel<int32_t>, err);
+    err = loaded((const void *)int_divide_kernel<uint32_t>, err);
+    err = loaded((const void *)int_divide_kernel<int64_t>, err);
+    return loaded((const void *)int_divide_kernel<uint64_t>, err);
+}
+
 /* dst = src * f, or buf / f when DIV, for the floating types. */
 template <bool DIV>
 static int float_op(tutti_dtype_t dtype, void *dst, const void *src,

@@ -18,7 +18,14 @@ extern "C" {
 
 #define TUTTI__CUDA_HIDDEN __attribute__((visibility("hidden")))
 
-/** Queues the gate kernel of tutti__cuda_ops_t.gate on @p stream. */
+/** Loads every kernel of the library on the current device
+ *  (cudaFuncGetAttributes on each): a module loaded lazily while a kernel
+ *  spins may wait for it, so none is loaded while a gate could be
+ *  closed.  0 or the first error (cudaErrorNoKernelImageForDevice where
+ *  the library was built for no architecture of the device). */
+TUTTI__CUDA_HIDDEN int tutti__cuda_load_kernels(void);
+/** Queues the gate kernel (the fallback of tutti__cuda_ops_t.gate) on
+ *  @p stream. */
 TUTTI__CUDA_HIDDEN int
 tutti__cuda_gate(void *stream, const volatile uint32_t *flag, uint32_t target);
 /** Queues dst[i] = src[i] * factor (tutti__cuda_ops_t.scale);

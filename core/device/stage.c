@@ -34,6 +34,20 @@ tutti_status_t tutti__dstage_create(const tutti__cuda_ops_t *ops, int device,
     return TUTTI_OK;
 }
 
+/* Whether a gate this instance queued is still closed. */
+static int gate_closed(const tutti__dstage_t *s)
+{
+    return s->gate != NULL &&
+           atomic_load_explicit((_Atomic uint32_t *)s->gate,
+                                memory_order_relaxed) != s->issued;
+}
+
+static void free_retired(tutti__dstage_t *s)
+{
+    while (s->nretired > 0)
+        s->ops->host_free(s->retired[--s->nretired]);
+}
+
 static tutti_status_t grow(tutti__dstage_t *s, void **buf, size_t *cap,
                            size_t bytes, const char *what)
 {
@@ -45,7 +59,10 @@ static tutti_status_t grow(tutti__dstage_t *s, void **buf, size_t *cap,
         return tutti__cuda_error(TUTTI_ERR_NO_MEMORY, err, "cuda:%d: %zu "
                                  "bytes of pinned host memory for the %s",
                                  s->device, bytes, what);
-    if (*buf != NULL)
+    if (*buf != NULL && gate_closed(s) &&
+        s->nretired < TUTTI__DSTAGE_RETIRED)
+        s->retired[s->nretired++] = *buf; /* freed when the gates open */
+    else if (*buf != NULL)
         s->ops->host_free(*buf);
     *buf = host;
     *cap = bytes;
@@ -95,6 +112,7 @@ void tutti__dstage_destroy(tutti__dstage_t *s)
         ops->host_free(s->host_in);
     if (s->host_out)
         ops->host_free(s->host_out);
+    free_retired(s);
     free(s);
 }
 
@@ -139,6 +157,8 @@ void tutti__dstage_release(tutti__dstage_t *s, uint32_t seq)
     _Atomic uint32_t *word = (_Atomic uint32_t *)s->gate;
     if ((int32_t)(seq - atomic_load_explicit(word, memory_order_relaxed)) > 0)
         atomic_store_explicit(word, seq, memory_order_release);
+    if (!gate_closed(s))
+        free_retired(s);
 }
 
 tutti_status_t tutti__dstage_copy_in(tutti__dstage_t *s, const void *dev_in,

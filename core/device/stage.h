@@ -17,7 +17,9 @@
  * on the instance's stream, the implementation runs there, its output is
  * copied back; progress polls events, nothing blocks a thread.  Buffers
  * are allocated with the instance and grow only for per-rank counts that
- * need more.
+ * need more; an outgrown buffer is freed only once no gate of the
+ * instance is closed (a free of pinned memory may synchronize the
+ * device).
  */
 #ifndef TUTTI_CORE_DEVICE_STAGE_H
 #define TUTTI_CORE_DEVICE_STAGE_H
@@ -28,6 +30,8 @@
 #include <tutti/status.h>
 
 #include "device/cuda_ops.h"
+
+#define TUTTI__DSTAGE_RETIRED 8
 
 typedef struct tutti__dstage {
     const tutti__cuda_ops_t *ops;
@@ -40,6 +44,11 @@ typedef struct tutti__dstage {
     void *ev_in, *ev_out;
     void *host_in, *host_out;   /* pinned */
     size_t in_cap, out_cap;
+    /* Pinned buffers outgrown while a gate was closed: freeing pinned
+     * memory may wait for the device, which waits for the gate, which
+     * waits for this thread; freed once every gate is open. */
+    void *retired[TUTTI__DSTAGE_RETIRED];
+    int nretired;
 } tutti__dstage_t;
 
 /** The instance's stream and gate word on @p device. */
