@@ -5,7 +5,8 @@
  * TestDeviceLate) get no gate once resolved, the caller's stream held
  * otherwise, their work on the instance's own stream when they could not
  * queue it during the call, scaling by the stream's kernels as the host
- * computes it, and a captured stream.
+ * computes it, and a captured stream; staging buffers outgrown while a
+ * gate is closed are freed only once it opens.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 
 #include "base/reduce.h"
 #include "device/device.h"
+#include "device/stage.h"
 #include "fake_cuda.h"
 #include "members.h"
 #include "cuda_members.h"
@@ -377,6 +379,41 @@ static void test_captured_stream_on_the_device_path(void **state)
                 device_capture_body, NULL, m);
 }
 
+/* A staging buffer outgrown while the instance's gate holds a caller's
+ * stream stays until the gate opens (freeing pinned memory may wait for
+ * the device, which waits for the gate); outgrown with every gate open,
+ * it goes at once. */
+static void test_stage_frees_after_the_gate(void **state)
+{
+    const tutti__cuda_ops_t *ops;
+    tutti__dstage_t *s = NULL;
+    void *caller = NULL, *ev = NULL;
+    uint32_t seq = 0;
+    (void)state;
+    fake_cuda_reset(1, NULL);
+    ops = fake_cuda_ops();
+    assert_int_equal(ops->set_device(0), 0);
+    assert_int_equal(tutti__dstage_create(ops, 0, &s), TUTTI_OK);
+    assert_int_equal(tutti__dstage_staging(s, 16, 16), TUTTI_OK);
+    assert_int_equal(ops->stream_create(&caller), 0);
+    assert_int_equal(ops->event_create(&ev), 0);
+    int live = fake_cuda_live();
+    assert_int_equal(tutti__dstage_reserve(s, 4096, 16), TUTTI_OK);
+    assert_int_equal(fake_cuda_live(), live); /* no gate: freed at once */
+    assert_int_equal(tutti__dstage_hold(s, caller, ev, &seq), TUTTI_OK);
+    assert_int_equal(fake_cuda_gates(caller), 1);
+    assert_int_equal(tutti__dstage_reserve(s, 8192, 32), TUTTI_OK);
+    assert_int_equal(s->nretired, 2); /* input and output outgrown */
+    assert_int_equal(fake_cuda_live(), live + 2);
+    tutti__dstage_release(s, seq);
+    assert_int_equal(s->nretired, 0);
+    assert_int_equal(fake_cuda_live(), live);
+    fake_cuda_pump();
+    tutti__dstage_destroy(s);
+    ops->event_destroy(ev);
+    ops->stream_destroy(caller);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_device_late_work_on_the_instances_stream),
         cmocka_unit_test(test_device_scaling_as_the_host),
         cmocka_unit_test(test_captured_stream_on_the_device_path),
+        cmocka_unit_test(test_stage_frees_after_the_gate),
     };
     return cmocka_run_group_tests_name("cuda_device", tests, cuda_setup,
                                        cuda_teardown);
