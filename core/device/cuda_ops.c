@@ -71,6 +71,11 @@ static int cu_pci_bus_id(int device, char *buf, int len)
 #define LOADED_DEVICES 64
 static atomic_uint_least64_t kernels_loaded; /* a bit per device ordinal */
 
+static int cu_get_device(int *device_out)
+{
+    return (int)cudaGetDevice(device_out);
+}
+
 static int cu_set_device(int device)
 {
     cudaError_t err = cudaSetDevice(device);
@@ -350,4 +355,5 @@ const tutti__cuda_ops_t tutti_cuda_ops = {
     .scale = tutti__cuda_scale,
     .divide = tutti__cuda_divide,
     .error_string = cu_error_string,
+    .get_device = cu_get_device,
 };

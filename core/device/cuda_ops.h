@@ -93,6 +93,16 @@ typedef struct tutti__cuda_ops {
                   void *stream);
     /** "cudaErrorNoDevice: no CUDA-capable device is detected"; static. */
     const char *(*error_string)(int err);
+    /* ---- optional: NULL where the table does not have it ----------- */
+    /** The device current on the calling thread (cudaGetDevice), so the
+     *  core can put the caller's back after working on a member's. */
+    int (*get_device)(int *device_out);
 } tutti__cuda_ops_t;
+
+/* Whether table @p ops has the optional entry @p field. */
+#define TUTTI__CUDA_HAS(ops, field)                                            \
+    ((ops)->size >= offsetof(tutti__cuda_ops_t, field) +                      \
+                        sizeof((ops)->field) &&                                \
+     (ops)->field != NULL)
 
 #endif

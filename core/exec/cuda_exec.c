@@ -17,6 +17,36 @@
 
 enum { PHASE_RUN = 0, PHASE_POST, PHASE_IN, PHASE_OUT };
 
+/* ---- the member's device ---------------------------------------------- */
+
+/* Events, streams and kernels belong to a device: what the core records,
+ * waits for or launches for a member needs the member's device current.
+ * enter() makes it so and gives the caller's (-1: unknown, where the
+ * table cannot tell) for leave() to put back before the call returns. */
+static int enter(const tutti_group_t *g, int *prev_out)
+{
+    const tutti__cuda_ops_t *ops = g->cuda;
+    int prev = -1;
+    if (TUTTI__CUDA_HAS(ops, get_device) && ops->get_device(&prev) != 0)
+        prev = -1;
+    *prev_out = prev;
+    return prev == g->device_index ? 0 : ops->set_device(g->device_index);
+}
+
+static void leave(const tutti_group_t *g, int prev)
+{
+    if (prev >= 0 && prev != g->device_index)
+        (void)g->cuda->set_device(prev);
+}
+
+static tutti_status_t enter_error(const tutti_group_t *g, int err)
+{
+    return tutti__cuda_error(TUTTI_ERR_IO, err, "group 0x%llx rank %d: "
+                             "making cuda:%d current",
+                             (unsigned long long)g->key, g->rank,
+                             g->device_index);
+}
+
 /* ---- checks and set-up ------------------------------------------------ */
 
 static tutti_status_t check_one(const tutti_group_t *g,
@@ -68,25 +98,24 @@ tutti_status_t tutti__cuda_check_buffers(const tutti_group_t *g,
 
 tutti_status_t tutti__cuda_inst_new(tutti_group_t *g, tutti__instance_t *inst)
 {
+    int prev, err;
     if (g->device_type != TUTTI_DEVICE_CUDA)
         return TUTTI_OK;
-    return tutti__dstage_create(g->cuda, g->device_index, &inst->dstage);
+    if ((err = enter(g, &prev)) != 0)
+        return enter_error(g, err);
+    tutti_status_t st = tutti__dstage_create(g->cuda, g->device_index,
+                                             &inst->dstage);
+    leave(g, prev);
+    return st;
 }
 
-tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
-                                      tutti__instance_t *inst)
+static tutti_status_t inst_setup(tutti_group_t *g, tutti__instance_t *inst)
 {
     const tutti_instance_params_t *p = &inst->params;
-    inst->ordered = (inst->impl->impl->flags & TUTTI_IMPL_ORDERED) != 0;
-    if (g->device_type != TUTTI_DEVICE_CUDA) {
-        inst->mode = TUTTI__MODE_HOST;
-        return TUTTI_OK;
-    }
     const tutti__cuda_ops_t *ops = g->cuda;
     int err;
     if (inst->impl->impl->flags & TUTTI_IMPL_DEVICE_MEMORY) {
-        if ((err = ops->set_device(g->device_index)) != 0 ||
-            (err = ops->event_create(&inst->dev_done)) != 0)
+        if ((err = ops->event_create(&inst->dev_done)) != 0)
             return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "instance "
                                      "0x%llx on cuda:%d",
                                      (unsigned long long)p->instance_key,
@@ -105,6 +134,25 @@ tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
                                               out * esize);
     if (st == TUTTI_OK)
         inst->mode = TUTTI__MODE_STAGED;
+    return st;
+}
+
+tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
+                                      tutti__instance_t *inst)
+{
+    int prev, err;
+    inst->ordered = (inst->impl->impl->flags & TUTTI_IMPL_ORDERED) != 0;
+    if (g->device_type != TUTTI_DEVICE_CUDA) {
+        inst->mode = TUTTI__MODE_HOST;
+        return TUTTI_OK;
+    }
+    if ((err = enter(g, &prev)) != 0)
+        return tutti__cuda_error(TUTTI_ERR_UNSUPPORTED, err, "instance "
+                                 "0x%llx on cuda:%d",
+                                 (unsigned long long)inst->params.instance_key,
+                                 g->device_index);
+    tutti_status_t st = inst_setup(g, inst);
+    leave(g, prev);
     return st;
 }
 
@@ -130,15 +178,22 @@ void tutti__cuda_request_free(tutti_group_t *g, tutti_request_t *r)
 
 /* ---- holding the caller's stream ------------------------------------- */
 
+/* The member's device current (the caller's back after). */
 static tutti_status_t hold(tutti_request_t *r)
 {
     tutti_group_t *g = r->group;
-    int err;
+    int err, prev;
+    if ((err = enter(g, &prev)) != 0)
+        return enter_error(g, err);
+    tutti_status_t st;
     if (r->ev_issue == NULL && (err = g->cuda->event_create(&r->ev_issue)))
-        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: an event for "
-                                 "an execution", g->device_index);
-    return tutti__dstage_hold(r->inst->dstage, r->stream, r->ev_issue,
-                              &r->gate_seq);
+        st = tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: an event for "
+                               "an execution", g->device_index);
+    else
+        st = tutti__dstage_hold(r->inst->dstage, r->stream, r->ev_issue,
+                                &r->gate_seq);
+    leave(g, prev);
+    return st;
 }
 
 tutti_status_t tutti__cuda_issue(tutti_request_t *r)
@@ -163,9 +218,15 @@ void tutti__cuda_issued(tutti_request_t *r)
         return; /* its work is queued on the caller's stream */
     /* Its work is not queued yet: the caller's stream waits for it, and
      * it goes on the instance's stream. */
-    if ((st = hold(r)) == TUTTI_OK && launched &&
-        (st = tutti__dstage_attach(r->inst->dstage, r->ev_issue)) == TUTTI_OK)
+    int prev, err;
+    if ((err = enter(r->group, &prev)) != 0)
+        st = enter_error(r->group, err);
+    else if ((st = hold(r)) == TUTTI_OK && launched &&
+             (st = tutti__dstage_attach(r->inst->dstage, r->ev_issue)) ==
+                 TUTTI_OK)
         r->exec.stream = r->inst->dstage->stream;
+    if (err == 0)
+        leave(r->group, prev);
     if (st != TUTTI_OK) {
         r->hold_error = st;
         tutti__request_set_error(r, tutti_last_error());
@@ -357,14 +418,9 @@ static tutti_status_t staged_start(tutti_request_t *r)
 
 /* ---- both ---------------------------------------------------------------- */
 
-tutti_status_t tutti__cuda_start(tutti_request_t *r)
+static tutti_status_t start(tutti_request_t *r)
 {
-    tutti_group_t *g = r->group;
     tutti_status_t st;
-    int err = g->cuda->set_device(g->device_index);
-    if (err != 0)
-        return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d",
-                                 g->device_index);
     if (r->hold_error != TUTTI_OK)
         return tutti__error(r->hold_error, "exec", "%s",
                             tutti__request_error(r));
@@ -388,7 +444,17 @@ tutti_status_t tutti__cuda_start(tutti_request_t *r)
     return st == TUTTI_OK ? dev_post(r) : st;
 }
 
-tutti_status_t tutti__cuda_progress(tutti_request_t *r)
+tutti_status_t tutti__cuda_start(tutti_request_t *r)
+{
+    int prev, err = enter(r->group, &prev);
+    if (err != 0)
+        return enter_error(r->group, err);
+    tutti_status_t st = start(r);
+    leave(r->group, prev);
+    return st;
+}
+
+static tutti_status_t progress(tutti_request_t *r)
 {
     const tutti_alg_ops_t *ops = r->inst->impl->impl->ops;
     tutti_status_t st;
@@ -415,6 +481,16 @@ tutti_status_t tutti__cuda_progress(tutti_request_t *r)
     return r->inst->mode == TUTTI__MODE_STAGED ? staged_back(r) : dev_post(r);
 }
 
+tutti_status_t tutti__cuda_progress(tutti_request_t *r)
+{
+    int prev, err = enter(r->group, &prev);
+    if (err != 0)
+        return enter_error(r->group, err);
+    tutti_status_t st = progress(r);
+    leave(r->group, prev);
+    return st;
+}
+
 void tutti__cuda_end(tutti_request_t *r)
 {
     if (r->gate_seq != 0 && r->inst->dstage != NULL)
@@ -422,9 +498,30 @@ void tutti__cuda_end(tutti_request_t *r)
     r->gate_seq = 0;
 }
 
+/* Opens the gate of every execution of @p g still holding its caller's
+ * stream. */
+static void release_held(tutti_group_t *g)
+{
+    for (tutti_request_t *r = g->all_requests; r != NULL; r = r->all_next)
+        if (r->state == TUTTI__HANDLE_LIVE && r->status == TUTTI_INPROGRESS &&
+            r->gate_seq != 0)
+            tutti__cuda_end(r);
+}
+
 void tutti__group_abort_modules(tutti_group_t *g, const char *why)
 {
     const tutti__registry_t *reg = g->job->reg;
+    /* A module's abort (ncclCommAbort) may wait for its kernels, and one
+     * queued behind a gate on the same stream would wait for ever: every
+     * held stream of the group goes on first.  The executions fail. */
+    for (size_t m = 0; m < reg->num_modules && g->cuda != NULL; m++) {
+        const tutti_alg_group_ops_t *gops = reg->modules[m].group_ops;
+        if (g->mod_state[m].made && !g->mod_state[m].aborted &&
+            gops != NULL && gops->abort_group != NULL) {
+            release_held(g);
+            break;
+        }
+    }
     for (size_t m = 0; m < reg->num_modules; m++) {
         tutti__group_state_t *gs = &g->mod_state[m];
         const tutti_alg_group_ops_t *gops = reg->modules[m].group_ops;

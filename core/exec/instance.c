@@ -93,12 +93,18 @@ static tutti_status_t group_state(tutti_group_t *g, tutti__instance_t *inst,
     tutti_status_t st = gops->init_group(&grp, &tutti__core_ops,
                                          d->group_details,
                                          d->group_details_len, &gs->state);
-    if (st != TUTTI_OK)
+    if (st != TUTTI_OK) {
+        /* A copy: tutti__error writes the buffer tutti_last_error()
+         * reads. */
+        char why[TUTTI__REQUEST_ERROR_MAX / 2];
+        snprintf(why, sizeof(why), "%s", tutti_last_error()[0]
+                                             ? tutti_last_error()
+                                             : tutti_strerror(st));
         return tutti__error(st, "exec", "group 0x%llx rank %d: module %s "
                             "could not set up its group state: %s",
                             (unsigned long long)g->key, g->rank, mod->name,
-                            tutti_last_error()[0] ? tutti_last_error()
-                                                  : tutti_strerror(st));
+                            why);
+    }
     gs->made = 1;
     inst->alg.group_state = gs->state;
     return TUTTI_OK;

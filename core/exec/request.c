@@ -83,6 +83,8 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->next = NULL;
     r->prev = NULL;
     r->listed = 0;
+    r->gate_seq = 0; /* a pooled shell may come from a left CUDA group */
+    r->hold_error = TUTTI_OK;
     if (r->error != NULL)
         r->error[0] = '\0';
     return r;
@@ -258,12 +260,14 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
 {
     tutti__instance_t *inst = r->inst;
     tutti_group_t *g = r->group;
-    /* CUDA executions scale (and release the caller's stream) in
-     * cuda_exec.c. */
+    /* CUDA executions scale in cuda_exec.c. */
     if (st == TUTTI_OK && inst->postscaled && inst->mode == TUTTI__MODE_HOST)
         st = tutti__coll_postscale(&inst->params, g->rank, g->size, &r->exec);
-    if (inst->mode != TUTTI__MODE_HOST)
-        tutti__cuda_end(r); /* a held call's stream goes on */
+    /* A held call's stream goes on, whatever ended it: the mode is still
+     * HOST when the instance was refused or failed before its CUDA set-up
+     * ran, so the hold decides, not the mode. */
+    if (r->gate_seq != 0)
+        tutti__cuda_end(r);
     order_remove(g, r);
     stage_give_back(g, r);
     if (st != TUTTI_OK) {

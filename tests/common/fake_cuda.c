@@ -5,6 +5,7 @@
  * What is queued on a stream being captured is counted and dropped: the
  * double has no graphs to launch.
  */
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@ static const char *const op_name[] = {"copy", "mcopy", "scale", "divide",
                                       "record", "wait", "gate"};
 
 typedef struct fake_event {
+    int device;         /* current at its creation */
     uint64_t records;   /* record operations queued */
     uint64_t completed; /* the last of them that ran */
     struct fake_event *next;
@@ -70,6 +72,26 @@ static int lazy;              /* event_query runs nothing (fake_cuda_lazy) */
 static void *mcopy_stream;    /* fake_cuda_device_copy's last stream */
 static int mcopies;           /* and how many it queued */
 static __thread int current = -1;
+/* What real CUDA would do differently here (a hang, an error), recorded
+ * for the tests to assert on (fake_cuda_violations). */
+#define VIOLATION_MAX 300
+static size_t violations;
+static char first_violation[VIOLATION_MAX];
+static unsigned loaded[FAKE_CUDA_MAX_DEVICES]; /* kernels, by bit (kind) */
+static size_t aborts, closed_at_abort;         /* fake_cuda_abort_mark */
+
+/* Under the lock. */
+static void violation(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void violation(const char *fmt, ...)
+{
+    va_list ap;
+    if (violations++ > 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(first_violation, sizeof(first_violation), fmt, ap);
+    va_end(ap);
+}
 
 static fake_stream_t *stream_of(void *s)
 {
@@ -163,12 +185,84 @@ void fake_cuda_pump(void)
     pthread_mutex_unlock(&lock);
 }
 
+/* A gate whose word has not reached its target: the stream stops there. */
+static int gate_closed(const fake_op_t *op)
+{
+    return op->kind == OP_GATE && !run_op(op);
+}
+
+/* Closed gates queued on @p s (under the lock). */
+static size_t closed_on(const fake_stream_t *s)
+{
+    size_t n = 0;
+    for (size_t i = s->head; i < s->tail; i++)
+        n += (size_t)gate_closed(&s->ops[i]);
+    return n;
+}
+
+static int device_of(const fake_stream_t *s)
+{
+    return s == &legacy ? (current < 0 ? 0 : current) : s->device;
+}
+
+/* Closed gates on streams of @p device, every device for -1. */
+static size_t closed_on_device(int device)
+{
+    size_t n = 0;
+    if (device < 0 || device_of(&legacy) == device)
+        n += closed_on(&legacy);
+    for (fake_stream_t *s = streams; s; s = s->next)
+        if (device < 0 || s->device == device)
+            n += closed_on(s);
+    return n;
+}
+
+/* Work queued on a stream of another device than the current one: CUDA
+ * refuses it (the legacy stream is the current device's). */
+static void check_current(const fake_stream_t *s, const char *what)
+{
+    int cur = current < 0 ? 0 : current;
+    if (s != &legacy && s->device != cur)
+        violation("%s on a stream of cuda:%d with cuda:%d current", what,
+                  s->device, cur);
+}
+
+/* A kernel's first launch on a device loads its module (lazy loading,
+ * CUDA 12.2 on), which waits for the kernels running there: behind a
+ * closed gate that spins, it waits for ever. */
+static void check_launch(const fake_stream_t *s, int kind)
+{
+    int d = device_of(s);
+    if (d < 0 || d >= FAKE_CUDA_MAX_DEVICES || (loaded[d] & (1u << kind)))
+        return;
+    loaded[d] |= 1u << kind;
+    size_t n = closed_on_device(d);
+    if (n > 0)
+        violation("first launch of the %s kernel on cuda:%d while %zu "
+                  "gate(s) wait there: lazy loading waits for them",
+                  op_name[kind], d, n);
+}
+
 static int queue(void *stream, const fake_op_t *op)
 {
     pthread_mutex_lock(&lock);
-    int err = enqueue(stream_of(stream), op);
+    fake_stream_t *s = stream_of(stream);
+    check_current(s, op_name[op->kind]);
+    if (op->kind == OP_GATE || op->kind == OP_SCALE || op->kind == OP_DIVIDE)
+        check_launch(s, op->kind);
+    int err = enqueue(s, op);
     pthread_mutex_unlock(&lock);
     return err;
+}
+
+/* Pinned host or device memory of the double (under the lock). */
+static const fake_mem_t *mem_of(const void *ptr)
+{
+    const char *p = ptr;
+    for (fake_mem_t *m = mems; m; m = m->next)
+        if (p >= m->base && p < m->base + m->len)
+            return m;
+    return NULL;
 }
 
 /* ---- the table -------------------------------------------------------- */
@@ -201,6 +295,21 @@ static int f_set_device(int device)
     if (device < 0 || device >= num_devices)
         return FAKE_CUDA_ERR_INVALID_DEVICE;
     current = device;
+    /* As libtutti_cuda's: the first set_device of a device loads every
+     * kernel of the library there. */
+    loaded[device] = ~0u;
+    return 0;
+}
+
+void fake_cuda_forget_kernels(int device)
+{
+    if (device >= 0 && device < FAKE_CUDA_MAX_DEVICES)
+        loaded[device] = 0;
+}
+
+static int f_get_device(int *device_out)
+{
+    *device_out = current < 0 ? 0 : current;
     return 0;
 }
 
@@ -243,6 +352,13 @@ static void free_mem(void *p)
     for (fake_mem_t **pp = &mems; *pp; pp = &(*pp)->next) {
         fake_mem_t *m = *pp;
         if (m->base == p) {
+            /* cudaFree and cudaFreeHost wait for the device's work. */
+            size_t n = closed_on_device(m->device < 0 ? device_of(&legacy)
+                                                      : m->device);
+            if (n > 0)
+                violation("a free of %s memory while %zu gate(s) wait: "
+                          "CUDA would wait for them",
+                          m->device < 0 ? "pinned host" : "device", n);
             *pp = m->next;
             free(m->base);
             free(m);
@@ -272,7 +388,17 @@ static int f_memcpy_async(void *dst, const void *src, size_t len,
                           void *stream)
 {
     fake_op_t op = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = len};
-    return queue(stream, &op);
+    pthread_mutex_lock(&lock);
+    fake_stream_t *s = stream_of(stream);
+    /* With pageable host memory the copy returns only when done. */
+    size_t n = closed_on(s);
+    if (n > 0 && (mem_of(dst) == NULL || mem_of(src) == NULL))
+        violation("memcpy_async of pageable host memory on a stream held by "
+                  "%zu gate(s): CUDA would block until they open", n);
+    check_current(s, "memcpy_async");
+    int err = enqueue(s, &op);
+    pthread_mutex_unlock(&lock);
+    return err;
 }
 
 static int f_stream_create(void **stream_out)
@@ -321,6 +447,7 @@ static int f_stream_wait_event(void *stream, void *event)
     fake_event_t *ev = event;
     pthread_mutex_lock(&lock);
     fake_op_t op = {.kind = OP_WAIT, .ev = ev, .seq = ev->records};
+    check_current(stream_of(stream), "stream_wait_event");
     int err = enqueue(stream_of(stream), &op);
     pthread_mutex_unlock(&lock);
     return err;
@@ -331,6 +458,7 @@ static int f_event_create(void **event_out)
     fake_event_t *ev = calloc(1, sizeof(*ev));
     if (ev == NULL)
         return FAKE_CUDA_ERR_NO_MEMORY;
+    ev->device = current < 0 ? 0 : current;
     pthread_mutex_lock(&lock);
     ev->next = events;
     events = ev;
@@ -360,6 +488,10 @@ static int f_event_record(void *event, void *stream)
     pthread_mutex_lock(&lock);
     fake_op_t op = {.kind = OP_RECORD, .ev = ev, .seq = ev->records + 1};
     int captured = stream_of(stream)->capturing;
+    check_current(stream_of(stream), "event_record");
+    if (ev->device != device_of(stream_of(stream)))
+        violation("event_record of an event of cuda:%d on a stream of "
+                  "cuda:%d", ev->device, device_of(stream_of(stream)));
     int err = enqueue(stream_of(stream), &op);
     if (err == 0 && !captured)
         ev->records++;
@@ -430,7 +562,7 @@ static const tutti__cuda_ops_t table = {
     .event_create = f_event_create, .event_destroy = f_event_destroy,
     .event_record = f_event_record, .event_query = f_event_query,
     .gate = f_gate, .scale = f_scale, .divide = f_divide,
-    .error_string = f_error_string};
+    .error_string = f_error_string, .get_device = f_get_device};
 
 /* ---- the tests' side -------------------------------------------------- */
 
@@ -453,6 +585,10 @@ void fake_cuda_reset(int n, const int *bus)
     lazy = 0;
     mcopy_stream = NULL;
     mcopies = 0;
+    violations = 0;
+    first_violation[0] = '\0';
+    memset(loaded, 0, sizeof(loaded));
+    aborts = closed_at_abort = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -460,7 +596,10 @@ void fake_cuda_enqueue_copy(void *stream, void *dst, const void *src,
                             size_t bytes)
 {
     fake_op_t op = {.kind = OP_COPY, .dst = dst, .src = src, .bytes = bytes};
-    (void)queue(stream, &op);
+    /* The test's, not the core's: none of the table's checks. */
+    pthread_mutex_lock(&lock);
+    (void)enqueue(stream_of(stream), &op);
+    pthread_mutex_unlock(&lock);
 }
 
 int fake_cuda_device_copy(void *stream, void *dst, const void *src,
@@ -468,6 +607,7 @@ int fake_cuda_device_copy(void *stream, void *dst, const void *src,
 {
     fake_op_t op = {.kind = OP_MCOPY, .dst = dst, .src = src, .bytes = bytes};
     pthread_mutex_lock(&lock);
+    check_current(stream_of(stream), "a device implementation's copy");
     int err = enqueue(stream_of(stream), &op);
     if (err == 0) {
         mcopy_stream = stream;
@@ -559,6 +699,41 @@ int fake_cuda_live(void)
 {
     pthread_mutex_lock(&lock);
     int n = live;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t fake_cuda_violations(char *first, size_t len)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = violations;
+    if (first != NULL && len > 0)
+        snprintf(first, len, "%s", first_violation);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+size_t fake_cuda_held(void *stream)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = closed_on(stream_of(stream));
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+void fake_cuda_abort_mark(int device)
+{
+    pthread_mutex_lock(&lock);
+    aborts++;
+    closed_at_abort += closed_on_device(device);
+    pthread_mutex_unlock(&lock);
+}
+
+size_t fake_cuda_aborts(size_t *closed_out)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = aborts;
+    *closed_out = closed_at_abort;
     pthread_mutex_unlock(&lock);
     return n;
 }

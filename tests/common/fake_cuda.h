@@ -68,7 +68,30 @@ void fake_cuda_set_capturing(void *stream, int capturing);
 /** The device set_device last made current on the calling thread (-1:
  *  none). */
 int fake_cuda_current_device(void);
+/** Kernels of @p device as not yet loaded, as a library that loads them
+ *  lazily would leave them (set_device loads them all, as
+ *  libtutti_cuda's does). */
+void fake_cuda_forget_kernels(int device);
 /** Streams, events and memory allocated and not yet freed. */
 int fake_cuda_live(void);
+/** What real CUDA would hang on or refuse here, counted since
+ *  fake_cuda_reset, the first described into @p first (@p len bytes;
+ *  NULL: not wanted): a memcpy_async of pageable host memory on a stream
+ *  held by a closed gate (CUDA returns once the copy is done); a free
+ *  while a gate of its device is closed (cudaFree waits for the device);
+ *  a kernel's first launch on a device while a gate there is closed
+ *  (lazy loading waits for running kernels); a record, wait, copy or
+ *  launch on a stream of a device that is not current; a record of an
+ *  event of another device. */
+size_t fake_cuda_violations(char *first, size_t len);
+/** Closed gates queued on @p stream: nonzero while it is held. */
+size_t fake_cuda_held(void *stream);
+/** A module's abort of its device work (tests/modules/mod_group.c calls
+ *  it, a weak symbol there): counted, with the gates then closed on
+ *  streams of @p device. */
+void fake_cuda_abort_mark(int device);
+/** Marks since fake_cuda_reset; the gates closed at them to
+ *  @p closed_out. */
+size_t fake_cuda_aborts(size_t *closed_out);
 
 #endif

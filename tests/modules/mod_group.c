@@ -6,6 +6,10 @@
  *                 names (if set): "init K R BYTES", "abort K R REASON",
  *                 "fini K R" (K the group key, R the rank, in hex and
  *                 decimal), so a test of many threads reads what each got.
+ *                 init_group fails while TUTTI_TEST_GROUP_FAIL is
+ *                 "init_group"; abort_group tells the test program's CUDA
+ *                 double (fake_cuda_abort_mark), which counts the gates
+ *                 still closed on the member's device then.
  *   TestOrdered   allreduce, flagged TUTTI_IMPL_ORDERED: every member
  *                 sends its input to every other through core->send and
  *                 sums what arrives in rank order (a copy for a group of
@@ -35,6 +39,7 @@
 typedef struct {
     uint64_t key;
     int rank;
+    int device;
     unsigned char bytes[16];
 } group_state_t;
 
@@ -84,13 +89,18 @@ static tutti_status_t g_init(const tutti_alg_group_t *group,
 {
     group_state_t *s;
     char hex[33];
+    const char *fail = getenv("TUTTI_TEST_GROUP_FAIL");
     if (details_len != 16)
         return core->error(TUTTI_ERR_MODULE, "testgroup: %zu bytes of group "
                            "details, expected 16", details_len);
+    if (fail != NULL && strcmp(fail, "init_group") == 0)
+        return core->error(TUTTI_ERR_MODULE, "testgroup: init_group fails "
+                           "(TUTTI_TEST_GROUP_FAIL)");
     if ((s = malloc(sizeof(*s))) == NULL)
         return TUTTI_ERR_NO_MEMORY;
     s->key = group->group_key;
     s->rank = group->rank;
+    s->device = group->device_index;
     memcpy(s->bytes, details, 16);
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", s->bytes[i]);
@@ -99,9 +109,14 @@ static tutti_status_t g_init(const tutti_alg_group_t *group,
     return TUTTI_OK;
 }
 
+extern void fake_cuda_abort_mark(int device)
+    __attribute__((weak, visibility("default")));
+
 static void g_abort(void *state, const char *reason)
 {
     group_state_t *s = state;
+    if (fake_cuda_abort_mark != NULL)
+        fake_cuda_abort_mark(s->device);
     log_line("abort %llx %d %s", (unsigned long long)s->key, s->rank,
              reason ? reason : "");
 }

@@ -309,6 +309,11 @@ static void test_device_scaling_as_the_host(void **state)
     fake_cuda_reset(1, NULL);
     run_members(*state, 0xd5, 1, NULL, TUTTI_ORDER_TASK, device_scale_body,
                 NULL, m);
+    /* Its first scale kernel runs while its own gate is closed: loaded
+     * with the others at set_device, it needs no load then. */
+    char why[300] = "";
+    if (fake_cuda_violations(why, sizeof(why)) != 0)
+        fail_msg("%s", why);
 }
 
 /* A resolved device instance on a captured stream: its work goes into
