@@ -3,10 +3,14 @@
  * with libltdl, or a test's double in its place; and the PCI bus ids of
  * GPUs as numbers for the coordinator's frames.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
 #include <ltdl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tutti-build.h"
@@ -18,40 +22,112 @@
 static pthread_mutex_t cuda_lock = PTHREAD_MUTEX_INITIALIZER;
 static const tutti__cuda_ops_t *cuda_ops;   /* loaded or a test's */
 static int cuda_tried;                      /* the library was tried */
-static char cuda_why[512];                  /* why it could not be */
+static char cuda_why[2048];                 /* why it could not be */
 
-/* Loads the library and checks its table; the reason into cuda_why. */
-static const tutti__cuda_ops_t *cuda_load(void)
-{
 #if TUTTI_HAVE_CUDA
-    const char *path = tutti__running_from_build_tree()
-                           ? TUTTI_BUILD_CUDA_LIB
-                           : TUTTI_INSTALL_CUDA_LIB;
-    if (lt_dlinit() != 0) {
-        snprintf(cuda_why, sizeof(cuda_why), "libltdl did not start: %s",
-                 lt_dlerror());
-        return NULL;
+/* Appends "; " (unless cuda_why ends in a space) and the formatted text
+ * to cuda_why, cut at its end. */
+static void why_add(const char *fmt, ...)
+{
+    size_t n = strlen(cuda_why);
+    va_list ap;
+    if (n + 3 >= sizeof(cuda_why))
+        return;
+    if (n > 0 && cuda_why[n - 1] != ' ') {
+        memcpy(cuda_why + n, "; ", 3);
+        n += 2;
     }
-    lt_dlhandle h = lt_dlopenext(path);
+    va_start(ap, fmt);
+    vsnprintf(cuda_why + n, sizeof(cuda_why) - n, fmt, ap);
+    va_end(ap);
+}
+
+/* Opens @p path (with lt_dlopenext unless @p exact) and checks its
+ * table; NULL with the path and the reason added to cuda_why. */
+static const tutti__cuda_ops_t *cuda_try(const char *path, int exact)
+{
+    lt_dlhandle h = exact ? lt_dlopen(path) : lt_dlopenext(path);
     if (h == NULL) {
-        snprintf(cuda_why, sizeof(cuda_why), "cannot load %s: %s", path,
-                 lt_dlerror());
-        lt_dlexit();
+        why_add("%s: %s", path, lt_dlerror());
         return NULL;
     }
     const tutti__cuda_ops_t *ops = lt_dlsym(h, TUTTI__CUDA_OPS_SYMBOL);
     if (ops == NULL || ops->size < sizeof(*ops) ||
         ops->version != TUTTI__CUDA_OPS_VERSION) {
-        snprintf(cuda_why, sizeof(cuda_why), "%s: no table '%s' of version "
-                 "%d and size %zu (another build's library?)", path,
-                 TUTTI__CUDA_OPS_SYMBOL, TUTTI__CUDA_OPS_VERSION,
-                 sizeof(*ops));
+        why_add("%s: no table '%s' of version %d and size %zu (another "
+                "build's library?)", path, TUTTI__CUDA_OPS_SYMBOL,
+                TUTTI__CUDA_OPS_VERSION, sizeof(*ops));
         lt_dlclose(h);
-        lt_dlexit();
         return NULL;
     }
     /* Kept open for the process's life: CUDA's runtime does not unload
      * cleanly, and streams or events may outlive a context. */
+    return ops;
+}
+
+/* The directory of the file that holds libtutti's code (libtutti.so, or
+ * the program it is linked into) into @p dir; 0 if unknown. */
+static int core_dir(char *dir, size_t len)
+{
+    Dl_info info;
+    if (dladdr((void *)&tutti__cuda_get, &info) == 0 ||
+        info.dli_fname == NULL || strchr(info.dli_fname, '/') == NULL)
+        return 0;
+    snprintf(dir, len, "%s", info.dli_fname);
+    *strrchr(dir, '/') = '\0';
+    return 1;
+}
+#endif
+
+/* Loads the library and checks its table; the paths tried and why each
+ * failed into cuda_why.  TUTTI_CUDA_LIB, a path, is the only one tried
+ * when set.  Else, in order: beside libtutti as the build tree lays it
+ * out (core/.libs -> core/device) and as an install does (libdir ->
+ * pkglibdir/device), so that a build or install moved to another place
+ * or machine finds its own; then the path compiled in. */
+static const tutti__cuda_ops_t *cuda_load(void)
+{
+#if TUTTI_HAVE_CUDA
+    const char *env = getenv("TUTTI_CUDA_LIB");
+    const char *built = tutti__running_from_build_tree()
+                            ? TUTTI_BUILD_CUDA_LIB
+                            : TUTTI_INSTALL_CUDA_LIB;
+    size_t libdir_len = strlen(TUTTI_INSTALL_LIBDIR);
+    const tutti__cuda_ops_t *ops = NULL;
+    char dir[PATH_MAX], path[PATH_MAX + 64];
+
+    snprintf(cuda_why, sizeof(cuda_why), "cannot load libtutti_cuda "
+             "(TUTTI_CUDA_LIB may name it), tried: ");
+    if (lt_dlinit() != 0) {
+        snprintf(cuda_why, sizeof(cuda_why), "libltdl did not start: %s",
+                 lt_dlerror());
+        return NULL;
+    }
+    if (env != NULL && env[0] != '\0') {
+        ops = cuda_try(env, 1);
+        if (ops == NULL)
+            why_add("the path of TUTTI_CUDA_LIB, set, is the only one "
+                    "tried");
+        goto done;
+    }
+    if (core_dir(dir, sizeof(dir))) {
+        snprintf(path, sizeof(path), "%s/../device/libtutti_cuda", dir);
+        if ((ops = cuda_try(path, 0)) != NULL)
+            goto done;
+        /* The install's layout: the library's place below libdir. */
+        if (strncmp(TUTTI_INSTALL_CUDA_LIB, TUTTI_INSTALL_LIBDIR,
+                    libdir_len) == 0 &&
+            TUTTI_INSTALL_CUDA_LIB[libdir_len] == '/') {
+            snprintf(path, sizeof(path), "%s%s", dir,
+                     TUTTI_INSTALL_CUDA_LIB + libdir_len);
+            if ((ops = cuda_try(path, 0)) != NULL)
+                goto done;
+        }
+    }
+    ops = cuda_try(built, 0);
+done:
+    if (ops == NULL)
+        lt_dlexit();
     return ops;
 #else
     snprintf(cuda_why, sizeof(cuda_why), "this build has no CUDA "

@@ -8,7 +8,8 @@
  * gate held until a host thread writes its word, and scale and divide for
  * every data type, bit-compared with the host's tutti__scale and
  * tutti__divide on random data with negative numbers, halves, subnormals,
- * infinities and NaNs.
+ * infinities and NaNs.  And the core's own loader (device.c): the path
+ * in TUTTI_CUDA_LIB wins, and its failure names that path.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,7 +27,10 @@
 #include <ltdl.h>
 #include <pthread.h>
 
+#include <tutti/tutti.h>
+
 #include "base/reduce.h"
+#include "device/device.h"
 #include "device/cuda_ops.h"
 #include "test_util.h"
 
@@ -498,6 +502,45 @@ static void test_device_scale_divide(void **state)
     ops->dev_free(dev);
 }
 
+/* ---- the core's loader ---------------------------------------------------- */
+
+/* The table the core loads (with TUTTI_CUDA_LIB set to @p env, or unset
+ * for NULL), tried afresh; its status into @p st_out. */
+static const tutti__cuda_ops_t *core_load(const char *env,
+                                          tutti_status_t *st_out)
+{
+    const tutti__cuda_ops_t *got = NULL;
+    if (env != NULL)
+        assert_int_equal(setenv("TUTTI_CUDA_LIB", env, 1), 0);
+    else
+        assert_int_equal(unsetenv("TUTTI_CUDA_LIB"), 0);
+    tutti__cuda_use(NULL);
+    *st_out = tutti__cuda_get(&got);
+    return *st_out == TUTTI_OK ? got : NULL;
+}
+
+static void test_core_loader(void **state)
+{
+    const char *missing = "/nowhere/tutti-test/libtutti_cuda.so";
+    const char *built = TUTTI_TEST_CUDA_LIB_SO;
+    tutti_status_t st;
+    (void)state;
+
+    /* A path that does not load: an error naming it, nothing else. */
+    assert_null(core_load(missing, &st));
+    assert_int_equal(st, TUTTI_ERR_UNSUPPORTED);
+    print_message("TUTTI_CUDA_LIB=%s: %s\n", missing, tutti_last_error());
+    assert_non_null(strstr(tutti_last_error(), missing));
+    assert_non_null(strstr(tutti_last_error(), "TUTTI_CUDA_LIB"));
+    assert_null(strstr(tutti_last_error(), "core/device"));
+    /* The build's library by that path: the table this test loaded. */
+    assert_ptr_equal(core_load(built, &st), ops);
+    assert_int_equal(st, TUTTI_OK);
+    /* Unset: found beside the core or by the path compiled in. */
+    assert_ptr_equal(core_load(NULL, &st), ops);
+    assert_int_equal(st, TUTTI_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_error_string),
         cmocka_unit_test(test_no_device_errors),
         cmocka_unit_test(test_kernel_arguments),
+        cmocka_unit_test(test_core_loader),
         cmocka_unit_test_setup(test_device_memory, device_setup),
         cmocka_unit_test_setup(test_device_stream_wait, device_setup),
         cmocka_unit_test_setup(test_device_gate, device_setup),
