@@ -69,21 +69,6 @@ static void test_matrix_2(void **state) { (void)state; matrix_on(2); }
 static void test_matrix_3(void **state) { (void)state; matrix_on(3); }
 static void test_matrix_4(void **state) { (void)state; matrix_on(4); }
 
-/* Rows of a tutti-perf table: each says #wrong 0; returns how many. */
-static int perf_rows_clean(char *out)
-{
-    int rows = 0;
-    for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n")) {
-        test_perf_row_t r;
-        if (l[0] == '#' || l[0] == 't' || !test_perf_row(l, &r))
-            continue;
-        if (r.wrong != 0)
-            fail_msg("row '%s' has wrong elements", l);
-        rows++;
-    }
-    return rows;
-}
-
 /* Groups over tcp share the process's progress engine: joining 6 groups
  * adds no thread (one per endpoint, before, added 6), and every group's
  * sums are exact. */
@@ -124,7 +109,7 @@ static void test_perf(void **state)
         char cmd[512], out[16384];
         snprintf(cmd, sizeof(cmd), ENV "%s -n 3 %s %s", RUN, PERF, args[i]);
         test_run_ok(cmd, 0, out, sizeof(out));
-        if (perf_rows_clean(out) < 2)
+        if (test_perf_rows_exact(out) < 2)
             fail_msg("%s: too few rows:\n%s", cmd, out);
     }
 }
@@ -234,7 +219,7 @@ static void test_strangers_refused(void **state)
                  ports, base, base + 30, out);
     if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
         fail_msg("the job failed (%d):\n%s", rc, out);
-    assert_true(perf_rows_clean(out) >= 1);
+    assert_true(test_perf_rows_exact(out) >= 1); /* -1: wrong rows */
     assert_true(test_file_has(log, "refused connection from 127.0.0.1:"));
     assert_true(test_file_has(log, "secret mismatch"));
     assert_true(test_file_has(log, "bad magic"));

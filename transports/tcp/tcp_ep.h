@@ -42,6 +42,11 @@ typedef struct {
                                        connection's next frame */
 } frame_t;
 
+/* The tag ends the header: the receiver tags the bytes before it and
+ * TCP_TAG zeros, as the sender tagged the header with a zero tag. */
+_Static_assert(offsetof(frame_t, tag) + TCP_TAG == sizeof(frame_t),
+               "frame_t: the tag is its last field, without padding");
+
 /** A message that came before its receive was posted. */
 typedef struct unexp {
     struct unexp *next;

@@ -8,6 +8,7 @@
  * or an API call (recv() or progress()) that polls the sockets itself.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,10 +464,11 @@ void tcp_do_recv(tcp_ep_t *ep, conn_t *c)
                     return;
                 }
                 if (ep->mac) { /* the header as it was tagged */
-                    frame_t zero = c->rhdr;
-                    memset(zero.tag, 0, sizeof(zero.tag));
+                    static const unsigned char no_tag[TCP_TAG];
                     tcp_mac_begin(&c->mac_in);
-                    tcp_mac_update(&c->mac_in, &zero, sizeof(zero));
+                    tcp_mac_update(&c->mac_in, &c->rhdr,
+                                   offsetof(frame_t, tag));
+                    tcp_mac_update(&c->mac_in, no_tag, sizeof(no_tag));
                 }
                 if (match_fragment(ep, c) != 0)
                     return;
