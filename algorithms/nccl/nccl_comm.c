@@ -3,6 +3,9 @@
  * at task 0, a non-blocking communicator per member, its readiness and
  * errors, abort and an orderly finish.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +68,25 @@ static void version_split(int code, int v[3])
     v[2] = code % 100;
 }
 
+/* NCCL starts threads of its own (the bootstrap root that
+ * ncclGetUniqueId leaves listening, a communicator's proxy), whose code is
+ * in libnccl: once one may run, libnccl stays mapped (RTLD_NODELETE) when
+ * the registry unloads this module, else such a thread would wake in
+ * unmapped code and kill the process. */
+static void keep_nccl_once(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&ncclGetUniqueId, &info) != 0 &&
+        info.dli_fname != NULL)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+static void keep_nccl(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    (void)pthread_once(&once, keep_nccl_once);
+}
+
 static tutti_status_t nccl_init_group_params(const tutti_alg_group_t *group,
                                              const tutti_core_ops_t *core,
                                              void *details, size_t *len_out)
@@ -72,6 +94,7 @@ static tutti_status_t nccl_init_group_params(const tutti_alg_group_t *group,
     ncclUniqueId id;
     _Static_assert(sizeof(id) <= TUTTI_GROUP_DETAILS_MAX,
                    "an NCCL unique id fits the group's details");
+    keep_nccl();
     ncclResult_t r = ncclGetUniqueId(&id);
     if (r != ncclSuccess)
         return core->error(TUTTI_ERR_MODULE, MOD ": group 0x%llx: "
@@ -131,6 +154,7 @@ static tutti_status_t nccl_init_group(const tutti_alg_group_t *group,
      * peer. */
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
+    keep_nccl();
     r = ncclCommInitRankConfig(&g->comm, g->size, id, g->rank, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
         st = core->error(TUTTI_ERR_MODULE, MOD ": group 0x%llx rank %d of "
