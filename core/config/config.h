@@ -56,7 +56,7 @@ typedef struct {
 
 /* The core's own settings, by row (keys.c): log_level, timeout,
  * modules.path, modules.load, transports, verify, log_subsystems,
- * log_file, timeline. */
+ * log_file, timeline, cuda.group_setup. */
 enum {
     TUTTI__SET_LOG_LEVEL,
     TUTTI__SET_TIMEOUT,
@@ -67,8 +67,12 @@ enum {
     TUTTI__SET_LOG_SUBSYSTEMS,
     TUTTI__SET_LOG_FILE,
     TUTTI__SET_TIMELINE,
+    TUTTI__SET_CUDA_GROUP_SETUP,
     TUTTI__CORE_SETTINGS
 };
+
+/* cuda.group_setup's choices (exec/cuda_setup.c). */
+enum { TUTTI__CUDA_SETUP_JOIN, TUTTI__CUDA_SETUP_FIRST_USE };
 
 /* Room for log_subsystems and log_file (STRING settings hold text shorter
  * than their buffer). */
@@ -108,6 +112,7 @@ typedef struct {
     tutti__strlist_t module_load; /* empty: all */
     tutti__strlist_t transports;
     int verify;                   /* TUTTI_TP_VERIFY_* (transport.h) */
+    int cuda_group_setup;         /* TUTTI__CUDA_SETUP_* */
     char log_subsystems[TUTTI__LOG_SUBSYSTEMS_MAX]; /* "registry:debug,..." */
     char log_file[TUTTI__LOG_FILE_MAX]; /* "": stderr */
     char timeline[TUTTI__TIMELINE_PATH_MAX]; /* "": no timeline */

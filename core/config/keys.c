@@ -15,6 +15,9 @@
 
 #define AT(field) offsetof(tutti__config_t, field)
 
+/* In the order of TUTTI__CUDA_SETUP_* (config.h). */
+static const char *const cuda_setup_modes[] = {"join", "first_use", NULL};
+
 /* In the order of TUTTI_TP_VERIFY_* (transport.h). */
 static const char *const verify_modes[] = {"off", "checksum", "mac", NULL};
 
@@ -110,6 +113,18 @@ const tutti_setting_t tutti__core_settings[] = {
         .max = TUTTI__TIMELINE_PATH_MAX,
         .expected = "a file path, e.g. /tmp/trace.%t.json (empty: no "
                     "timeline)",
+    },
+    /* Read by the join (exec/cuda_setup.c). */
+    [TUTTI__SET_CUDA_GROUP_SETUP] = {
+        .name = "cuda.group_setup",
+        .default_value = "join",
+        .doc = "when a CUDA group's modules with state on the device "
+               "(NCCL) set it up: join runs one call through each in "
+               "tutti_group_join, before any stream is held; first_use at "
+               "the first execution that needs it, behind its held stream",
+        .type = TUTTI_SETTING_CHOICE,
+        .offset = AT(cuda_group_setup),
+        .choices = cuda_setup_modes,
     },
 };
 

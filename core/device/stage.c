@@ -4,6 +4,7 @@
  * pinned buffers of staging; each execution only queues, records and
  * polls.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -34,19 +35,102 @@ tutti_status_t tutti__dstage_create(const tutti__cuda_ops_t *ops, int device,
     return TUTTI_OK;
 }
 
-/* Whether a gate this instance queued is still closed. */
-static int gate_closed(const tutti__dstage_t *s)
+/* ---- frees that wait for the gates ---------------------------------- */
+
+/* Per device; ordinals past the table share slots (a free may then wait
+ * longer, never less).  closed counts the gates queued and not opened;
+ * it rises under the lock, so a free made while it reads 0 cannot meet a
+ * gate queued meanwhile. */
+#define DEVICES 64
+
+typedef struct {
+    const tutti__cuda_ops_t *ops;
+    void *ptr;
+    int host;
+} held_free_t;
+
+static struct {
+    _Atomic uint32_t closed;
+    _Atomic uint32_t nheld;
+    held_free_t *held;
+    uint32_t cap;
+} devs[DEVICES];
+static pthread_mutex_t dfree_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void free_now(const tutti__cuda_ops_t *ops, void *ptr, int host)
 {
-    return s->gate != NULL &&
-           atomic_load_explicit((_Atomic uint32_t *)s->gate,
-                                memory_order_relaxed) != s->issued;
+    if (host)
+        ops->host_free(ptr);
+    else
+        ops->dev_free(ptr);
 }
 
-static void free_retired(tutti__dstage_t *s)
+uint32_t tutti__dstage_closed(int device)
 {
-    while (s->nretired > 0)
-        s->ops->host_free(s->retired[--s->nretired]);
+    return atomic_load(&devs[(unsigned)device % DEVICES].closed);
 }
+
+void tutti__dfree(const tutti__cuda_ops_t *ops, int device, void *ptr,
+                  int host)
+{
+    unsigned d = (unsigned)device % DEVICES;
+    if (ptr == NULL)
+        return;
+    pthread_mutex_lock(&dfree_lock);
+    if (atomic_load(&devs[d].closed) == 0) {
+        free_now(ops, ptr, host);
+    } else {
+        if (devs[d].nheld == devs[d].cap) {
+            uint32_t cap = devs[d].cap ? 2 * devs[d].cap : 8;
+            held_free_t *h = realloc(devs[d].held, cap * sizeof(*h));
+            if (h == NULL) {
+                /* Kept, not freed: a leak is better than a hang. */
+                pthread_mutex_unlock(&dfree_lock);
+                tutti__log(TUTTI_LOG_WARN, "cuda", "cuda:%d: no memory to "
+                           "note a free until the gates open: %p kept",
+                           device, ptr);
+                return;
+            }
+            devs[d].held = h;
+            devs[d].cap = cap;
+        }
+        devs[d].held[devs[d].nheld] = (held_free_t){ops, ptr, host};
+        atomic_fetch_add(&devs[d].nheld, 1);
+    }
+    pthread_mutex_unlock(&dfree_lock);
+}
+
+/* A gate about to be queued on @p device. */
+static void gate_closing(int device)
+{
+    pthread_mutex_lock(&dfree_lock);
+    atomic_fetch_add(&devs[(unsigned)device % DEVICES].closed, 1);
+    pthread_mutex_unlock(&dfree_lock);
+}
+
+/* @p n gates on @p device opened (or never queued): once none is closed,
+ * the frees that waited are made. */
+static void gates_opened(int device, uint32_t n)
+{
+    unsigned d = (unsigned)device % DEVICES;
+    if (atomic_fetch_sub(&devs[d].closed, n) != n ||
+        atomic_load(&devs[d].nheld) == 0)
+        return;
+    pthread_mutex_lock(&dfree_lock);
+    if (atomic_load(&devs[d].closed) == 0) {
+        while (devs[d].nheld > 0) {
+            held_free_t *h = &devs[d].held[devs[d].nheld - 1];
+            free_now(h->ops, h->ptr, h->host);
+            atomic_fetch_sub(&devs[d].nheld, 1);
+        }
+        free(devs[d].held);
+        devs[d].held = NULL;
+        devs[d].cap = 0;
+    }
+    pthread_mutex_unlock(&dfree_lock);
+}
+
+/* ---- an instance's stream, gate and staging --------------------------- */
 
 static tutti_status_t grow(tutti__dstage_t *s, void **buf, size_t *cap,
                            size_t bytes, const char *what)
@@ -59,11 +143,7 @@ static tutti_status_t grow(tutti__dstage_t *s, void **buf, size_t *cap,
         return tutti__cuda_error(TUTTI_ERR_NO_MEMORY, err, "cuda:%d: %zu "
                                  "bytes of pinned host memory for the %s",
                                  s->device, bytes, what);
-    if (*buf != NULL && gate_closed(s) &&
-        s->nretired < TUTTI__DSTAGE_RETIRED)
-        s->retired[s->nretired++] = *buf; /* freed when the gates open */
-    else if (*buf != NULL)
-        s->ops->host_free(*buf);
+    tutti__dfree(s->ops, s->device, *buf, 1);
     *buf = host;
     *cap = bytes;
     return TUTTI_OK;
@@ -106,13 +186,9 @@ void tutti__dstage_destroy(tutti__dstage_t *s)
         ops->event_destroy(s->ev_in);
     if (s->ev_out)
         ops->event_destroy(s->ev_out);
-    if (s->gate)
-        ops->host_free(s->gate);
-    if (s->host_in)
-        ops->host_free(s->host_in);
-    if (s->host_out)
-        ops->host_free(s->host_out);
-    free_retired(s);
+    tutti__dfree(ops, s->device, s->gate, 1);
+    tutti__dfree(ops, s->device, s->host_in, 1);
+    tutti__dfree(ops, s->device, s->host_out, 1);
     free(s);
 }
 
@@ -133,10 +209,13 @@ tutti_status_t tutti__dstage_hold(tutti__dstage_t *s, void *caller,
                             "first execution, or one behind another): only "
                             "a device implementation (NCCL) whose instance "
                             "already ran can be captured", s->device);
+    gate_closing(s->device);
     if ((err = ops->event_record(event, caller)) != 0 ||
-        (err = ops->gate(caller, s->gate_dev, s->issued + 1)) != 0)
+        (err = ops->gate(caller, s->gate_dev, s->issued + 1)) != 0) {
+        gates_opened(s->device, 1);
         return tutti__cuda_error(TUTTI_ERR_IO, err, "cuda:%d: holding the "
                                  "caller's stream", s->device);
+    }
     *seq_out = ++s->issued;
     return TUTTI_OK;
 }
@@ -152,13 +231,19 @@ tutti_status_t tutti__dstage_attach(tutti__dstage_t *s, void *event)
 
 void tutti__dstage_release(tutti__dstage_t *s, uint32_t seq)
 {
-    /* The kernel reads the word through the mapping: a release store, so
-     * what the host wrote before is visible first.  Numbers only grow. */
+    /* The device reads the word through the mapping: a release store, so
+     * what the host wrote before is visible first.  Numbers only grow;
+     * the exchange counts each gate opened once, whoever opens it. */
     _Atomic uint32_t *word = (_Atomic uint32_t *)s->gate;
-    if ((int32_t)(seq - atomic_load_explicit(word, memory_order_relaxed)) > 0)
-        atomic_store_explicit(word, seq, memory_order_release);
-    if (!gate_closed(s))
-        free_retired(s);
+    uint32_t old = atomic_load_explicit(word, memory_order_relaxed);
+    while ((int32_t)(seq - old) > 0) {
+        if (atomic_compare_exchange_weak_explicit(word, &old, seq,
+                                                  memory_order_release,
+                                                  memory_order_relaxed)) {
+            gates_opened(s->device, seq - old);
+            break;
+        }
+    }
 }
 
 tutti_status_t tutti__dstage_copy_in(tutti__dstage_t *s, const void *dev_in,

@@ -17,9 +17,14 @@
  * on the instance's stream, the implementation runs there, its output is
  * copied back; progress polls events, nothing blocks a thread.  Buffers
  * are allocated with the instance and grow only for per-rank counts that
- * need more; an outgrown buffer is freed only once no gate of the
- * instance is closed (a free of pinned memory may synchronize the
- * device).
+ * need more.
+ *
+ * Frees.  cudaFree and cudaFreeHost may wait for all of a device's work,
+ * a closed gate's stream included, and the gate waits for this process:
+ * every free of pinned or device memory an instance made goes through
+ * tutti__dfree, which defers it while any gate on that device, of any
+ * instance of any group in the process, is closed, and frees what waited
+ * once the last of them opens.
  */
 #ifndef TUTTI_CORE_DEVICE_STAGE_H
 #define TUTTI_CORE_DEVICE_STAGE_H
@@ -30,8 +35,6 @@
 #include <tutti/status.h>
 
 #include "device/cuda_ops.h"
-
-#define TUTTI__DSTAGE_RETIRED 8
 
 typedef struct tutti__dstage {
     const tutti__cuda_ops_t *ops;
@@ -44,12 +47,15 @@ typedef struct tutti__dstage {
     void *ev_in, *ev_out;
     void *host_in, *host_out;   /* pinned */
     size_t in_cap, out_cap;
-    /* Pinned buffers outgrown while a gate was closed: freeing pinned
-     * memory may wait for the device, which waits for the gate, which
-     * waits for this thread; freed once every gate is open. */
-    void *retired[TUTTI__DSTAGE_RETIRED];
-    int nretired;
 } tutti__dstage_t;
+
+/** Frees @p ptr, device memory (@p host 0) or pinned host memory (1) of
+ *  @p device, now if no gate on that device is closed, else once the
+ *  last closed one opens.  NULL ok. */
+void tutti__dfree(const tutti__cuda_ops_t *ops, int device, void *ptr,
+                  int host);
+/** Gates on @p device queued and not yet opened, in this process. */
+uint32_t tutti__dstage_closed(int device);
 
 /** The instance's stream and gate word on @p device. */
 tutti_status_t tutti__dstage_create(const tutti__cuda_ops_t *ops, int device,

@@ -158,13 +158,13 @@ tutti_status_t tutti__cuda_inst_setup(tutti_group_t *g,
 
 void tutti__cuda_inst_free(tutti__instance_t *inst)
 {
+    int device = inst->dstage != NULL ? inst->dstage->device : 0;
     tutti__dstage_destroy(inst->dstage);
     inst->dstage = NULL;
     const tutti__cuda_ops_t *ops = tutti__cuda_loaded();
     if (ops == NULL)
         return;
-    if (inst->dev_stage)
-        ops->dev_free(inst->dev_stage);
+    tutti__dfree(ops, device, inst->dev_stage, 0);
     if (inst->dev_done)
         ops->event_destroy(inst->dev_done);
 }
@@ -201,7 +201,7 @@ tutti_status_t tutti__cuda_issue(tutti_request_t *r)
     tutti__instance_t *inst = r->inst;
     r->gate_seq = 0;
     r->hold_error = TUTTI_OK;
-    if (r->group->device_type != TUTTI_DEVICE_CUDA ||
+    if (r->group->device_type != TUTTI_DEVICE_CUDA || r->group->setting_up ||
         (inst->resolved && inst->mode == TUTTI__MODE_DEVICE))
         return TUTTI_OK; /* tutti__cuda_issued decides */
     return hold(r);
@@ -211,7 +211,8 @@ void tutti__cuda_issued(tutti_request_t *r)
 {
     tutti_status_t st;
     if (r->group->device_type != TUTTI_DEVICE_CUDA || r->gate_seq != 0 ||
-        r->inst->mode != TUTTI__MODE_DEVICE || r->status != TUTTI_INPROGRESS)
+        r->group->setting_up || r->inst->mode != TUTTI__MODE_DEVICE ||
+        r->status != TUTTI_INPROGRESS)
         return;
     int launched = r->launch_order != 0;
     if (launched && r->phase != PHASE_RUN)
@@ -248,8 +249,7 @@ static tutti_status_t dev_stage(tutti_group_t *g, tutti__instance_t *inst,
                                  "prepared input",
                                  (unsigned long long)inst->params.instance_key,
                                  bytes, g->device_index);
-    if (inst->dev_stage)
-        g->cuda->dev_free(inst->dev_stage);
+    tutti__dfree(g->cuda, g->device_index, inst->dev_stage, 0);
     inst->dev_stage = buf;
     inst->dev_stage_len = bytes;
     return TUTTI_OK;

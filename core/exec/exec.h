@@ -232,6 +232,8 @@ struct tutti_group {
     tutti__flight_t flight;
     tutti_status_t failed;            /* an execution failed mid-way */
     char failure[512];                /* its detail */
+    int setting_up;                   /* the join's set-up calls run
+                                         (cuda_setup.c): no stream held */
 };
 
 /* A request's failure detail: here, not in request.c, since both
@@ -349,6 +351,9 @@ tutti_status_t tutti__cuda_start(tutti_request_t *r);
 tutti_status_t tutti__cuda_progress(tutti_request_t *r);
 /** @p r ended (any status): the caller's stream goes on. */
 void tutti__cuda_end(tutti_request_t *r);
+
+/* cuda_setup.c: a CUDA group's device modules set up during the join */
+tutti_status_t tutti__cuda_group_setup(tutti_group_t *g);
 /** The group failed: every module's group state stops its device work. */
 void tutti__group_abort_modules(tutti_group_t *g, const char *why);
 

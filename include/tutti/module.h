@@ -315,7 +315,14 @@ typedef struct {
      *  init_context of one of the module's implementations in the group;
      *  @p state_out reaches every instance as inst->group_state.  Must not
      *  wait for the other members (start a collective set-up, finish it
-     *  in run or progress).  An error refuses that instance. */
+     *  in run or progress).  An error refuses that instance.  In a CUDA
+     *  group, a module with an allreduce on device memory
+     *  (TUTTI_IMPL_DEVICE_MEMORY) is set up during tutti_group_join: each
+     *  member runs one allreduce of one float32 through it on a stream of
+     *  the core's, no stream held, so the state is made and its first
+     *  call done before the caller queues work (cuda.group_setup,
+     *  tutti.yaml(5)); an error there is logged and the first execution
+     *  that chooses the module calls init_group again. */
     tutti_status_t (*init_group)(const tutti_alg_group_t *group,
                                  const tutti_core_ops_t *core,
                                  const void *details, size_t details_len,

@@ -322,6 +322,20 @@ void tutti_instance_params_init(tutti_instance_params_t *params);
  * by events and the caller's stream held until the result is back, so no
  * thread blocks.  A call made while the stream is captured into a CUDA
  * graph is refused on that staged path (TUTTI_ERR_UNSUPPORTED).
+ * The caller's stream is held (by a wait the host opens) during an
+ * instance's first execution and during every staged one, until the
+ * request completes; the host's part of it runs only inside
+ * tutti_request_wait/test (or another member's call that progresses the
+ * group).  Until then the caller must not block on that stream: no
+ * cudaStreamSynchronize or cudaEventSynchronize of work queued after the
+ * call, no synchronous cudaMemcpy, no cudaMemcpyAsync between the device
+ * and pageable host memory (it returns only when done), no cudaFree,
+ * cudaFreeHost or cudaDeviceSynchronize; with stream NULL, or a stream
+ * created without cudaStreamNonBlocking, the same holds for every stream
+ * that synchronizes with the legacy default stream.  Each would wait for
+ * the held stream, which waits for the call that never comes: the
+ * program hangs.  Queue what needs the result (kernels, copies to pinned
+ * memory from cudaMallocHost) and wait or test first.
  * When the output's size is known only after the exchange (allgather and
  * alltoall with per-rank counts), recv_capacity gives recvbuf's size.  If
  * any member's buffer is too small, no data moves: every member's request

@@ -79,6 +79,7 @@ static size_t violations;
 static char first_violation[VIOLATION_MAX];
 static unsigned loaded[FAKE_CUDA_MAX_DEVICES]; /* kernels, by bit (kind) */
 static size_t aborts, closed_at_abort;         /* fake_cuda_abort_mark */
+static size_t inits, closed_at_init;           /* fake_cuda_init_mark */
 
 /* Under the lock. */
 static void violation(const char *fmt, ...)
@@ -589,6 +590,7 @@ void fake_cuda_reset(int n, const int *bus)
     first_violation[0] = '\0';
     memset(loaded, 0, sizeof(loaded));
     aborts = closed_at_abort = 0;
+    inits = closed_at_init = 0;
     pthread_mutex_unlock(&lock);
 }
 
@@ -727,6 +729,23 @@ void fake_cuda_abort_mark(int device)
     aborts++;
     closed_at_abort += closed_on_device(device);
     pthread_mutex_unlock(&lock);
+}
+
+void fake_cuda_init_mark(int device)
+{
+    pthread_mutex_lock(&lock);
+    inits++;
+    closed_at_init += closed_on_device(device);
+    pthread_mutex_unlock(&lock);
+}
+
+size_t fake_cuda_inits(size_t *closed_out)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = inits;
+    *closed_out = closed_at_init;
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 size_t fake_cuda_aborts(size_t *closed_out)

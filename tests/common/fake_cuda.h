@@ -86,6 +86,12 @@ int fake_cuda_live(void);
 size_t fake_cuda_violations(char *first, size_t len);
 /** Closed gates queued on @p stream: nonzero while it is held. */
 size_t fake_cuda_held(void *stream);
+/** A module's set-up of its group state on @p device (mod_group's
+ *  init_group calls it): counted, with the gates closed there then. */
+void fake_cuda_init_mark(int device);
+/** How many set-ups were marked since the reset; the gates closed at them,
+ *  summed, to @p closed_out. */
+size_t fake_cuda_inits(size_t *closed_out);
 /** A module's abort of its device work (tests/modules/mod_group.c calls
  *  it, a weak symbol there): counted, with the gates then closed on
  *  streams of @p device. */

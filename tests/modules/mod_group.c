@@ -7,9 +7,10 @@
  *                 "fini K R" (K the group key, R the rank, in hex and
  *                 decimal), so a test of many threads reads what each got.
  *                 init_group fails while TUTTI_TEST_GROUP_FAIL is
- *                 "init_group"; abort_group tells the test program's CUDA
- *                 double (fake_cuda_abort_mark), which counts the gates
- *                 still closed on the member's device then.
+ *                 "init_group"; init_group and abort_group tell the test
+ *                 program's CUDA double (fake_cuda_init_mark,
+ *                 fake_cuda_abort_mark), which counts the gates closed on
+ *                 the member's device then.
  *   TestOrdered   allreduce, flagged TUTTI_IMPL_ORDERED: every member
  *                 sends its input to every other through core->send and
  *                 sums what arrives in rank order (a copy for a group of
@@ -82,6 +83,9 @@ static tutti_status_t g_params(const tutti_alg_group_t *group,
     return TUTTI_OK;
 }
 
+extern void fake_cuda_init_mark(int device)
+    __attribute__((weak, visibility("default")));
+
 static tutti_status_t g_init(const tutti_alg_group_t *group,
                              const tutti_core_ops_t *core,
                              const void *details, size_t details_len,
@@ -105,6 +109,8 @@ static tutti_status_t g_init(const tutti_alg_group_t *group,
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", s->bytes[i]);
     log_line("init %llx %d %s", (unsigned long long)s->key, s->rank, hex);
+    if (fake_cuda_init_mark != NULL)
+        fake_cuda_init_mark(s->device);
     *state_out = s;
     return TUTTI_OK;
 }

@@ -215,7 +215,7 @@ const bad_file_t bad_files[] = {
     {BAD_KEY, 0, "log_level: warn\n\ncolour: red\n", "3:1",
      "unknown key 'colour' at top level; expected one of "
      "log_level, timeout, modules, transports, verify, log_subsystems, "
-     "log_file, timeline, selection, or a module's section"},
+     "log_file, timeline, cuda, selection, or a module's section"},
     {BAD_KEY, 0, "selection:\n  - collective: allreduce\n"
      "    algorithm: RingReduce\n"
      "  - { algorithm: X, colective: broadcast }\n", "4:21",
@@ -234,7 +234,7 @@ const bad_file_t bad_files[] = {
     {BAD_KEY, 1, "log_level: warn\nshmm: { slots: 4 }\n", "2:1",
      "unknown key 'shmm' at top level; expected one of "
      "log_level, timeout, modules, transports, verify, log_subsystems, "
-     "log_file, timeline, selection, "
+     "log_file, timeline, cuda, selection, "
      "or the section of a loaded module with settings (shm, tcp)"},
     {BAD_KEY, 1, "shm: { slots: 4 }\nshmm:\n", "2:1",
      "unknown key 'shmm' at top level"},

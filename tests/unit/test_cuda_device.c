@@ -384,38 +384,68 @@ static void test_captured_stream_on_the_device_path(void **state)
                 device_capture_body, NULL, m);
 }
 
-/* A staging buffer outgrown while the instance's gate holds a caller's
- * stream stays until the gate opens (freeing pinned memory may wait for
- * the device, which waits for the gate); outgrown with every gate open,
- * it goes at once. */
+/* A staging buffer outgrown while a gate holds a caller's stream on its
+ * device (its own instance's or another's) stays until the last gate
+ * there opens: freeing pinned or device memory may wait for the device,
+ * which waits for the gate.  With every gate open it goes at once, and an
+ * instance destroyed while another's gate is closed leaves its memory
+ * until then too. */
 static void test_stage_frees_after_the_gate(void **state)
 {
     const tutti__cuda_ops_t *ops;
-    tutti__dstage_t *s = NULL;
-    void *caller = NULL, *ev = NULL;
-    uint32_t seq = 0;
+    tutti__dstage_t *s = NULL, *other = NULL;
+    void *caller = NULL, *ev = NULL, *ev2 = NULL, *dev = NULL;
+    uint32_t seq = 0, seq2 = 0;
+    char why[256];
     (void)state;
     fake_cuda_reset(1, NULL);
     ops = fake_cuda_ops();
     assert_int_equal(ops->set_device(0), 0);
     assert_int_equal(tutti__dstage_create(ops, 0, &s), TUTTI_OK);
+    assert_int_equal(tutti__dstage_create(ops, 0, &other), TUTTI_OK);
     assert_int_equal(tutti__dstage_staging(s, 16, 16), TUTTI_OK);
+    assert_int_equal(tutti__dstage_staging(other, 16, 16), TUTTI_OK);
     assert_int_equal(ops->stream_create(&caller), 0);
     assert_int_equal(ops->event_create(&ev), 0);
+    assert_int_equal(ops->event_create(&ev2), 0);
     int live = fake_cuda_live();
     assert_int_equal(tutti__dstage_reserve(s, 4096, 16), TUTTI_OK);
     assert_int_equal(fake_cuda_live(), live); /* no gate: freed at once */
+    assert_int_equal(tutti__dstage_closed(0), 0);
+
+    /* Its own gate closed. */
     assert_int_equal(tutti__dstage_hold(s, caller, ev, &seq), TUTTI_OK);
     assert_int_equal(fake_cuda_gates(caller), 1);
+    assert_int_equal(tutti__dstage_closed(0), 1);
     assert_int_equal(tutti__dstage_reserve(s, 8192, 32), TUTTI_OK);
-    assert_int_equal(s->nretired, 2); /* input and output outgrown */
-    assert_int_equal(fake_cuda_live(), live + 2);
+    assert_int_equal(fake_cuda_live(), live + 2); /* both outgrown, kept */
     tutti__dstage_release(s, seq);
-    assert_int_equal(s->nretired, 0);
+    tutti__dstage_release(s, seq); /* twice: counted once */
+    assert_int_equal(tutti__dstage_closed(0), 0);
     assert_int_equal(fake_cuda_live(), live);
-    fake_cuda_pump();
+
+    /* Another instance's gate closed on the device: this one's outgrown
+     * buffers, a device buffer and, destroyed, all of it wait. */
+    assert_int_equal(tutti__dstage_hold(other, caller, ev2, &seq2),
+                     TUTTI_OK);
+    assert_int_equal(tutti__dstage_reserve(s, 16384, 64), TUTTI_OK);
+    assert_int_equal(ops->dev_alloc(64, &dev), 0);
+    tutti__dfree(ops, 0, dev, 0);
+    assert_int_equal(fake_cuda_live(), live + 3);
+    int before = fake_cuda_live();
+    /* Its stream and events go (no wait for the device in that); its
+     * gate word and two buffers are kept. */
     tutti__dstage_destroy(s);
+    assert_int_equal(fake_cuda_live(), before - 3);
+    assert_int_equal(fake_cuda_violations(why, sizeof(why)), 0);
+    tutti__dstage_release(other, seq2);
+    assert_int_equal(tutti__dstage_closed(0), 0);
+    assert_int_equal(fake_cuda_live(), before - 9); /* and those six */
+    assert_int_equal(fake_cuda_violations(why, sizeof(why)), 0);
+    fake_cuda_pump();
+    tutti__dstage_destroy(other);
     ops->event_destroy(ev);
+    ops->event_destroy(ev2);
     ops->stream_destroy(caller);
 }
 

@@ -166,6 +166,86 @@ test_failing_init_context_releases_the_callers_stream(void **state)
                 arg, m);
 }
 
+/* ---- a module's group state made at join -------------------------------- */
+
+/* A first execution through TestDeviceCopy (mod_group, which keeps group
+ * state) after the join; m->arg: 1 when the context sets modules up at
+ * join (cuda.group_setup: join), 0 for first_use.  At join, init_group
+ * has run before any gate and does not run again; with first_use it runs
+ * behind the execution's held stream, which is what join avoids. */
+static void setup_body(cm_t *m, tutti_group_t *g)
+{
+    const int at_join = *(const int *)m->arg;
+    int32_t *src = dev_alloc(COUNT * sizeof(int32_t));
+    int32_t *dst = dev_alloc(COUNT * sizeof(int32_t));
+    size_t closed = 0, n = fake_cuda_inits(&closed);
+    tutti_instance_params_t p;
+    tutti_request_t *r;
+
+    CHECK(m, n == (size_t)at_join && closed == 0, "after the join: %zu "
+          "set-up(s) of mod_group's state with %zu gate(s) closed, "
+          "expected %d with none", n, closed, at_join);
+    for (int i = 0; i < COUNT; i++)
+        src[i] = 40 + i;
+    test_params(&p, 0x5e70, TUTTI_COLL_ALLREDUCE, TUTTI_INT32, COUNT);
+    p.algorithm = "TestDeviceCopy";
+    p.stream = m->stream;
+    tutti_status_t st = tutti_execute(g, &p, src, dst, &r);
+    CHECK(m, st == TUTTI_OK, "execute: %s", tutti_last_error());
+    if (st != TUTTI_OK)
+        goto out;
+    CHECK(m, fake_cuda_gates(m->stream) == 1, "the first execution did "
+          "not hold the caller's stream");
+    st = tutti_request_wait(r);
+    CHECK(m, st == TUTTI_OK, "wait: %s", tutti_last_error());
+    tutti_request_free(r);
+    fake_cuda_pump();
+    for (int i = 0; i < COUNT; i++)
+        CHECK(m, dst[i] == 40 + i, "element %d: %d, expected %d", i,
+              (int)dst[i], 40 + i);
+    n = fake_cuda_inits(&closed);
+    if (at_join)
+        CHECK(m, n == 1 && closed == 0, "after the execution: %zu "
+              "set-up(s), %zu gate(s) closed at them; expected the one "
+              "of the join", n, closed);
+    else
+        CHECK(m, n == 1 && closed == 1, "first_use: %zu set-up(s) with "
+              "%zu gate(s) closed; expected one behind the held stream",
+              n, closed);
+    check_released(m, "set-up");
+    check_no_violation(m, "set-up");
+out:
+    dev_free(src);
+    dev_free(dst);
+}
+
+static void test_group_state_made_at_join(void **state)
+{
+    static const int at_join = 1;
+    cm_t m[1];
+    fake_cuda_reset(1, NULL);
+    run_members(*state, 0x5e71, 1, NULL, TUTTI_ORDER_TASK, setup_body,
+                &at_join, m);
+}
+
+static void test_group_state_made_at_first_use(void **state)
+{
+    static const int at_join = 0;
+    tutti_context_params_t cp;
+    tutti_context_t *ctx = NULL;
+    cm_t m[1];
+    (void)state;
+    fake_cuda_reset(1, NULL);
+    setenv("TUTTI_CUDA_GROUP_SETUP", "first_use", 1);
+    test_one_task_params(&cp, CONF, GOOD_DIR, "off");
+    tutti_status_t st = tutti_context_create(&cp, &ctx);
+    unsetenv("TUTTI_CUDA_GROUP_SETUP");
+    assert_int_equal(st, TUTTI_OK);
+    run_members(ctx, 0x5e72, 1, NULL, TUTTI_ORDER_TASK, setup_body,
+                &at_join, m);
+    tutti_context_destroy(ctx);
+}
+
 /* ---- a resolution that times out ----------------------------------------- */
 
 /* Rank 0 executes an instance rank 1 never executes. */
@@ -338,7 +418,7 @@ static void test_work_on_the_members_device_caller_keeps_its_own(void **state)
 static void test_double_records_what_cuda_would_hang_on(void **state)
 {
     const tutti__cuda_ops_t *ops = fake_cuda_ops();
-    void *s, *ev, *dev;
+    void *s, *ev, *dev, *spare;
     static uint32_t word;
     int32_t host = 0;
     char why[300];
@@ -362,11 +442,16 @@ static void test_double_records_what_cuda_would_hang_on(void **state)
     assert_int_equal(ops->event_record(ev, s), 0);
     assert_int_equal(fake_cuda_violations(NULL, 0), 3);
     assert_int_equal(ops->set_device(0), 0);
-    ops->dev_free(dev);
+    /* A buffer no queued work reads: the copy and the kernel above read
+     * dev, which goes only after they ran. */
+    assert_int_equal(ops->dev_alloc(sizeof(host), &spare), 0);
+    ops->dev_free(spare);
     assert_int_equal(fake_cuda_violations(NULL, 0), 4);
     word = 1;
     fake_cuda_pump();
     assert_int_equal(fake_cuda_held(s), 0);
+    ops->dev_free(dev);
+    assert_int_equal(fake_cuda_violations(NULL, 0), 4);
     ops->event_destroy(ev);
     ops->stream_destroy(s);
     assert_int_equal(fake_cuda_live(), 0);
@@ -384,6 +469,8 @@ int main(void)
             group_fail_off),
         cmocka_unit_test(
             test_failing_init_context_releases_the_callers_stream),
+        cmocka_unit_test(test_group_state_made_at_join),
+        cmocka_unit_test(test_group_state_made_at_first_use),
         cmocka_unit_test(test_resolution_timeout_releases_the_callers_stream),
         cmocka_unit_test(test_abort_releases_every_held_stream_first),
         cmocka_unit_test(
