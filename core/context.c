@@ -269,7 +269,19 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
         return null_ctx("tutti_group_join");
     if (group_out == NULL)
         return null_arg("tutti_group_join", "group_out");
-    return tutti__group_join(&ctx->job, ctx->timeline, params, group_out);
+    tutti_status_t st = tutti__group_join(&ctx->job, ctx->timeline, params,
+                                          group_out);
+    if (st != TUTTI_OK)
+        return st;
+    /* A CUDA group's device modules, before the caller can queue work. */
+    if ((st = tutti__cuda_group_setup(*group_out)) != TUTTI_OK) {
+        char why[512];
+        snprintf(why, sizeof(why), "%s", tutti_last_error());
+        tutti_group_leave(*group_out);
+        *group_out = NULL;
+        return tutti__error(st, "group", "%s", why);
+    }
+    return TUTTI_OK;
 }
 
 tutti_status_t tutti_context_sum(tutti_context_t *ctx, uint64_t value,

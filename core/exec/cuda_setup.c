@@ -9,7 +9,8 @@
  * float32 through each such module during tutti_group_join, on a stream
  * of its own and without holding any stream: the module's state is made,
  * its kernels are loaded and its first call has run before the caller
- * can queue anything.  The setting cuda.group_setup (first_use) turns it
+ * can queue anything (tutti_group_join, context.c, calls it once the
+ * member joined).  The setting cuda.group_setup (first_use) turns it
  * off.
  */
 #include <stdio.h>

@@ -436,12 +436,6 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
         tutti__timeline_join(g->tl, began, g->size, g->num_tasks);
     atomic_store_explicit(&g->state, TUTTI__HANDLE_LIVE,
                           memory_order_relaxed);
-    if ((st = tutti__cuda_group_setup(g)) != TUTTI_OK) {
-        char why[TUTTI__REQUEST_ERROR_MAX];
-        snprintf(why, sizeof(why), "%s", tutti_last_error());
-        tutti_group_leave(g);
-        return tutti__error(st, "group", "%s", why);
-    }
     *group_out = g;
     return TUTTI_OK;
 
