@@ -4,10 +4,18 @@
  * exactly on the host against tools/pattern.c.  Run alone (a group of
  * one) or under tutti-run -n N (N processes, each on GPU local rank mod
  * the GPUs).  Each case's output is copied back on the caller's stream,
- * queued right after the call and before its wait, so every case also
- * checks that work queued after a call sees its result.  Prints each
- * failure, a tally of the implementations that ran (rank 0) and
+ * queued right after the call and before its wait, into pinned memory
+ * (cudaMallocHost: a copy to pageable memory would block on the stream
+ * the call holds, tutti.h), so every case also checks that work queued
+ * after a call sees its result.  Prints each failure, a tally of the
+ * implementations that ran (rank 0) and
  * "gpu_coll: rank R: N passed, N failed"; exit status 0 if none failed.
+ *
+ * Usage: gpu_coll [--smoke | --quick]
+ *   --smoke  one allreduce (float32, sum, 1031 elements), out of place and
+ *            in place: 2 cases
+ *   --quick  every collective, float32 and int32, sum and max for the
+ *            reductions, 1031 elements (for the memory checker)
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +28,10 @@
 #include "pattern.h"
 
 static const size_t counts[] = {1, 1031};
+
+/* Which cases run (--smoke, --quick, or all). */
+enum { ALL, QUICK, SMOKE };
+static int mode = ALL;
 
 typedef struct {
     tutti_context_t *ctx;
@@ -71,7 +83,7 @@ static int run_case(gpu_t *g, const tutti_pattern_t *pat, int inplace,
     /* At least one element each, so that no pointer is NULL; exactly the
      * size otherwise, so that memcheck sees any access past the end. */
     size_t in_len = (in_n ? in_n : 1) * es, out_len = (out_n ? out_n : 1) * es;
-    char *hin = calloc(1, in_len), *hout = calloc(1, out_len);
+    char *hin = NULL, *hout = NULL;
     void *din = NULL, *dout = NULL;
     tutti_request_t *req = NULL;
     tutti_request_info_t info;
@@ -85,8 +97,8 @@ static int run_case(gpu_t *g, const tutti_pattern_t *pat, int inplace,
              tutti_collective_name(pat->coll), tutti_dtype_name(pat->dtype),
              tutti_op_name(pat->op), pat->count,
              inplace ? " in place" : "");
-    if (hin == NULL || hout == NULL)
-        goto out;
+    CUDA_OK(cudaMallocHost((void **)&hin, in_len), "cudaMallocHost");
+    CUDA_OK(cudaMallocHost((void **)&hout, out_len), "cudaMallocHost");
     /* The output holds a value no result has: unwritten counts as wrong. */
     memset(inplace ? hin : hout, 0xa5, inplace ? in_len : out_len);
     tutti_pattern_fill(pat, g->rank, hin + off_in * es);
@@ -137,12 +149,13 @@ static int run_case(gpu_t *g, const tutti_pattern_t *pat, int inplace,
     }
     rc = 0;
 out:
+    /* Frees wait for the device: only once the request ended. */
     tutti_request_free(req);
     if (dout != din)
         cudaFree(dout);
     cudaFree(din);
-    free(hin);
-    free(hout);
+    cudaFreeHost(hin);
+    cudaFreeHost(hout);
     return rc;
 }
 
@@ -150,6 +163,23 @@ static int is_reduction(tutti_collective_t c)
 {
     return c == TUTTI_COLL_ALLREDUCE || c == TUTTI_COLL_REDUCE ||
            c == TUTTI_COLL_REDUCE_SCATTER;
+}
+
+/* Whether the mode runs this case. */
+static int selected(tutti_collective_t c, tutti_dtype_t d, tutti_op_t o,
+                    size_t count)
+{
+    int reduces = is_reduction(c);
+    switch (mode) {
+    case SMOKE:
+        return c == TUTTI_COLL_ALLREDUCE && d == TUTTI_FLOAT32 &&
+               o == TUTTI_OP_SUM && count > 1;
+    case QUICK:
+        return (d == TUTTI_FLOAT32 || d == TUTTI_INT32) && count > 1 &&
+               (!reduces || o == TUTTI_OP_SUM || o == TUTTI_OP_MAX);
+    default:
+        return 1;
+    }
 }
 
 /* Every case; the number that failed. */
@@ -164,6 +194,9 @@ static int run_all(gpu_t *g, int *passed_out)
             for (int o = 0; o < nops; o++) {
                 for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]);
                      k++) {
+                    if (!selected((tutti_collective_t)c, (tutti_dtype_t)d,
+                                  (tutti_op_t)o, counts[k]))
+                        continue;
                     tutti_pattern_t pat = {(tutti_collective_t)c,
                                            (tutti_dtype_t)d, (tutti_op_t)o,
                                            g->size, g->size - 1, counts[k],
@@ -182,7 +215,7 @@ static int run_all(gpu_t *g, int *passed_out)
     return failed;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     gpu_t g0 = {0}, *g = &g0;
     tutti_group_params_t gp;
@@ -190,6 +223,17 @@ int main(void)
     const char *lr = getenv("TUTTI_LOCAL_RANK");
     int ndev = 0, dev, passed = 0, failed = 1;
 
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--smoke") == 0) {
+            mode = SMOKE;
+        } else if (strcmp(argv[i], "--quick") == 0) {
+            mode = QUICK;
+        } else {
+            fprintf(stderr, "gpu_coll: unknown argument '%s': expected "
+                    "--smoke or --quick\n", argv[i]);
+            return 2;
+        }
+    }
     CUDA_OK(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
     if ((st = tutti_context_create(NULL, &g->ctx)) != TUTTI_OK) {
         fprintf(stderr, "gpu_coll: %s: %s\n", tutti_strerror(st),

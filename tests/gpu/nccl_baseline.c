@@ -3,7 +3,7 @@
  * (float32, sum) in a communicator of one on GPU 0, on a non-blocking
  * stream, timed as tutti-perf times: on the host around each call and the
  * wait for its result (here cudaStreamSynchronize), after warm-up calls.
- * Prints NCCL's version, then "size time_us" at 8 B, 1 MiB and 256 MiB.
+ * Prints NCCL's version, then "size time_us" at 8 B, 1 MiB and 64 MiB.
  * Usage: nccl_baseline [ITERS [WARMUP]] (tutti-perf's defaults: 20, 5).
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-static const size_t sizes[] = {8, (size_t)1 << 20, (size_t)256 << 20};
+static const size_t sizes[] = {8, (size_t)1 << 20, (size_t)64 << 20};
 
 static double now_s(void)
 {
