@@ -4,8 +4,14 @@
  * test or benchmark under it that links the core statically) uses the
  * build tree's modules and the source tree's conf/tutti.yaml, so tools and
  * tests run without an install; an installed libtutti or tool never looks
- * into a build tree.  The files written for the user (log_file, timeline)
- * are opened here too, never through a symbolic link.
+ * into a build tree.  An install moved after it was made (a copied
+ * prefix, a DESTDIR install, a wheel that bundles one) is found from where
+ * its libtutti (or a program that links the core statically) now lies:
+ * the prefix is that directory less libdir's (bindir's) place below the
+ * prefix configured, or TUTTI_PREFIX; the module directory and the config
+ * below the configured prefix move with it.  The files written for the
+ * user (log_file, timeline) are opened here too, never through a symbolic
+ * link.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,6 +31,10 @@
 static pthread_once_t paths_once = PTHREAD_ONCE_INIT;
 static int from_build_tree;
 static char build_config[PATH_MAX];
+/* The install's module directory and config, moved with it where it was
+ * moved. */
+static char install_modules[PATH_MAX + 256] = TUTTI_INSTALL_MODULE_DIR;
+static char install_config[PATH_MAX + 256] = TUTTI_INSTALL_CONFIG;
 
 /* Whether the resolved path @p file lies below directory @p dir. */
 static int is_below(const char *file, const char *dir)
@@ -35,6 +45,45 @@ static int is_below(const char *file, const char *dir)
         return 0;
     size_t n = strlen(real);
     return strncmp(file, real, n) == 0 && file[n] == '/';
+}
+
+/* The part of @p path below the configured prefix ("/lib"), or NULL
+ * where it does not lie below it. */
+static const char *below_prefix(const char *path)
+{
+    size_t n = strlen(TUTTI_INSTALL_PREFIX);
+    if (strncmp(path, TUTTI_INSTALL_PREFIX, n) != 0 || path[n] != '/')
+        return NULL;
+    return path + n;
+}
+
+/* The install's paths for a core in directory @p dir, installed in
+ * @p installed (libdir, or bindir for a program with the core inside):
+ * moved along where TUTTI_PREFIX says, or where @p dir is not @p installed
+ * but ends as it does below the prefix. */
+static void relocate(const char *dir, const char *installed)
+{
+    const char *env = getenv("TUTTI_PREFIX");
+    char real[PATH_MAX], prefix[PATH_MAX];
+    const char *tail = below_prefix(installed);
+    if (env != NULL && env[0] != '\0') {
+        snprintf(prefix, sizeof(prefix), "%s", env);
+    } else if (tail == NULL ||
+               (realpath(installed, real) != NULL &&
+                strcmp(real, dir) == 0)) {
+        return; /* where it was installed, or nothing to go by */
+    } else {
+        size_t dl = strlen(dir), tl = strlen(tail);
+        if (dl <= tl || strcmp(dir + dl - tl, tail) != 0)
+            return;
+        snprintf(prefix, sizeof(prefix), "%.*s", (int)(dl - tl), dir);
+    }
+    const char *m = below_prefix(TUTTI_INSTALL_MODULE_DIR);
+    const char *c = below_prefix(TUTTI_INSTALL_CONFIG);
+    if (m != NULL)
+        snprintf(install_modules, sizeof(install_modules), "%s%s", prefix, m);
+    if (c != NULL)
+        snprintf(install_config, sizeof(install_config), "%s%s", prefix, c);
 }
 
 static void find_paths(void)
@@ -61,6 +110,11 @@ static void find_paths(void)
     from_build_tree = is_below(file, TUTTI_BUILD_DIR) &&
                       !is_below(file, TUTTI_INSTALL_LIBDIR) &&
                       !is_below(file, TUTTI_INSTALL_BINDIR);
+    if (!from_build_tree) {
+        *strrchr(file, '/') = '\0';
+        relocate(file, map->l_name[0] == '\0' ? TUTTI_INSTALL_BINDIR
+                                              : TUTTI_INSTALL_LIBDIR);
+    }
 }
 
 int tutti__running_from_build_tree(void)
@@ -72,13 +126,13 @@ int tutti__running_from_build_tree(void)
 const char *tutti__default_module_path(void)
 {
     return tutti__running_from_build_tree() ? TUTTI_BUILD_MODULE_PATH
-                                            : TUTTI_INSTALL_MODULE_DIR;
+                                            : install_modules;
 }
 
 const char *tutti__default_config_path(void)
 {
     return tutti__running_from_build_tree() ? build_config
-                                            : TUTTI_INSTALL_CONFIG;
+                                            : install_config;
 }
 
 void tutti__task_path(const char *pattern, int task, const char *ext,

@@ -7,7 +7,9 @@
  * (copied out of the tree) and run under the installed tutti-run and
  * tutti-perf, selected by name, with every element checked (and the
  * module template passes the installed tutti-conformance); a client
- * compiled with `pkg-config --cflags --libs tutti` runs an allreduce; and
+ * compiled with `pkg-config --cflags --libs tutti` runs an allreduce; the
+ * prefix moved elsewhere, installed with DESTDIR, or laid out otherwise
+ * and named by TUTTI_PREFIX finds its own modules and config; and
  * `make uninstall` leaves no file in the prefix.
  *
  * The configure and build take about a minute on 2 cores.
@@ -262,6 +264,66 @@ static void test_client(void **state)
     }
 }
 
+/* The moved prefix's modules and config in tutti-info's listing (out),
+ * below @p where. */
+static void expect_found_below(const char *where)
+{
+    char want[600];
+    snprintf(want, sizeof(want), "algorithm %s/lib/tutti/alg_ring.so", where);
+    if (strstr(out, want) == NULL)
+        fail_msg("no '%s' in:\n%s", want, out);
+    snprintf(want, sizeof(want), "transport %s/lib/tutti/tp_shm.so", where);
+    if (strstr(out, want) == NULL)
+        fail_msg("no '%s' in:\n%s", want, out);
+    snprintf(want, sizeof(want), "config file = %s/etc/tutti/tutti.yaml",
+             where);
+    if (!test_has_lines(out, want))
+        fail_msg("no line '%s' in:\n%s", want, out);
+}
+
+/* Puts the prefix back where the tests after this one expect it. */
+static int unmove(void **state)
+{
+    char cmd[1024];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "cd %s && if [ -d moved ]; then rm -rf prefix "
+             "&& mv moved prefix; fi", top);
+    return test_run(cmd, 1, out, OUT_BYTES) == 0 ? 0 : -1;
+}
+
+/* A prefix that is not where it was installed: moved (the configured one
+ * gone), installed with DESTDIR, and laid out otherwise (libtutti in a
+ * directory of its own) with TUTTI_PREFIX naming it.  Each finds its own
+ * modules and config; the moved one runs a 2-task job, exact. */
+static void test_relocated(void **state)
+{
+    char moved[300], dest[600], odd[300];
+    (void)state;
+    snprintf(moved, sizeof(moved), "%s/moved", top);
+    snprintf(dest, sizeof(dest), "%s/dest%s/prefix", top, top);
+    snprintf(odd, sizeof(odd), "%s/odd", top);
+    run_ok("mv %s/prefix %s", top, moved);
+    /* make check names the source tree's config: the install's own is
+     * what is looked for. */
+    run_ok("unset TUTTI_CONFIG; %s/bin/tutti-info", moved);
+    expect_found_below(moved);
+    run_ok("%s/bin/tutti-run -n 2 %s/bin/tutti-perf -b 8 -e 1K", moved,
+           moved);
+    expect_rows("RecursiveDoublingAllreduce", 8);
+    /* DESTDIR: the files under dest/<prefix>, the prefix itself gone. */
+    run_ok("make -C %s/build install DESTDIR=%s/dest > /dev/null", top, top);
+    run_ok("unset TUTTI_CONFIG; %s/bin/tutti-info", dest);
+    expect_found_below(dest);
+    /* libtutti in a directory that is not the prefix's lib: the layout
+     * cannot tell, TUTTI_PREFIX does. */
+    run_ok("mkdir -p %s/libs && cp -P %s/lib/libtutti.so* %s/libs/ && "
+           "cp -R %s/lib %s/etc %s/", odd, moved, odd, moved, moved, odd);
+    run_ok("unset TUTTI_CONFIG; LD_LIBRARY_PATH=%s/libs TUTTI_PREFIX=%s "
+           "%s/bin/tutti-info", odd, odd, moved);
+    expect_found_below(odd);
+    run_ok("rm -rf %s/dest %s", top, odd);
+}
+
 /* make uninstall takes back every file make install put in the prefix. */
 static void test_uninstall(void **state)
 {
@@ -284,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_transport_template),
         cmocka_unit_test(test_undeclared_params),
         cmocka_unit_test(test_client),
+        cmocka_unit_test_teardown(test_relocated, unmove),
         cmocka_unit_test(test_uninstall),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
