@@ -141,6 +141,25 @@ static int impl_lookup(void *arg, const char *name, uint32_t *collectives_out)
     return 1;
 }
 
+/* Through the store, where the params give one: the job id, the secret,
+ * the hosts (job/store.c), within the configured timeout. */
+static tutti_status_t meet(tutti_context_t *ctx,
+                           const tutti_context_params_t *p,
+                           tutti__bootstrap_t *b)
+{
+    const tutti_store_t *store = tutti__bootstrap_store(p);
+    if (store == NULL)
+        return TUTTI_OK;
+    if (store->set == NULL || store->get == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
+                            "tutti_context_create: params store has %s "
+                            "NULL; expected both set and get",
+                            store->set == NULL ? "set" : "get");
+    ctx->store.user = store;
+    ctx->store.timeout = ctx->cfg.timeout;
+    return tutti__store_meet(&ctx->store, b);
+}
+
 /* The job's parts register the frames they handle, then its control
  * plane connects every task. */
 static tutti_status_t start_job(tutti_context_t *ctx,
@@ -151,6 +170,10 @@ static tutti_status_t start_job(tutti_context_t *ctx,
                                         b->local_num_tasks, b->job_id,
                                         &ctx->cfg, &ctx->reg);
     ctx->job_ready = 1;
+    if (ctx->store.user != NULL) {
+        job->store = &ctx->store;
+        job->secret = ctx->store.secret;
+    }
     if (st == TUTTI_OK)
         st = tutti__coord_init(job);
     if (st == TUTTI_OK)
@@ -192,6 +215,8 @@ tutti_status_t tutti_context_create(const tutti_context_params_t *params,
     st = read_config(ctx, params);
     tutti__log_error_level(previous);
     if (st != TUTTI_OK)
+        goto err_free;
+    if ((st = meet(ctx, params, &boot)) != TUTTI_OK)
         goto err_free;
     log_job(&boot);
     if (ctx->cfg.timeline[0] != '\0' &&
@@ -245,6 +270,7 @@ void tutti_context_destroy(tutti_context_t *ctx)
     tutti__config_free(&ctx->cfg); /* before the modules its rows are in */
     tutti__registry_free(&ctx->reg);
     tutti__strlist_free(&ctx->module_dirs);
+    tutti__store_clear(&ctx->store);
     free(ctx);
 }
 

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "exec/timeline.h"
 #include "job/job.h"
+#include "job/store.h"
 #include "plugin/registry.h"
 
 struct tutti_context {
@@ -20,6 +21,7 @@ struct tutti_context {
     tutti__strlist_t module_dirs;   /* searched, in order */
     tutti__job_t job;
     int job_ready;                  /* tutti__job_init() ran */
+    tutti__store_t store;           /* met through, where params had one */
     tutti__timeline_file_t *timeline; /* this task's, or NULL */
 };
 

@@ -1,5 +1,6 @@
 /* Bootstrap: task, count and job id from the API, tutti-run or a launcher. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,6 +338,16 @@ static tutti_status_t learn_job_id(const tutti_context_params_t *p,
                         "(tutti-run does)", b->num_tasks);
 }
 
+const tutti_store_t *
+tutti__bootstrap_store(const tutti_context_params_t *params)
+{
+    if (params == NULL ||
+        params->size < offsetof(tutti_context_params_t, store) +
+                           sizeof(params->store))
+        return NULL;
+    return params->store;
+}
+
 tutti_status_t tutti__bootstrap(const tutti_context_params_t *params,
                                 tutti__bootstrap_t *out)
 {
@@ -352,6 +363,28 @@ tutti_status_t tutti__bootstrap(const tutti_context_params_t *params,
     memset(&b, 0, sizeof(b));
     b.local_task = -1;
     b.local_num_tasks = -1;
+    if (tutti__bootstrap_store(params) != NULL) {
+        /* The store meets the tasks (store.c): the API gives the task and
+         * count; the job id, unless given, comes from task 0. */
+        if (params->task < 0 || params->num_tasks < 1 ||
+            params->task >= params->num_tasks)
+            return tutti__error(TUTTI_ERR_CONFIG, "bootstrap",
+                                "tutti_context_create: params store is set "
+                                "with task %d, num_tasks %d: expected both, "
+                                "0 <= task < num_tasks", params->task,
+                                params->num_tasks);
+        b.task = params->task;
+        b.num_tasks = params->num_tasks;
+        b.source = "api";
+        b.vars = "tutti_context_params_t and its store";
+        const char *job = params->job_id ? params->job_id
+                                         : getenv("TUTTI_JOB_ID");
+        if ((job != NULL && *job != '\0') &&
+            (st = learn_job_id(params, NULL, &b)) != TUTTI_OK)
+            return st;
+        *out = b;
+        return TUTTI_OK;
+    }
     if ((st = learn_tasks(params, l, &b)) != TUTTI_OK)
         return st;
     if (b.num_tasks == 1 && b.local_num_tasks < 0) {

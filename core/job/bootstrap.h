@@ -41,6 +41,12 @@ typedef struct {
 tutti_status_t tutti__bootstrap(const tutti_context_params_t *params,
                                 tutti__bootstrap_t *out);
 
+/** @p params' store where its size has the field and it is set, else
+ *  NULL.  With one, tutti__bootstrap() takes task and count from @p params
+ *  and leaves the job id empty unless given (tutti__store_meet fills it). */
+const tutti_store_t *
+tutti__bootstrap_store(const tutti_context_params_t *params);
+
 /**
  * Writes @p prefix followed by @p raw into @p buf (at least
  * TUTTI_BOOTSTRAP_JOB_MAX + 1 bytes) with every character outside

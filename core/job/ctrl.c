@@ -297,7 +297,8 @@ tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
                                c->p.task, n, c->task_ids, c->p.task,
                                c->p.timeout, c->p.config, 8, 4096,
                                &tutti__tp_core_ops, NULL, c->task_host,
-                               NULL, TUTTI_TP_VERIFY_MAC, 0};
+                               NULL, TUTTI_TP_VERIFY_MAC, 0, c->p.store,
+                               c->p.secret};
         if ((st = tutti__tp_mux_connect(c->p.transports, &tg, &c->tp,
                                         &c->ep)) != TUTTI_OK)
             goto err_free;

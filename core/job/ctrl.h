@@ -83,6 +83,8 @@ typedef struct {
     int task, num_tasks;
     int local_num_tasks;       /* tasks on this host, -1: not known */
     const char *job_id;
+    const void *store;         /* the job's store, or NULL */
+    const char *secret;        /* agreed through it, or NULL */
     double timeout;            /* seconds, for connecting */
     const void *config;        /* handed to transports */
     const tutti__tp_list_t *transports;

@@ -75,6 +75,8 @@ tutti_status_t tutti__job_start(tutti__job_t *job)
         .num_tasks = job->num_tasks,
         .local_num_tasks = job->local_num_tasks,
         .job_id = job->job_id,
+        .store = job->store,
+        .secret = job->secret,
         .timeout = job->cfg->timeout,
         .config = job->cfg,
         .transports = &job->transports,

@@ -49,6 +49,8 @@ struct tutti__job {
     int task, num_tasks;
     int local_num_tasks;            /* tasks on this host, -1: not known */
     char job_id[TUTTI_JOB_ID_MAX];
+    const void *store;              /* tutti__store_t met through, or NULL */
+    const char *secret;             /* agreed through it, or NULL */
     const tutti__config_t *cfg;     /* the context's */
     const tutti__registry_t *reg;   /* the context's modules */
     tutti__tp_list_t transports;    /* for peers in other processes */

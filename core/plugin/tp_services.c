@@ -4,6 +4,7 @@
  */
 #include <stdarg.h>
 
+#include "job/store.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "config/config.h"
@@ -53,4 +54,6 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .chan_attach_bell = tutti__chan_api_attach_bell,
     .chan_sleep = tutti__chan_api_sleep,
     .chan_set_single_copy_range = tutti__chan_api_set_single_copy_range,
+    .store_set = tutti__store_set,
+    .store_get = tutti__store_get,
 };

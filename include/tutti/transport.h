@@ -30,7 +30,8 @@
  * the descriptor and of the group; 2.2 the group's verify and the core's
  * chan_set_verify; 2.3 the group's sleep, the core's doorbells
  * (chan_attach_bell, chan_sleep), chan_set_single_copy_range and the
- * transport's optional sleep (read
+ * transport's optional sleep; 2.4 the group's store and secret and the
+ * core's store_set and store_get (read
  * each where the size of its table covers it); the loader reads a 2.0
  * descriptor by its size.
  *
@@ -42,7 +43,9 @@
  * peer_alive, reachable, peer_error NULL: cannot tell, serves every peer,
  * no detail (2.0); sleep NULL: the core yields instead (2.3).  What the
  * core hands a transport grows the same way: group->verify 0 is off
- * (2.2), group->sleep 0 never sleeps (2.3).  A new meaning that zero
+ * (2.2), group->sleep 0 never sleeps (2.3), group->store and
+ * group->secret NULL: the job met without a store, the transport finds
+ * its peers and secret as before (2.4).  A new meaning that zero
  * cannot carry takes a new value or a new field, never a new reading of
  * zero.  The loader follows no pointer of a descriptor (ops table, names,
  * settings rows and their texts) that does not lie within the module's
@@ -68,7 +71,7 @@ extern "C" {
 #endif
 
 #define TUTTI_TP_ABI_MAJOR 2
-#define TUTTI_TP_ABI_MINOR 3
+#define TUTTI_TP_ABI_MINOR 4
 
 /** tutti_tp_group_t.verify: what a transport checks of the bytes it
  *  moves (the core's `verify` setting). */
@@ -203,6 +206,17 @@ typedef struct {
      *  the slots. */
     void (*chan_set_single_copy_range)(tutti_chan_ep_t *ep, size_t min_bytes,
                                        size_t max_bytes);
+    /* ABI 2.4: */
+    /** The job's store (group->store, never NULL here): sets key
+     *  "tutti/@p key" to @p len bytes.  Errors recorded, naming the key. */
+    tutti_status_t (*store_set)(const void *store, const char *key,
+                                const void *value, size_t len);
+    /** Waits up to @p timeout seconds for "tutti/@p key", then copies at
+     *  most @p cap bytes of it to @p buf, its length to @p len_out.
+     *  TUTTI_ERR_TIMEOUT (recorded, naming the key) if it never came. */
+    tutti_status_t (*store_get)(const void *store, const char *key,
+                                void *buf, size_t cap, size_t *len_out,
+                                double timeout);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */
@@ -244,6 +258,14 @@ typedef struct {
                                     wakes it when data moves (doorbells:
                                     chan_attach_bell).  The same on every
                                     member of a host. */
+    /* ABI 2.4: */
+    const void *store;         /**< the key-value store the job met
+                                    through (core->store_set, store_get),
+                                    or NULL: none */
+    const char *secret;        /**< the job's secret, agreed through the
+                                    store (64 hex digits), or NULL: the
+                                    transport's own (tcp: TUTTI_JOB_SECRET,
+                                    TUTTI_SECRET_FILE) */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;

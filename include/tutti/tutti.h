@@ -67,6 +67,28 @@ const char *tutti_last_error(void);
 
 /* ---- context ------------------------------------------------------------ */
 
+/**
+ * A key-value store every task of a job reaches (a framework's rendezvous
+ * store, such as PyTorch's TCPStore; a shared file system; etcd), through
+ * which tutti_context_create() meets the other tasks instead of the
+ * environment, a rendezvous file or a fixed port.  Keys are text, values
+ * bytes.  The calls may come from any thread of the process, one at a
+ * time.  One context per store: keys start with "tutti/" (give each
+ * context a store of its own, or one that prefixes its keys).
+ */
+typedef struct {
+    void *user;    /**< handed to every call */
+    /** Sets @p key to the @p len bytes at @p value (a later set replaces
+     *  it).  0 on success; any other value fails the caller. */
+    int (*set)(void *user, const char *key, const void *value, size_t len);
+    /** Waits until @p key is set, at most @p timeout seconds, then copies
+     *  its value, at most @p cap bytes, to @p buf and its whole length to
+     *  @p len_out.  0 on success, 1 when the time passed first, any other
+     *  value on failure. */
+    int (*get)(void *user, const char *key, void *buf, size_t cap,
+               size_t *len_out, double timeout);
+} tutti_store_t;
+
 typedef struct {
     size_t size;             /**< sizeof(tutti_context_params_t) */
     const char *config_path; /**< NULL: $TUTTI_CONFIG, else installed default;
@@ -76,6 +98,10 @@ typedef struct {
     int task;                /**< this process's task index, or -1: from env */
     int num_tasks;           /**< number of tasks in the job, or -1: from env */
     const char *job_id;      /**< job id shared by all tasks, or NULL: env */
+    /* Added after 0.1 (read where size covers it): */
+    const tutti_store_t *store; /**< meet through it (with task and
+                                     num_tasks given), or NULL; read until
+                                     tutti_context_destroy() */
 } tutti_context_params_t;
 
 /** Fill @p params with defaults (everything from config and env). */
@@ -86,6 +112,14 @@ void tutti_context_params_init(tutti_context_params_t *params);
  * process's task index and count (from @p params, else TUTTI_RANK/TUTTI_SIZE
  * as tutti-run sets them, else Open MPI's, Hydra's or Slurm's variables; a
  * single task when none is set).  @p params may be NULL.
+ *
+ * With params->store (and task and num_tasks given) the tasks meet through
+ * the store: task 0 makes the job id (unless params->job_id or
+ * TUTTI_JOB_ID gives one) and the tcp transport's secret (random, never
+ * printed or logged), every task says which host it runs on, and task 0's
+ * tcp rendezvous listens on a port the system picks and says where.  A
+ * task that is not there within the configured timeout fails every other
+ * task's call with TUTTI_ERR_TIMEOUT naming it (task 0's, for task 0).
  */
 tutti_status_t tutti_context_create(const tutti_context_params_t *params,
                                     tutti_context_t **ctx_out);

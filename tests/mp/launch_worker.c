@@ -12,7 +12,10 @@
  *   launch_worker: task T of N (local L of M) from SOURCE, job JOB: OK
  *
  * or "...: FAILED: <what>" and exits 1 (on stderr, with the status, where
- * the context cannot be created).
+ * the context cannot be created).  With TUTTI_TEST_STORE_DIR set, the
+ * context meets the others through a store of files in that directory
+ * (tests/common/file_store.h), the task and count from TUTTI_RANK and
+ * TUTTI_SIZE, and the line says "(local -1 of -1) from a store".
  */
 #include <inttypes.h>
 #include <stdint.h>
@@ -23,6 +26,7 @@
 #include <tutti/tutti.h>
 
 #include "job/bootstrap.h"
+#include "file_store.h"
 #include "members.h"
 
 static const size_t counts[] = {0, 1, 7, 4099, (1u << 20) + 3};
@@ -155,15 +159,39 @@ int main(void)
     char who[64];
     int ok = 1;
 
-    /* What the context will learn, to say where it came from. */
-    if ((st = tutti__bootstrap(NULL, &b)) != TUTTI_OK) {
-        printf("launch_worker: bootstrap: FAILED: %s\n", tutti_last_error());
-        return 1;
+    const char *store_dir = getenv("TUTTI_TEST_STORE_DIR");
+    if (store_dir != NULL) {
+        /* Met through a store of files there, the task and count from
+         * TUTTI_RANK and TUTTI_SIZE: what it learns is the context's. */
+        /* Read until the context goes: not on this block's stack. */
+        static tutti_store_t store = {NULL, file_store_set, file_store_get};
+        store.user = (void *)store_dir;
+        tutti_context_params_t cp;
+        tutti_context_params_init(&cp);
+        cp.task = atoi(getenv("TUTTI_RANK") ? getenv("TUTTI_RANK") : "-1");
+        cp.num_tasks = atoi(getenv("TUTTI_SIZE") ? getenv("TUTTI_SIZE")
+                                                 : "-1");
+        cp.store = &store;
+        memset(&b, 0, sizeof(b));
+        b.local_task = b.local_num_tasks = -1;
+        b.source = "a store";
+        if ((st = tutti_context_create(&cp, &ctx)) != TUTTI_OK) {
+            printf("launch_worker: task %d: context: FAILED: %s\n", cp.task,
+                   tutti_last_error());
+            return 1;
+        }
+    } else {
+        /* What the context will learn, to say where it came from. */
+        if ((st = tutti__bootstrap(NULL, &b)) != TUTTI_OK) {
+            printf("launch_worker: bootstrap: FAILED: %s\n",
+                   tutti_last_error());
+            return 1;
+        }
+        snprintf(who, sizeof(who), "launch_worker: task %d: context: FAILED",
+                 b.task);
+        if ((ctx = test_context_from_env(who, tutti_strerror)) == NULL)
+            return 1;
     }
-    snprintf(who, sizeof(who), "launch_worker: task %d: context: FAILED",
-             b.task);
-    if ((ctx = test_context_from_env(who, tutti_strerror)) == NULL)
-        return 1;
     int rank = tutti_context_task(ctx), size = tutti_context_num_tasks(ctx);
 
     if ((st = test_join(ctx, 1, size, 0, 60, &g)) != TUTTI_OK) {

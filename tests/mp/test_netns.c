@@ -12,6 +12,10 @@
  *   The same with no transport setting at all (the default list, any
  *     interface): the defaults must fit a job that spans hosts.
  *   3 hosts x 1 task, TUTTI_TRANSPORTS=tcp: the hosts on a bridge.
+ *   2 hosts x 2 tasks meeting through a store of files
+ *     (TUTTI_TEST_STORE_DIR): no job id, secret or rendezvous variable;
+ *     the store says which tasks share a host (shm between them) and
+ *     where task 0's rendezvous listens (a port the system picked).
  *
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip` (iproute2) and `unshare`
  * (util-linux); skipped, saying which command failed, where these are
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +55,7 @@ typedef struct {
     char addr[MAX_HOSTS][20];    /* its address */
     char dir[64];                /* logs and outputs of the tasks */
     char job[48];
+    int store;                   /* meet through a store of files */
     pid_t pid[MAX_TASKS];
     int passed;
 } net_t;
@@ -181,7 +187,7 @@ static void read_file(const char *path, char *buf, size_t len)
 static pid_t start_task(const net_t *n, int t, int ntasks, int h, int lt,
                         int lsize, const char *transports, const char *secret)
 {
-    char path[128], v[64], host[32];
+    char path[128], v[160], host[32];
     pid_t pid = fork();
     if (pid != 0)
         return pid;
@@ -205,10 +211,21 @@ static pid_t start_task(const net_t *n, int t, int ntasks, int h, int lt,
     setenv("TUTTI_LOCAL_RANK", v, 1);
     snprintf(v, sizeof(v), "%d", lsize);
     setenv("TUTTI_LOCAL_SIZE", v, 1);
-    setenv("TUTTI_JOB_ID", n->job, 1);
-    setenv("TUTTI_JOB_SECRET", secret, 1);
-    snprintf(v, sizeof(v), "%s:%d", n->addr[0], RDV_PORT);
-    setenv("TUTTI_RENDEZVOUS", v, 1);
+    if (n->store) {
+        /* The store alone: no job id, secret, rendezvous or locality. */
+        snprintf(v, sizeof(v), "%s/store", n->dir);
+        setenv("TUTTI_TEST_STORE_DIR", v, 1);
+        unsetenv("TUTTI_JOB_ID");
+        unsetenv("TUTTI_JOB_SECRET");
+        unsetenv("TUTTI_RENDEZVOUS");
+        unsetenv("TUTTI_LOCAL_RANK");
+        unsetenv("TUTTI_LOCAL_SIZE");
+    } else {
+        setenv("TUTTI_JOB_ID", n->job, 1);
+        setenv("TUTTI_JOB_SECRET", secret, 1);
+        snprintf(v, sizeof(v), "%s:%d", n->addr[0], RDV_PORT);
+        setenv("TUTTI_RENDEZVOUS", v, 1);
+    }
     /* transports NULL: the defaults, neither a transport list nor the
      * interface tcp listens on. */
     if (transports != NULL) {
@@ -263,6 +280,10 @@ static void run_job(net_t *n, int ntasks, int per_host,
     snprintf(n->job, sizeof(n->job), "netns%ldc%d", (long)getpid(), net_case);
     snprintf(n->dir, sizeof(n->dir), "/tmp/tutti-netns-XXXXXX");
     assert_non_null(mkdtemp(n->dir));
+    if (n->store) {
+        snprintf(path, sizeof(path), "%s/store", n->dir);
+        assert_int_equal(mkdir(path, 0700), 0);
+    }
 
     long long rx0[MAX_HOSTS];
     for (int h = 0; h < n->nhosts; h++)
@@ -290,8 +311,13 @@ static void run_job(net_t *n, int ntasks, int per_host,
             fail_msg("task %d exited %d (124: timed out); stdout:\n%s\n"
                      "log (%s, first part):\n%.3000s", t, status[t], out,
                      path, log);
-        snprintf(want, sizeof(want), "launch_worker: task %d of %d (local %d "
-                 "of %d) from ", t, ntasks, t % per_host, per_host);
+        if (n->store)
+            snprintf(want, sizeof(want), "launch_worker: task %d of %d "
+                     "(local -1 of -1) from ", t, ntasks);
+        else
+            snprintf(want, sizeof(want), "launch_worker: task %d of %d "
+                     "(local %d of %d) from ", t, ntasks, t % per_host,
+                     per_host);
         line_after(out, want, rest, sizeof(rest));
         if (rest[0] == '\0' || strstr(rest, ", job ") == NULL ||
             strcmp(rest + strlen(rest) - 4, ": OK") != 0)
@@ -397,6 +423,17 @@ static void test_two_hosts_defaults(void **state)
     run_job(n, 4, 2, NULL, data, "tcp to 3 peer(s)");
 }
 
+/* 2 hosts x 2 tasks that meet through a store: the same transports. */
+static void test_two_hosts_store(void **state)
+{
+    static const char *const data[] = {"shm to 1 peer(s)",
+                                       "tcp to 2 peer(s)", NULL};
+    net_t *n = *state;
+    n->store = 1;
+    net_up(n, 2);
+    run_job(n, 4, 2, "shm,tcp", data, "tcp to 3 peer(s)");
+}
+
 /* 3 hosts x 1 task on a bridge, tcp only. */
 static void test_three_hosts_tcp(void **state)
 {
@@ -412,6 +449,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_hosts_shm_tcp, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_two_hosts_defaults, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_two_hosts_store, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_three_hosts_tcp, net_setup,
                                         net_teardown),

@@ -158,6 +158,12 @@ extern const int tcp_family_af[];
  *  when done. */
 tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
                              const char *job_id, tcp_cred_t *out);
+/** The job's store (ABI 2.4 group->store, with a core that has
+ *  store_get), or NULL: the job met without one. */
+const void *tcp_store(const tutti_tp_group_t *g);
+/** The job's credentials: the secret the store agreed (group->secret)
+ *  where there is one, else tcp_cred_read()'s. */
+tutti_status_t tcp_cred_of(const tutti_tp_group_t *g, tcp_cred_t *out);
 
 /** Fill @p hs for a connection of @p kind, with a fresh nonce; 0, or -1
  *  when getrandom(2) gives none. */

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -415,6 +416,38 @@ tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
                            SECRET_FILE_HOW ")", TCP_SECRET_MIN,
                            TCP_SECRET_MAX, "FILE", "FILE");
     return read_secret_file(core, file, out);
+}
+
+const void *tcp_store(const tutti_tp_group_t *g)
+{
+    if (g->size < offsetof(tutti_tp_group_t, secret) + sizeof(g->secret) ||
+        g->store == NULL ||
+        g->core->size < offsetof(tutti_tp_core_ops_t, store_get) +
+                            sizeof(g->core->store_get))
+        return NULL;
+    return g->store;
+}
+
+tutti_status_t tcp_cred_of(const tutti_tp_group_t *g, tcp_cred_t *out)
+{
+    const char *sec = tcp_store(g) != NULL ? g->secret : NULL;
+    size_t n = sec != NULL ? strlen(sec) : 0;
+    if (n == 0)
+        return tcp_cred_read(g->core, g->job_id, out);
+    memset(out, 0, sizeof(*out));
+    if (strlen(g->job_id) >= TCP_JOB_MAX)
+        return g->core->error(TUTTI_ERR_CONFIG, "tcp", "job id '%s' is "
+                              "longer than %d characters", g->job_id,
+                              TCP_JOB_MAX - 1);
+    if (n < TCP_SECRET_MIN || n > TCP_SECRET_MAX)
+        return g->core->error(TUTTI_ERR_PEER, "tcp", "the secret agreed "
+                              "through the store has %zu characters; "
+                              "expected %d to %d", n, TCP_SECRET_MIN,
+                              TCP_SECRET_MAX);
+    out->job_id = g->job_id;
+    memcpy(out->secret, sec, n);
+    out->secret_len = n;
+    return TUTTI_OK;
 }
 
 /* ---- handshake ---------------------------------------------------------- */

@@ -442,6 +442,23 @@ static tutti_status_t rdv_publish(const tcp_reg_t *reg)
     return TUTTI_OK;
 }
 
+/* The store's key of the rendezvous ("tutti/" before it). */
+#define RDV_STORE_KEY "tcp/rendezvous"
+
+/* Says where the rendezvous listens, "<address> <port>", in the job's
+ * store: the listener's first address, or loopback where it listens
+ * there alone. */
+static tutti_status_t rdv_publish_store(const tutti_tp_group_t *g,
+                                        const void *store,
+                                        const tcp_reg_t *reg)
+{
+    char addr[INET6_ADDRSTRLEN], text[INET6_ADDRSTRLEN + 16];
+    const tcp_addr_t *a = &reg->addrs[0];
+    inet_ntop(a->family, a->addr, addr, sizeof(addr));
+    int n = snprintf(text, sizeof(text), "%s %u", addr, (unsigned)a->port);
+    return g->core->store_set(store, RDV_STORE_KEY, text, (size_t)n);
+}
+
 /* The server listening on the port of TUTTI_RENDEZVOUS, every address. */
 static tutti_status_t rdv_listen_env(const char *env, const tcp_settings_t *s,
                                      int *fd_out)
@@ -495,11 +512,19 @@ static tutti_status_t rdv_start(const tutti_tp_group_t *g,
     tcp_guard_init(&rdv.guard, g->core, "rendezvous: ");
     /* The private file serves this host alone and names loopback: the
      * server listens there only, whatever tcp.interface says. */
-    if (env != NULL && *env != '\0')
+    const void *store = tcp_store(g);
+    if (store != NULL) {
+        /* Met through a store: a port the system picks, said there;
+         * loopback alone where the job runs on this host. */
+        if ((st = tcp_listen(g->core, s, tcp_loopback_only(g, s), &rdv.fd,
+                             &reg)) == TUTTI_OK)
+            st = rdv_publish_store(g, store, &reg);
+    } else if (env != NULL && *env != '\0') {
         st = rdv_listen_env(env, s, &rdv.fd);
-    else if ((st = tcp_listen(g->core, s, file == NULL || *file == '\0',
-                              &rdv.fd, &reg)) == TUTTI_OK)
+    } else if ((st = tcp_listen(g->core, s, file == NULL || *file == '\0',
+                                &rdv.fd, &reg)) == TUTTI_OK) {
         st = rdv_publish(&reg);
+    }
     if (st == TUTTI_OK) {
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -524,21 +549,41 @@ static tutti_status_t rdv_start(const tutti_tp_group_t *g,
 /* Where the rendezvous is now: from TUTTI_RENDEZVOUS or the file.  0;
  * -1: not yet; -2: never (why says so: a file or directory another user
  * owns, a link). */
-static int rdv_where(const char *job, tcp_addr_t *a, char *desc, size_t dl,
-                     char *why, size_t wl)
+static int rdv_where(const tutti_tp_group_t *g, double deadline,
+                     tcp_addr_t *a, char *desc, size_t dl, char *why,
+                     size_t wl)
 {
     const char *env = getenv("TUTTI_RENDEZVOUS");
+    const void *store = tcp_store(g);
     char host[256], port[16], path[TCP_RDV_PATH_MAX];
     struct addrinfo hints, *res = NULL;
 
-    if (env != NULL && *env != '\0') {
+    if (store != NULL) {
+        char text[INET6_ADDRSTRLEN + 16];
+        size_t len = 0;
+        unsigned p = 0;
+        double left = deadline - g->core->now();
+        snprintf(desc, dl, "the store's key tutti/" RDV_STORE_KEY);
+        tutti_status_t st = g->core->store_get(store, RDV_STORE_KEY, text,
+                                               sizeof(text) - 1, &len,
+                                               left > 0 ? left : 0);
+        if (st != TUTTI_OK)
+            return -1; /* not said in time: the caller gives up */
+        text[len] = '\0';
+        if (sscanf(text, "%255s %u", host, &p) != 2 || p == 0 || p > 65535) {
+            snprintf(why, wl, "%s holds '%.64s'; expected '<address> "
+                     "<port>'", desc, text);
+            return -2;
+        }
+        snprintf(port, sizeof(port), "%u", p);
+    } else if (env != NULL && *env != '\0') {
         snprintf(desc, dl, "TUTTI_RENDEZVOUS=%s", env);
         if (split_hostport(env, host, sizeof(host), port, sizeof(port)) != 0)
             return -1;
     } else {
         unsigned p = 0;
         int shared;
-        if (rdv_file_path(job, path, sizeof(path), &shared, why, wl) != 0)
+        if (rdv_file_path(g->job_id, path, sizeof(path), &shared, why, wl) != 0)
             return -2;
         snprintf(desc, dl, "rendezvous file %s", path);
         int st = tcp_rdv_read(path, !shared, host, &p, why, wl);
@@ -584,7 +629,7 @@ static int rdv_session(const tutti_tp_group_t *g, const tcp_cred_t *cred,
     tcp_mac_t *mac_out = &mac[0], *mac_in = &mac[1];
     int fd, r = 0, nap = 2;
 
-    int where = rdv_where(g->job_id, &a, desc, sizeof(desc), why, wl);
+    int where = rdv_where(g, deadline, &a, desc, sizeof(desc), why, wl);
     if (where == -2)
         return -2;
     if (where != 0) {

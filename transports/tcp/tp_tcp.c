@@ -353,7 +353,7 @@ static tutti_status_t tcp_connect(const tutti_tp_group_t *g,
         goto err;
     }
     ep->set = *(const tcp_settings_t *)g->settings;
-    if ((st = tcp_cred_read(core, g->job_id, &ep->cred)) != TUTTI_OK)
+    if ((st = tcp_cred_of(g, &ep->cred)) != TUTTI_OK)
         goto err;
     ep->cred.job_id = ep->job;
     for (int r = 0; r < g->group_size; r++) {
