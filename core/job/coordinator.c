@@ -256,6 +256,7 @@ static void group_formed(tutti__job_t *job, coord_group_t *cg)
                             cg->members[i].device_index);
         tutti__group_payload_t *gp = (tutti__group_payload_t *)m.payload;
         size_t mbytes = (size_t)n * sizeof(*cg->members);
+        memset(gp, 0, sizeof(*gp));
         gp->size = n;
         gp->num_tasks = tasks;
         gp->num_hosts = cg->num_hosts;

@@ -383,7 +383,12 @@ tutti_status_t tutti__ctrl_send(tutti__ctrl_t *c, int task,
     send_rec_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return TUTTI_ERR_NO_MEMORY;
-    s->msg = *msg;
+    /* The header and the payload's len bytes: the rest of the frame
+     * stays zero, so no byte of the sender's stack past len travels. */
+    size_t used = offsetof(tutti__ctrl_msg_t, payload) +
+                  (msg->len < sizeof(msg->payload) ? msg->len
+                                                   : sizeof(msg->payload));
+    memcpy(&s->msg, msg, used);
     s->op.key = (tutti_wire_key_t){CTRL_INSTANCE, c->out_seq[task]++, 0};
     s->op.peer = task;
     s->op.sbuf = &s->msg;

@@ -421,6 +421,9 @@ tutti_status_t tutti__member_join(tutti__job_t *job, uint64_t key, int size,
     w.device_index = device_index;
     tutti__job_msg_init(&m, TUTTI_CTRL_JOIN, key, 0, device_index);
     tutti__join_payload_t *j = (tutti__join_payload_t *)m.payload;
+    /* Every byte that travels is set: the host name's tail, the unused
+     * order entries and any padding (no stack bytes leave the task). */
+    memset(j, 0, sizeof(*j));
     j->size = size;
     j->device_type = type;
     j->device_index = device_index;
