@@ -150,6 +150,11 @@ static tutti_status_t meet(tutti_context_t *ctx,
     const tutti_store_t *store = tutti__bootstrap_store(p);
     if (store == NULL)
         return TUTTI_OK;
+    if (store->size < offsetof(tutti_store_t, get) + sizeof(store->get))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
+                            "tutti_context_create: params store->size %zu: "
+                            "expected %zu (tutti_store_init sets it)",
+                            store->size, sizeof(*store));
     if (store->set == NULL || store->get == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "context",
                             "tutti_context_create: params store has %s "

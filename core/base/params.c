@@ -14,6 +14,14 @@ void tutti_context_params_init(tutti_context_params_t *params)
     params->num_tasks = -1;
 }
 
+void tutti_store_init(tutti_store_t *store)
+{
+    if (store == NULL)
+        return;
+    memset(store, 0, sizeof(*store));
+    store->size = sizeof(*store);
+}
+
 void tutti_group_params_init(tutti_group_params_t *params)
 {
     if (params == NULL)

@@ -77,6 +77,9 @@ const char *tutti_last_error(void);
  * context a store of its own, or one that prefixes its keys).
  */
 typedef struct {
+    size_t size;   /**< sizeof(tutti_store_t): tutti_store_init() sets it,
+                        so that fields added later are read only where the
+                        caller's struct has them */
     void *user;    /**< handed to every call */
     /** Sets @p key to the @p len bytes at @p value (a later set replaces
      *  it).  0 on success; any other value fails the caller. */
@@ -88,6 +91,10 @@ typedef struct {
     int (*get)(void *user, const char *key, void *buf, size_t cap,
                size_t *len_out, double timeout);
 } tutti_store_t;
+
+/** Fill @p store: size set, user, set and get NULL (the caller sets
+ *  them). */
+void tutti_store_init(tutti_store_t *store);
 
 typedef struct {
     size_t size;             /**< sizeof(tutti_context_params_t) */

@@ -164,8 +164,11 @@ int main(void)
         /* Met through a store of files there, the task and count from
          * TUTTI_RANK and TUTTI_SIZE: what it learns is the context's. */
         /* Read until the context goes: not on this block's stack. */
-        static tutti_store_t store = {NULL, file_store_set, file_store_get};
+        static tutti_store_t store;
+        tutti_store_init(&store);
         store.user = (void *)store_dir;
+        store.set = file_store_set;
+        store.get = file_store_get;
         tutti_context_params_t cp;
         tutti_context_params_init(&cp);
         cp.task = atoi(getenv("TUTTI_RANK") ? getenv("TUTTI_RANK") : "-1");

@@ -15,7 +15,7 @@
 
 int main(int argc, char **argv)
 {
-    tutti_store_t store = {NULL, file_store_set, file_store_get};
+    tutti_store_t store;
     tutti_context_params_t cp;
     tutti_group_params_t gp;
     tutti_context_t *ctx = NULL;
@@ -27,7 +27,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: store_worker TASK TASKS DIR [JOB_ID]\n");
         return 2;
     }
+    tutti_store_init(&store);
     store.user = argv[3];
+    store.set = file_store_set;
+    store.get = file_store_get;
     tutti_context_params_init(&cp);
     cp.task = atoi(argv[1]);
     cp.num_tasks = atoi(argv[2]);

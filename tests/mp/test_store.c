@@ -186,15 +186,22 @@ static int never_there(void *user, const char *key, void *buf, size_t cap,
     return 1;
 }
 
-/* A store without get, or without task and count, or whose set fails:
- * refused, each naming what is wrong. */
+/* A store without get, without its size (tutti_store_init), or without
+ * task and count, or whose set fails: refused, each naming what is
+ * wrong. */
 static void test_store_params_checked(void **state)
 {
-    tutti_store_t half = {NULL, never_set, NULL};
-    tutti_store_t failing = {NULL, never_set, never_there};
+    tutti_store_t half, failing, unsized = {0};
     tutti_context_params_t cp;
     tutti_context_t *ctx = NULL;
     (void)state;
+    tutti_store_init(&half);
+    half.set = never_set;
+    tutti_store_init(&failing);
+    failing.set = never_set;
+    failing.get = never_there;
+    unsized.set = never_set;
+    unsized.get = never_there;
     tutti_context_params_init(&cp);
     cp.store = &half;
     assert_int_equal(tutti_context_create(&cp, &ctx), TUTTI_ERR_CONFIG);
@@ -204,6 +211,11 @@ static void test_store_params_checked(void **state)
     cp.num_tasks = 2;
     assert_int_equal(tutti_context_create(&cp, &ctx), TUTTI_ERR_INVALID_ARG);
     assert_non_null(strstr(tutti_last_error(), "params store has get NULL"));
+    assert_null(ctx);
+    cp.store = &unsized;
+    assert_int_equal(tutti_context_create(&cp, &ctx), TUTTI_ERR_INVALID_ARG);
+    assert_non_null(strstr(tutti_last_error(), "params store->size 0: "
+                                               "expected"));
     assert_null(ctx);
     cp.store = &failing;
     assert_int_equal(tutti_context_create(&cp, &ctx), TUTTI_ERR_IO);
