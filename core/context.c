@@ -310,7 +310,8 @@ tutti_status_t tutti_group_join(tutti_context_t *ctx,
         snprintf(why, sizeof(why), "%s", tutti_last_error());
         tutti_group_leave(*group_out);
         *group_out = NULL;
-        return tutti__error(st, "group", "%s", why);
+        /* Logged where it was found; the leave must not replace it. */
+        return tutti__error_quiet(st, "%s", why);
     }
     return TUTTI_OK;
 }

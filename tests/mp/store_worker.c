@@ -1,17 +1,29 @@
 /*
  * One task of a job that meets through a key-value store the program
  * brings (tutti_store_t), not the environment: a store of files in a
- * directory every task sees (tests/common/file_store.h).  Usage: store_worker TASK TASKS DIR [JOB_ID]; joins
- * a group of every task, allreduces (sum, float64) task + i for i < 5 and
+ * directory every task sees (tests/common/file_store.h).
+ * Usage: store_worker TASK TASKS DIR [JOB_ID]; joins a group of every task, allreduces (sum, float64) task + i for i < 5 and
  * prints "store_worker T: job J: S0 S1 S2 S3 S4", or the error and exits
- * 1.
+ * 1.  TUTTI_TEST_STORE_FAIL=KEY: the store's get of KEY fails (returns
+ * -1), as a broken store would.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <tutti/tutti.h>
 
 #include "file_store.h"
+
+/* file_store_get, failing for the key TUTTI_TEST_STORE_FAIL names. */
+static int get_or_fail(void *user, const char *key, void *buf, size_t cap,
+                       size_t *len_out, double timeout)
+{
+    const char *fail = getenv("TUTTI_TEST_STORE_FAIL");
+    if (fail != NULL && strcmp(fail, key) == 0)
+        return -1;
+    return file_store_get(user, key, buf, cap, len_out, timeout);
+}
 
 int main(int argc, char **argv)
 {
@@ -30,7 +42,7 @@ int main(int argc, char **argv)
     tutti_store_init(&store);
     store.user = argv[3];
     store.set = file_store_set;
-    store.get = file_store_get;
+    store.get = get_or_fail;
     tutti_context_params_init(&cp);
     cp.task = atoi(argv[1]);
     cp.num_tasks = atoi(argv[2]);

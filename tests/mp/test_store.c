@@ -131,6 +131,31 @@ static void test_a_task_missing(void **state)
     }
 }
 
+/* The store fails where the tasks read tcp's rendezvous: their calls fail
+ * at once, not after the timeout, the log naming the key and what the
+ * store returned, the error naming the key. */
+static void test_store_fails_at_the_rendezvous(void **state)
+{
+    (void)state;
+    double t0 = now_s();
+    assert_int_equal(run_tasks("TUTTI_TIMEOUT=20 TUTTI_TRANSPORTS=tcp "
+                               "TUTTI_TEST_STORE_FAIL=tutti/tcp/rendezvous",
+                               2, "0 1", ""), 2);
+    double secs = now_s() - t0;
+    if (strstr(out, "the store's get of key 'tutti/tcp/rendezvous' failed "
+                    "(it returned -1)") == NULL ||
+        strstr(out, "store_worker 1: context: ERR_PEER") == NULL ||
+        strstr(out, "the store's key tutti/tcp/rendezvous: the store's get "
+                    "failed") == NULL) {
+        test_show("output:", out);
+        fail_msg("the store's failure is not named");
+    }
+    printf("both tasks failed in %.1f s (timeout 20 s)\n", secs);
+    if (secs > 10.0)
+        fail_msg("the tasks took %.1f s: a failing store waited for the "
+                 "timeout", secs);
+}
+
 /* Task 0 made the job id; a task told another one is refused. */
 static void test_job_id_differs(void **state)
 {
@@ -247,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_three_tasks),
         cmocka_unit_test(test_three_tasks_over_tcp),
         cmocka_unit_test(test_a_task_missing),
+        cmocka_unit_test(test_store_fails_at_the_rendezvous),
         cmocka_unit_test(test_job_id_differs),
         cmocka_unit_test(test_secret_not_printed),
     };

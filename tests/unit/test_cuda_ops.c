@@ -502,7 +502,7 @@ static void test_device_scale_divide(void **state)
     ops->dev_free(dev);
 }
 
-/* ---- the core's loader ---------------------------------------------------- */
+/* ---- the core's loader --------------------------------------------------- */
 
 /* The table the core loads (with TUTTI_CUDA_LIB set to @p env, or unset
  * for NULL), tried afresh; its status into @p st_out. */

@@ -388,17 +388,26 @@ static tutti_status_t read_secret_file(const tutti_tp_core_ops_t *core,
     return ret;
 }
 
-tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
-                             const char *job_id, tcp_cred_t *out)
+/* @p out emptied and given @p job_id, which the handshake carries. */
+static tutti_status_t cred_start(const tutti_tp_core_ops_t *core,
+                                 const char *job_id, tcp_cred_t *out)
 {
-    const char *file = getenv("TUTTI_SECRET_FILE");
-    tutti_status_t st;
-
     memset(out, 0, sizeof(*out));
     if (strlen(job_id) >= TCP_JOB_MAX)
         return core->error(TUTTI_ERR_CONFIG, "tcp", "job id '%s' is longer "
                            "than %d characters", job_id, TCP_JOB_MAX - 1);
     out->job_id = job_id;
+    return TUTTI_OK;
+}
+
+tutti_status_t tcp_cred_read(const tutti_tp_core_ops_t *core,
+                             const char *job_id, tcp_cred_t *out)
+{
+    const char *file = getenv("TUTTI_SECRET_FILE");
+    tutti_status_t st = cred_start(core, job_id, out);
+
+    if (st != TUTTI_OK)
+        return st;
     pthread_mutex_lock(&env_secret.lock);
     st = take_env_secret(core);
     if (st == TUTTI_OK && env_secret.len > 0) {
@@ -434,17 +443,14 @@ tutti_status_t tcp_cred_of(const tutti_tp_group_t *g, tcp_cred_t *out)
     size_t n = sec != NULL ? strlen(sec) : 0;
     if (n == 0)
         return tcp_cred_read(g->core, g->job_id, out);
-    memset(out, 0, sizeof(*out));
-    if (strlen(g->job_id) >= TCP_JOB_MAX)
-        return g->core->error(TUTTI_ERR_CONFIG, "tcp", "job id '%s' is "
-                              "longer than %d characters", g->job_id,
-                              TCP_JOB_MAX - 1);
+    tutti_status_t st = cred_start(g->core, g->job_id, out);
+    if (st != TUTTI_OK)
+        return st;
     if (n < TCP_SECRET_MIN || n > TCP_SECRET_MAX)
         return g->core->error(TUTTI_ERR_PEER, "tcp", "the secret agreed "
                               "through the store has %zu characters; "
                               "expected %d to %d", n, TCP_SECRET_MIN,
                               TCP_SECRET_MAX);
-    out->job_id = g->job_id;
     memcpy(out->secret, sec, n);
     out->secret_len = n;
     return TUTTI_OK;

@@ -567,8 +567,13 @@ static int rdv_where(const tutti_tp_group_t *g, double deadline,
         tutti_status_t st = g->core->store_get(store, RDV_STORE_KEY, text,
                                                sizeof(text) - 1, &len,
                                                left > 0 ? left : 0);
-        if (st != TUTTI_OK)
+        if (st == TUTTI_ERR_TIMEOUT)
             return -1; /* not said in time: the caller gives up */
+        if (st != TUTTI_OK) { /* the store failed (the core logged how) */
+            snprintf(why, wl, "%s: the store's get failed (status %d, "
+                     "logged before)", desc, (int)st);
+            return -2;
+        }
         text[len] = '\0';
         if (sscanf(text, "%255s %u", host, &p) != 2 || p == 0 || p > 65535) {
             snprintf(why, wl, "%s holds '%.64s'; expected '<address> "
