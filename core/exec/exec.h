@@ -123,6 +123,8 @@ struct tutti_request {
     void *ev_issue;                 /* a hold's event (made on first use) */
     uint32_t gate_seq;              /* the hold's gate number, or 0 */
     tutti_status_t hold_error;      /* the hold after launch failed */
+    unsigned wait_idle;             /* tutti_request_wait_for's idle count */
+    double wait_idle_since;         /* and since when, across its calls */
     uint64_t wait_for[TUTTI_MAX_WAIT_FOR];
 };
 

@@ -422,6 +422,35 @@ tutti_status_t tutti_request_wait(tutti_request_t *r)
     return tutti__request_status(r);
 }
 
+tutti_status_t tutti_request_wait_for(tutti_request_t *r, double timeout)
+{
+    tutti_status_t st = tutti__request_check(r, "tutti_request_wait_for");
+    if (st != TUTTI_OK)
+        return st;
+    if (!(timeout >= 0))
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_request_"
+                            "wait_for: timeout is %g: expected seconds >= 0",
+                            timeout);
+    /* The idle count lives in the request, so that a caller waiting in
+     * slices (checking for signals between them) meets the execution's
+     * time limit as one long wait would. */
+    wait_state_t w = {r->wait_idle, r->wait_idle_since};
+    double deadline = tutti__now() + timeout;
+    unsigned rounds = 0;
+    while (r->status == TUTTI_INPROGRESS) {
+        wait_step(r, &w);
+        /* The clock read each round once idle (a yield or a sleep is
+         * dearer), each 64th while spinning. */
+        if ((w.idle >= r->group->spin_limit || (++rounds & 63) == 0) &&
+            tutti__now() >= deadline)
+            break;
+    }
+    r->wait_idle = w.idle;
+    r->wait_idle_since = w.idle_since;
+    return r->status == TUTTI_INPROGRESS ? TUTTI_INPROGRESS
+                                         : tutti__request_status(r);
+}
+
 tutti_status_t tutti_request_wait_all(tutti_request_t *const *requests,
                                       size_t n)
 {

@@ -85,6 +85,8 @@ tutti_request_t *tutti__request_get(tutti_group_t *g)
     r->listed = 0;
     r->gate_seq = 0; /* a pooled shell may come from a left CUDA group */
     r->hold_error = TUTTI_OK;
+    r->wait_idle = 0;
+    r->wait_idle_since = 0;
     if (r->error != NULL)
         r->error[0] = '\0';
     return r;

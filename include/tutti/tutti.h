@@ -398,6 +398,13 @@ tutti_status_t tutti_request_test(tutti_request_t *request);
  *  it has processors, a wait idle for a millisecond sleeps until a peer's
  *  data wakes it (shm and local transports). */
 tutti_status_t tutti_request_wait(tutti_request_t *request);
+/** Like tutti_request_wait(), for at most @p timeout seconds (>= 0):
+ *  TUTTI_INPROGRESS when the time passed first, the request still
+ *  pending.  The execution's own time limit counts across calls, so a
+ *  caller may wait in slices (to look at signals between them) and still
+ *  meet it as one long wait would.  Since 0.2. */
+tutti_status_t tutti_request_wait_for(tutti_request_t *request,
+                                      double timeout);
 /** Release a completed request.  NULL ok. */
 void tutti_request_free(tutti_request_t *request);
 

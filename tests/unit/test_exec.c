@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -210,6 +211,85 @@ static void test_wait_any(void **state)
     }
 }
 
+static double test_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_sleep(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* wait_for in slices: member 1 starts late; member 0's slices pass
+ * (INPROGRESS, counted in order[0]) until the sum comes. */
+static void slices(member_t *m, tutti_group_t *g)
+{
+    float v = (float)(m->index + 1);
+    if (m->index == 1)
+        test_sleep(0.3);
+    tutti_request_t *r = start(m, g, 40, &v, 0, NULL, 0, NEXT);
+    if (m->st != TUTTI_OK)
+        return;
+    tutti_status_t st;
+    while ((st = tutti_request_wait_for(r, 0.01)) == TUTTI_INPROGRESS)
+        m->order[0]++;
+    m->st = st;
+    m->value[0] = v;
+    tutti_request_free(r);
+}
+
+static void test_wait_for_slices(void **state)
+{
+    member_t m[MEMBERS];
+    run_members(state, 920, slices, NULL, 0, m);
+    assert_true(m[0].order[0] >= 5);   /* about 30 slices of 10 ms */
+    for (int i = 0; i < MEMBERS; i++)
+        assert_true(m[i].value[0] == 3.0f);
+}
+
+/* The execution's time limit counts across slices: member 1 never starts
+ * it; member 0's slices of 20 ms end in TUTTI_ERR_TIMEOUT after the 0.2 s
+ * limit, not never. */
+static void slices_time_out(member_t *m, tutti_group_t *g)
+{
+    if (m->index == 1) {
+        test_sleep(1.5);
+        return;
+    }
+    tutti_instance_params_t p;
+    tutti_request_t *r = NULL;
+    float v = 1;
+    test_params(&p, 41, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 1);
+    p.timeout = 0.2;
+    m->st = tutti_execute(g, &p, &v, &v, &r);
+    if (m->st != TUTTI_OK)
+        return;
+    double t0 = test_now();
+    tutti_status_t st;
+    while ((st = tutti_request_wait_for(r, 0.02)) == TUTTI_INPROGRESS &&
+           test_now() - t0 < 10)
+        m->order[0]++;
+    m->value[0] = (float)(test_now() - t0);
+    m->order[1] = (uint64_t)-st;
+    m->value[1] = strstr(tutti_last_error(), "rank 0") != NULL;
+    tutti_request_free(r);
+}
+
+static void test_wait_for_time_limit(void **state)
+{
+    member_t m[MEMBERS];
+    run_members(state, 921, slices_time_out, NULL, 0, m);
+    assert_int_equal(m[0].order[1], (uint64_t)-TUTTI_ERR_TIMEOUT);
+    assert_true(m[0].order[0] >= 5);
+    assert_true(m[0].value[0] < 5.0f);
+    tutti_request_t *bad = NULL;
+    assert_int_equal(tutti_request_wait_for(bad, 1), TUTTI_ERR_INVALID_ARG);
+}
+
 /* The limits tutti.h states are enforced, with messages naming them. */
 static void test_documented_limits(void **state)
 {
@@ -265,6 +345,8 @@ int main(void)
         cmocka_unit_test(test_higher_priority_launches_first),
         cmocka_unit_test(test_explicit_steps),
         cmocka_unit_test(test_wait_any),
+        cmocka_unit_test(test_wait_for_slices),
+        cmocka_unit_test(test_wait_for_time_limit),
         cmocka_unit_test(test_documented_limits),
         cmocka_unit_test(test_context_sum_single_task),
     };
