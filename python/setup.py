@@ -1,0 +1,128 @@
+"""Builds the extension tutti._tutti over libtutti, in one of three ways.
+
+TUTTI_PREFIX=DIR    link the library installed in DIR (its include/ and
+                    lib/); nothing bundled.
+TUTTI_BUILD_DIR=DIR link the library of a configured and built tree (DIR is
+                    its build directory); nothing bundled, for development
+                    and the test suite.
+neither             bundle: the install of ../build (or TUTTI_STAGE, a
+                    prefix a DESTDIR install made) is copied into the
+                    package as tutti/_prefix (libtutti, its modules, its
+                    default config, the tools, and the shared libraries
+                    libtutti needs that the system may lack), so the wheel
+                    runs anywhere; libtutti finds its modules and config
+                    from where it lies.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+SOURCES = ["ext/module.c", "ext/group.c", "ext/future.c", "ext/view.c",
+           "ext/store.c"]
+WARN = ["-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
+        "-Wno-cast-function-type", "-std=gnu11"]
+# The libraries libtutti loads that a machine without Tutti's build
+# dependencies lacks: bundled beside it.
+BUNDLED_DEPS = ("libyaml-0.so", "libltdl.so", "libsodium.so")
+
+
+def fail(msg):
+    sys.exit("tutti setup.py: " + msg)
+
+
+def staged_prefix():
+    """A prefix holding an install of Tutti: TUTTI_STAGE, else ../build
+    installed with DESTDIR into python/build/stage."""
+    stage = os.environ.get("TUTTI_STAGE")
+    if stage:
+        return stage
+    build = os.path.join(TOP, "build")
+    if not os.path.exists(os.path.join(build, "Makefile")):
+        fail("no TUTTI_PREFIX, TUTTI_BUILD_DIR or TUTTI_STAGE, and no "
+             "configured tree at %s (run ./build.sh build first)" % build)
+    dest = os.path.join(HERE, "build", "stage")
+    shutil.rmtree(dest, ignore_errors=True)
+    subprocess.run(["make", "-s", "-C", build, "install", "DESTDIR=" + dest],
+                   check=True, stdout=subprocess.DEVNULL)
+    prefix = subprocess.run(["sed", "-n", "s/^prefix = //p",
+                             os.path.join(build, "Makefile")],
+                            check=True, capture_output=True,
+                            text=True).stdout.strip()
+    return dest + prefix
+
+
+def deps_of(lib):
+    """Paths of the shared libraries @lib needs that are bundled."""
+    out = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+    found = []
+    for line in out.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2 and parts[0].strip().startswith(BUNDLED_DEPS):
+            path = parts[1].split("(")[0].strip()
+            if os.path.exists(path):
+                found.append(path)
+    return found
+
+
+class BuildExt(build_ext):
+    def run(self):
+        if MODE[0] == "bundle":
+            self.bundle(MODE[1])
+        super().run()
+
+    def bundle(self, prefix):
+        dest = os.path.join(self.build_lib, "tutti", "_prefix")
+        shutil.rmtree(dest, ignore_errors=True)
+        for sub in ("lib", "bin", "etc"):
+            src = os.path.join(prefix, sub)
+            if os.path.isdir(src):
+                shutil.copytree(src, os.path.join(dest, sub), symlinks=True,
+                                ignore=shutil.ignore_patterns(
+                                    "*.la", "*.a", "pkgconfig"))
+        lib = os.path.join(dest, "lib")
+        real = [f for f in os.listdir(lib) if f.startswith("libtutti.so")]
+        if not real:
+            fail("no libtutti.so in %s/lib" % prefix)
+        for dep in deps_of(os.path.join(lib, sorted(real)[-1])):
+            shutil.copy2(dep, os.path.join(lib, os.path.basename(dep)))
+
+
+def configure():
+    """(mode, include dirs, library dirs, runtime library dirs)."""
+    prefix = os.environ.get("TUTTI_PREFIX")
+    build = os.environ.get("TUTTI_BUILD_DIR")
+    if prefix:
+        lib = os.path.join(prefix, "lib")
+        return ("prefix", prefix), [os.path.join(prefix, "include")], \
+            [lib], [lib]
+    if build:
+        build = os.path.abspath(build)
+        lib = os.path.join(build, "core", ".libs")
+        if not os.path.exists(os.path.join(lib, "libtutti.so")):
+            fail("no %s/libtutti.so: build the tree first (./build.sh "
+                 "build)" % lib)
+        return ("build", build), [os.path.join(TOP, "include")], [lib], [lib]
+    stage = staged_prefix()
+    lib = os.path.join(stage, "lib")
+    return ("bundle", stage), [os.path.join(stage, "include")], [lib], []
+
+
+MODE, INCS, LIBDIRS, RPATHS = configure()
+LINK_ARGS = ["-Wl,-rpath,$ORIGIN/_prefix/lib"] if MODE[0] == "bundle" else []
+
+setup(
+    ext_modules=[Extension(
+        "tutti._tutti", SOURCES, include_dirs=INCS, library_dirs=LIBDIRS,
+        runtime_library_dirs=RPATHS, libraries=["tutti"],
+        extra_compile_args=WARN, extra_link_args=LINK_ARGS,
+        depends=["ext/tutti_py.h"])],
+    package_data={"tutti": ["py.typed", "*.pyi"]},
+    cmdclass={"build_ext": BuildExt},
+)
