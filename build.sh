@@ -3,7 +3,9 @@
 #
 #   ./build.sh run [tutti-perf options]   set up, build, run the main job:
 #                                         tutti-run -n 4 tutti-perf (allreduce sweep)
-#   ./build.sh check                      set up, build, run the whole test suite
+#   ./build.sh check                      set up, build, make the Python
+#                                         virtual environment (.venv, or
+#                                         TUTTI_VENV), run the whole suite
 #   ./build.sh build                      set up and build only
 #   ./build.sh deps                       install missing Debian packages only
 #
@@ -15,12 +17,14 @@ cd "$(dirname "$0")"
 top=$(pwd)
 build_dir=${TUTTI_BUILD_DIR:-build}
 
+# python3-dev and python3-venv: the Python package (python/), built and
+# tested in a virtual environment python/venv.sh makes with pip.
 # gnuplot-nox: bench/plot, and its test (libopenmpi-dev: the peer run it
 # plots beside ours).  groff-base and man-db: tests/unit/test_man renders
 # every man page with groff and man -l (skipped without them).
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
           libyaml-dev libsodium-dev libcmocka-dev openmpi-bin libopenmpi-dev iproute2
-          util-linux gnuplot-nox groff-base man-db)
+          util-linux gnuplot-nox groff-base man-db python3-dev python3-venv)
 
 deps() {
     local missing=()
@@ -61,6 +65,9 @@ case "$cmd" in
         deps; build
         exec "$build_dir/tools/tutti-run" -n 4 "$build_dir/tools/tutti-perf" \
             -c allreduce -b 8 -e 64M -f 2 "$@" ;;
-    check) deps; build; exec "$top/tests/run-suite" "$build_dir" ;;
+    check)
+        deps; build
+        "$top/python/venv.sh" "${TUTTI_VENV:-$top/.venv}"
+        exec "$top/tests/run-suite" "$build_dir" ;;
     *) echo "usage: ./build.sh run|check|build|deps" >&2; exit 2 ;;
 esac

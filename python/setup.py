@@ -72,6 +72,12 @@ def deps_of(lib):
 
 
 class BuildExt(build_ext):
+    def finalize_options(self):
+        super().finalize_options()
+        # Rebuilt each time: the library it links (and its RUNPATH) may
+        # have moved while the sources stayed the same.
+        self.force = True
+
     def run(self):
         if MODE[0] == "bundle":
             self.bundle(MODE[1])
@@ -87,10 +93,24 @@ class BuildExt(build_ext):
                                 ignore=shutil.ignore_patterns(
                                     "*.la", "*.a", "pkgconfig"))
         lib = os.path.join(dest, "lib")
-        real = [f for f in os.listdir(lib) if f.startswith("libtutti.so")]
-        if not real:
-            fail("no libtutti.so in %s/lib" % prefix)
-        for dep in deps_of(os.path.join(lib, sorted(real)[-1])):
+        # A wheel stores no symbolic links: keep libtutti under its soname
+        # only (what the extension and the tools ask for), once.
+        sonames = [f for f in os.listdir(lib)
+                   if f.startswith("libtutti.so.") and f.count(".") == 2]
+        if len(sonames) != 1:
+            fail("expected one libtutti.so.N in %s/lib, found %s"
+                 % (prefix, sonames or "none"))
+        soname = os.path.join(lib, sonames[0])
+        real = os.path.realpath(soname)
+        os.unlink(soname)
+        shutil.copy2(real, soname)
+        for f in os.listdir(lib):
+            if f.startswith("libtutti.so") and f != sonames[0]:
+                os.unlink(os.path.join(lib, f))
+        libs = [soname] + [os.path.join(lib, "tutti", f)
+                           for f in os.listdir(os.path.join(lib, "tutti"))
+                           if f.endswith(".so")]
+        for dep in sorted({d for so in libs for d in deps_of(so)}):
             shutil.copy2(dep, os.path.join(lib, os.path.basename(dep)))
 
 
@@ -125,4 +145,7 @@ setup(
         depends=["ext/tutti_py.h"])],
     package_data={"tutti": ["py.typed", "*.pyi"]},
     cmdclass={"build_ext": BuildExt},
+    # One build directory per mode: an extension linked for one is never
+    # taken as up to date for another.
+    options={"build": {"build_base": os.path.join("build", MODE[0])}},
 )

@@ -182,9 +182,10 @@ static tutti_status_t learn_hosts(tutti__store_t *s, tutti__bootstrap_t *b,
     if (nmissing > 0)
         return tutti__error(TUTTI_ERR_TIMEOUT, "store", "task %d of %d: "
                             "task%s %s%s never appeared in the store (no key "
-                            "'tutti/host/T' within %.1f s)", b->task,
+                            "'tutti/host/%s' within %.1f s)", b->task,
                             b->num_tasks, nmissing > 1 ? "s" : "", missing,
-                            nmissing > 16 ? " and more" : "", s->timeout);
+                            nmissing > 16 ? " and more" : "",
+                            nmissing > 1 ? "<task>" : missing, s->timeout);
     if (first != TUTTI_OK)
         return first;
     b->local_task = local_task;

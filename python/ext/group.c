@@ -617,6 +617,61 @@ static PyObject *g_barrier(tpy_group_t *g, PyObject *args, PyObject *kw)
     Py_RETURN_NONE;
 }
 
+/* Wait for every pending future of the group, in the order started,
+ * then run their callbacks. */
+static PyObject *g_wait_all(tpy_group_t *g, PyObject *args, PyObject *kw)
+{
+    static char *kwl[] = {"timeout", NULL};
+    double timeout = -1;
+    PyObject *to = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &to))
+        return NULL;
+    if (to != Py_None && ((timeout = PyFloat_AsDouble(to)) < 0 ||
+                          PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "wait_all: timeout must be "
+                            ">= 0 or None");
+        return NULL;
+    }
+    PyObject *snapshot = PySequence_List(g->pending);
+    if (snapshot == NULL)
+        return NULL;
+    int rc = 0;
+    const char *late = NULL;
+    tpy_group_lock(g);
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(snapshot); i++) {
+        tpy_future_t *f = (tpy_future_t *)PyList_GET_ITEM(snapshot, i);
+        if (f->request == NULL)
+            continue;
+        int intr;
+        tutti_status_t st = tpy_wait(g, f->request, timeout, f->call, &intr);
+        if (st == TUTTI_INPROGRESS) { /* timeout passed: 0 for the rest */
+            late = f->call;
+            timeout = 0;
+            continue;
+        }
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        tpy_future_settle(f, st);
+        PyErr_Restore(type, value, tb);
+        if (intr)
+            rc = -1;
+    }
+    tpy_group_unlock(g);
+    Py_DECREF(snapshot);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    tpy_group_drain(g);
+    PyErr_Restore(type, value, tb);
+    if (rc != 0)
+        return NULL;
+    if (late != NULL)
+        return PyErr_Format(PyExc_TimeoutError, "wait_all: %s (and maybe "
+                            "others) not complete in time (still pending)",
+                            late);
+    Py_RETURN_NONE;
+}
+
 /* Leave the group: its pending futures are waited for first. */
 static void group_leave(tpy_group_t *g)
 {
@@ -728,6 +783,11 @@ static PyMethodDef group_methods[] = {
     M("alltoall", g_alltoall, "alltoall(a, out, *, counts=None, ...)"),
     M("permute", g_permute, "permute(a, permutation, *, out=None, ...)"),
     M("barrier", g_barrier, "barrier(*, timeout=0)"),
+    {"wait_all", (PyCFunction)(void (*)(void))g_wait_all,
+     METH_VARARGS | METH_KEYWORDS,
+     "wait_all(timeout=None): wait for every pending future of the group "
+     "(their errors stay on them) and run their callbacks; TimeoutError "
+     "when the time passed first."},
     {"leave", (PyCFunction)g_leave, METH_NOARGS,
      "Leave the group (its pending futures are waited for first)."},
     {"__enter__", (PyCFunction)g_enter, METH_NOARGS, NULL},

@@ -9,11 +9,17 @@ group) and 1001; in place and into out=, blocking and async.  Prints
 "coll_worker: rank R: N checks, W wrong" and, at rank 0, the job's
 totals (summed through the control plane); exits 1 if any was wrong.
 """
+import os
 import sys
 
 import numpy as np
 
 import tutti
+
+
+def say(line):
+    """One write per line: ranks' lines never interleave."""
+    os.write(1, (line + "\n").encode())
 
 DTYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
           "bfloat16", "float32", "float64"]
@@ -200,12 +206,11 @@ tutti.barrier()
 total_checks = g.context.sum(checks)
 total_wrong = g.context.sum(len(wrong))
 for w in wrong[:20]:
-    print("coll_worker: rank %d: WRONG %s" % (rank, w), flush=True)
-print("coll_worker: rank %d: %d checks, %d wrong" % (rank, checks,
-                                                     len(wrong)), flush=True)
+    say("coll_worker: rank %d: WRONG %s" % (rank, w))
+say("coll_worker: rank %d: %d checks, %d wrong" % (rank, checks,
+                                                     len(wrong)))
 if rank == 0:
-    print("coll_worker: %d ranks: %d checks, %d wrong" % (n, total_checks,
-                                                          total_wrong),
-          flush=True)
+    say("coll_worker: %d ranks: %d checks, %d wrong" % (n, total_checks,
+                                                          total_wrong))
 tutti.finalize()
 sys.exit(1 if total_wrong else 0)
