@@ -479,9 +479,18 @@ static PyObject *g_allreduce(tpy_group_t *g, PyObject *args, PyObject *kw)
     call_t c;
     PyObject *op = NULL;
     call_init(&c, "allreduce", TUTTI_COLL_ALLREDUCE);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O" COMMON_FMT, kwl,
-                                     &c.a, &op, &c.out, COMMON_ARGS(c)) ||
-        tpy_op_parse(op, c.name, TUTTI_OP_SUM, &c.op) != 0)
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (kw == NULL && nargs >= 1 && nargs <= 2) {
+        /* allreduce(a) and allreduce(a, op): the common call, without
+         * the general parser's cost (a tenth of an 8-byte call's). */
+        c.a = PyTuple_GET_ITEM(args, 0);
+        op = nargs > 1 ? PyTuple_GET_ITEM(args, 1) : NULL;
+    } else if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$O" COMMON_FMT,
+                                            kwl, &c.a, &op, &c.out,
+                                            COMMON_ARGS(c))) {
+        return NULL;
+    }
+    if (tpy_op_parse(op, c.name, TUTTI_OP_SUM, &c.op) != 0)
         return NULL;
     return run_call(g, &c);
 }

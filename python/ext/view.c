@@ -196,11 +196,20 @@ static int view_dlpack(PyObject *obj, const char *call, const char *arg,
                        const char *dtype_name, Py_ssize_t stream,
                        tpy_view_t *v)
 {
-    PyObject *cap;
-    if (stream != 0)
-        cap = PyObject_CallMethod(obj, "__dlpack__", "(n)", stream);
-    else
-        cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    PyObject *cap = NULL, *fn = PyObject_GetAttrString(obj, "__dlpack__");
+    if (fn == NULL)
+        return -1;
+    if (stream != 0) { /* keyword-only in the array API's protocol */
+        PyObject *kw = Py_BuildValue("{s:n}", "stream", stream);
+        PyObject *none = PyTuple_New(0);
+        if (kw != NULL && none != NULL)
+            cap = PyObject_Call(fn, none, kw);
+        Py_XDECREF(kw);
+        Py_XDECREF(none);
+    } else {
+        cap = PyObject_CallNoArgs(fn);
+    }
+    Py_DECREF(fn);
     if (cap == NULL)
         return -1;
     dl_managed_t *m = PyCapsule_GetPointer(cap, "dltensor");

@@ -244,3 +244,44 @@ def test_relocated_install_prefix(tmp_path):
     assert rc == 0, out
     out = check_two_ranks(py, str(moved / "lib" / "libtutti.so"))
     assert BUILD not in out, out
+
+
+def readme_block(name):
+    """The python block of the README marked "readme-test: name"."""
+    text = open(os.path.join(TOP, "README.md")).read()
+    m = re.search(r"<!-- readme-test: %s -->\n```python\n(.*?)```" %
+                  re.escape(name), text, re.S)
+    assert m, "README.md has no python block marked readme-test: " + name
+    return text, m.group(1)
+
+
+def test_readme_numpy_example(tmp_path):
+    text, code = readme_block("allreduce.py")
+    (tmp_path / "allreduce.py").write_text(code)
+    assert ("venv/bin/python -m tutti.run -n 2 --tag-output allreduce.py"
+            in text)
+    rc, out = run([PY, "-m", "tutti.run", "-n", "2", "--tag-output",
+                   "allreduce.py"], env=clean_env(), cwd=str(tmp_path))
+    assert rc == 0, out
+    for want in ("[0] [1. 3. 5. 7.]", "[1] [1. 3. 5. 7.]"):
+        assert want in out and "`%s`" % want in text, out
+    for r in range(2):
+        assert "[%d] (2, 4)" % r in out, out
+
+
+def test_readme_store_example(tmp_path):
+    text, code = readme_block("store.py")
+    (tmp_path / "store.py").write_text(code)
+    meet = tmp_path / "meet"
+    meet.mkdir()
+    assert "venv/bin/python store.py 0 2 /tmp/meet &" in text
+    procs = [subprocess.Popen([PY, "store.py", str(r), "2", str(meet)],
+                              cwd=str(tmp_path), env=clean_env(),
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+             for r in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for r, (p, out) in enumerate(zip(procs, outs)):
+        want = "%d [3. 3. 3.]" % r
+        assert p.returncode == 0 and want in out, out
+        assert "`%s`" % want in text

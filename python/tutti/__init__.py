@@ -207,7 +207,11 @@ def _group_of(a):
     CUDA group (joined on first use, one member per task) for a DLPack
     tensor on a GPU."""
     g = _group if _group is not None else init()
-    if type(a) in _HOST_TYPES:
+    t = type(a)
+    if t in _HOST_TYPES:
+        return g
+    if t.__module__ == "numpy" and t.__name__ == "ndarray":
+        _HOST_TYPES.add(t)  # host memory always: no more looking
         return g
     dev = getattr(a, "__dlpack_device__", None)
     if dev is None:
@@ -229,6 +233,10 @@ def allreduce(a, op="sum", *, out=None, **kw):
     of the same size: "bfloat16" over uint16), pre_scale and post_scale
     (floating reductions), algorithm, timeout (seconds without progress),
     stream (CUDA), async_op (return a Future)."""
+    if out is None and not kw:  # the common call, kept short
+        if type(a) in _HOST_TYPES and _group is not None:
+            return _group.allreduce(a, op)
+        return _group_of(a).allreduce(a, op)
     return _group_of(a).allreduce(a, op, out=out, **kw)
 
 
