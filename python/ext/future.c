@@ -151,35 +151,27 @@ static int future_wait(tpy_future_t *f, double timeout)
     return rc;
 }
 
-static int parse_timeout(PyObject *obj, double *t)
-{
-    *t = -1;
-    if (obj == NULL || obj == Py_None)
-        return 0;
-    *t = PyFloat_AsDouble(obj);
-    if (*t == -1 && PyErr_Occurred())
-        return -1;
-    if (*t < 0) {
-        PyErr_SetString(PyExc_ValueError, "timeout must be >= 0 or None");
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *f_wait(tpy_future_t *f, PyObject *args, PyObject *kw)
+/* wait(timeout=None)'s arguments, then the wait: 0 once finished, -1
+ * with an exception (TimeoutError when the time passed first). */
+static int wait_call(tpy_future_t *f, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"timeout", NULL};
     PyObject *to = NULL;
     double t;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &to) ||
-        parse_timeout(to, &t) != 0)
-        return NULL;
+        tpy_parse_timeout(to, "Future.wait", &t) != 0)
+        return -1;
     int rc = future_wait(f, t);
-    if (rc < 0)
-        return NULL;
     if (rc > 0)
-        return PyErr_Format(PyExc_TimeoutError, "%s: not complete after "
-                            "%g s (still pending: wait again)", f->call, t);
+        PyErr_Format(PyExc_TimeoutError, "%s: not complete after %g s "
+                     "(still pending: wait again)", f->call, t);
+    return rc == 0 ? 0 : -1;
+}
+
+static PyObject *f_wait(tpy_future_t *f, PyObject *args, PyObject *kw)
+{
+    if (wait_call(f, args, kw) != 0)
+        return NULL;
     if (f->error != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(f->error), f->error);
         return NULL;
@@ -198,18 +190,8 @@ static PyObject *f_done(tpy_future_t *f, PyObject *unused)
 
 static PyObject *f_exception(tpy_future_t *f, PyObject *args, PyObject *kw)
 {
-    static char *kwl[] = {"timeout", NULL};
-    PyObject *to = NULL;
-    double t;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &to) ||
-        parse_timeout(to, &t) != 0)
+    if (wait_call(f, args, kw) != 0)
         return NULL;
-    int rc = future_wait(f, t);
-    if (rc < 0)
-        return NULL;
-    if (rc > 0)
-        return PyErr_Format(PyExc_TimeoutError, "%s: not complete after "
-                            "%g s", f->call, t);
     PyObject *e = f->error ? f->error : Py_None;
     Py_INCREF(e);
     return e;

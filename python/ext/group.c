@@ -33,9 +33,13 @@ tutti_status_t tpy_wait(tpy_group_t *g, tutti_request_t *r, double timeout,
                         const char *call, int *interrupted)
 {
     *interrupted = 0;
-    tutti_status_t st = tutti_request_test(r);
-    if (st != TUTTI_INPROGRESS)
-        return st;
+    /* A few tests first, the GIL kept: a small call's peer is often a
+     * fraction of a microsecond away, less than giving the GIL up and
+     * taking it back costs. */
+    tutti_status_t st;
+    for (int i = 0; i < 16; i++)
+        if ((st = tutti_request_test(r)) != TUTTI_INPROGRESS)
+            return st;
     double waited = 0;
     for (;;) {
         double slice = WAIT_SLICE;
@@ -122,11 +126,8 @@ typedef struct {
 
 static uint64_t fnv(uint64_t h, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
+    h ^= v;
+    return h * 0x100000001b3ULL;
 }
 
 static uint64_t fnv_str(uint64_t h, const char *s)
@@ -631,17 +632,11 @@ static PyObject *g_barrier(tpy_group_t *g, PyObject *args, PyObject *kw)
 static PyObject *g_wait_all(tpy_group_t *g, PyObject *args, PyObject *kw)
 {
     static char *kwl[] = {"timeout", NULL};
-    double timeout = -1;
-    PyObject *to = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &to))
+    double timeout;
+    PyObject *to = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &to) ||
+        tpy_parse_timeout(to, "wait_all", &timeout) != 0)
         return NULL;
-    if (to != Py_None && ((timeout = PyFloat_AsDouble(to)) < 0 ||
-                          PyErr_Occurred())) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "wait_all: timeout must be "
-                            ">= 0 or None");
-        return NULL;
-    }
     PyObject *snapshot = PySequence_List(g->pending);
     if (snapshot == NULL)
         return NULL;
@@ -678,6 +673,46 @@ static PyObject *g_wait_all(tpy_group_t *g, PyObject *args, PyObject *kw)
         return PyErr_Format(PyExc_TimeoutError, "wait_all: %s (and maybe "
                             "others) not complete in time (still pending)",
                             late);
+    Py_RETURN_NONE;
+}
+
+/* The default group's allreduce, tutti.allreduce: the common call
+ * allreduce(a[, op]) on host memory goes straight to the group's method
+ * (no Python frame: a third of an 8-byte call); anything else to the
+ * package's Python function, which finds the group (a GPU's for a CUDA
+ * tensor) and makes the call. */
+static tpy_group_t *default_group;
+static PyObject *allreduce_fallback;
+
+PyObject *tpy_default_allreduce(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    if (default_group != NULL && default_group->group != NULL &&
+        kw == NULL && nargs >= 1 && nargs <= 2 &&
+        PyObject_CheckBuffer(PyTuple_GET_ITEM(args, 0)))
+        return g_allreduce(default_group, args, NULL);
+    if (allreduce_fallback == NULL)
+        return PyErr_Format(PyExc_RuntimeError, "tutti.allreduce: the "
+                            "package did not set its fallback");
+    return PyObject_Call(allreduce_fallback, args, kw);
+}
+
+PyObject *tpy_set_defaults(PyObject *m, PyObject *args)
+{
+    (void)m;
+    PyObject *g, *fallback;
+    if (!PyArg_ParseTuple(args, "OO", &g, &fallback))
+        return NULL;
+    if (g != Py_None && !PyObject_TypeCheck(g, &tpy_group_type))
+        return PyErr_Format(PyExc_TypeError, "_set_defaults: %.80s is not "
+                            "a Group", Py_TYPE(g)->tp_name);
+    Py_XINCREF(g == Py_None ? NULL : g);
+    Py_XDECREF(default_group);
+    default_group = g == Py_None ? NULL : (tpy_group_t *)g;
+    Py_INCREF(fallback);
+    Py_XDECREF(allreduce_fallback);
+    allreduce_fallback = fallback;
     Py_RETURN_NONE;
 }
 

@@ -41,6 +41,23 @@ PyObject *tpy_raise(tutti_status_t st, const char *detail)
     return NULL;
 }
 
+int tpy_parse_timeout(PyObject *obj, const char *call, double *t_out)
+{
+    *t_out = -1;
+    if (obj == NULL || obj == Py_None)
+        return 0;
+    double t = PyFloat_AsDouble(obj);
+    if (t == -1 && PyErr_Occurred())
+        return -1;
+    if (!(t >= 0)) {
+        PyErr_Format(PyExc_ValueError, "%s: timeout is %R: expected "
+                     "seconds >= 0, or None", call, obj);
+        return -1;
+    }
+    *t_out = t;
+    return 0;
+}
+
 /* The type Context.join makes: tutti.Group, the package's subclass, once
  * the package registered it. */
 static PyTypeObject *group_class = &tpy_group_type;
@@ -309,6 +326,18 @@ static PyObject *m_set_group_class(PyObject *m, PyObject *cls)
 }
 
 static PyMethodDef module_methods[] = {
+    {"allreduce", (PyCFunction)(void (*)(void))tpy_default_allreduce,
+     METH_VARARGS | METH_KEYWORDS,
+     "allreduce(a, op='sum', *, out=None, **kw): reduce a over the ranks "
+     "of the default group with op (sum, prod, min, max, avg), in place "
+     "unless out is given; returns the result (a or out).  Keywords of "
+     "every collective: dtype (read a's elements as this type, of the same "
+     "size: 'bfloat16' over uint16), pre_scale and post_scale (floating "
+     "reductions), algorithm, timeout (seconds without progress), stream "
+     "(CUDA), async_op (return a Future)."},
+    {"_set_defaults", tpy_set_defaults, METH_VARARGS,
+     "_set_defaults(group, fallback): the default group (or None) and the "
+     "Python allreduce for the calls allreduce does not make itself."},
     {"_set_group_class", m_set_group_class, METH_O,
      "The Group subclass Context.join makes (the package's)."},
     {"library_path", m_library_path, METH_NOARGS,

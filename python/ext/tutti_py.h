@@ -24,6 +24,10 @@ extern PyObject *tpy_timeout_error;
  *  @p detail where not NULL); NULL, for returning. */
 PyObject *tpy_raise(tutti_status_t st, const char *detail);
 
+/** A timeout argument: None (or absent) as -1, else seconds >= 0; -1
+ *  and an exception naming @p call otherwise. */
+int tpy_parse_timeout(PyObject *obj, const char *call, double *t_out);
+
 /* ---- contexts (module.c) -------------------------------------------- */
 
 typedef struct tpy_store tpy_store_t;
@@ -98,6 +102,11 @@ typedef struct {
 } tpy_group_t;
 
 extern PyTypeObject tpy_group_type;
+
+/** tutti.allreduce (the default group's), and the package's setting of
+ *  that group and of the Python function for the other calls. */
+PyObject *tpy_default_allreduce(PyObject *m, PyObject *args, PyObject *kw);
+PyObject *tpy_set_defaults(PyObject *m, PyObject *args);
 
 /** Take @p g's lock, the GIL released while another thread holds it. */
 void tpy_group_lock(tpy_group_t *g);

@@ -181,8 +181,9 @@ static int view_buffer(PyObject *obj, const char *call, const char *arg,
     size_t itemsize = (size_t)v->buf.itemsize;
     const char *fmt = v->buf.format ? v->buf.format : "B";
     int found = dtype_of_format(v->buf.format, v->buf.itemsize);
-    char what[48];
-    snprintf(what, sizeof(what), "'%.16s' of %zu bytes", fmt, itemsize);
+    char what[48] = "";
+    if (found < 0 || dtype_name != NULL) /* for messages: not per call */
+        snprintf(what, sizeof(what), "'%.16s' of %zu bytes", fmt, itemsize);
     if (settle_dtype(v, found, itemsize, what, dtype_name, call, arg) != 0)
         return -1;
     v->ptr = v->buf.buf;

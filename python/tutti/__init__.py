@@ -156,6 +156,7 @@ def init(store=None, rank=None, size=None, **kwargs):
                   size=-1 if size is None else size, **kwargs)
     _group = ctx.join(_KEY_CPU)
     _context = ctx
+    _tutti._set_defaults(_group, _allreduce)
     return _group
 
 
@@ -171,6 +172,7 @@ def finalize():
     for g in list(_cuda_groups.values()):
         g.leave()
     _cuda_groups.clear()
+    _tutti._set_defaults(None, _allreduce)
     if _group is not None:
         _group.leave()
     _group = None
@@ -226,18 +228,16 @@ def _group_of(a):
     return cg
 
 
-def allreduce(a, op="sum", *, out=None, **kw):
-    """Reduce @a over the ranks with @op (sum, prod, min, max, avg), in
-    place unless @out is given; returns the result (a or out).
-    Keywords of every collective: dtype (read a's elements as this type,
-    of the same size: "bfloat16" over uint16), pre_scale and post_scale
-    (floating reductions), algorithm, timeout (seconds without progress),
-    stream (CUDA), async_op (return a Future)."""
-    if out is None and not kw:  # the common call, kept short
-        if type(a) in _HOST_TYPES and _group is not None:
-            return _group.allreduce(a, op)
-        return _group_of(a).allreduce(a, op)
+def _allreduce(a, op="sum", *, out=None, **kw):
+    """tutti.allreduce's calls that the extension does not make itself
+    (no group yet, a DLPack tensor, keywords)."""
     return _group_of(a).allreduce(a, op, out=out, **kw)
+
+
+# tutti.allreduce is the extension's: the common call allreduce(a[, op])
+# on host memory skips a Python frame (8-byte calls are a third cheaper).
+allreduce = _tutti.allreduce
+_tutti._set_defaults(None, _allreduce)
 
 
 def reduce(a, op="sum", root=0, *, out=None, **kw):
