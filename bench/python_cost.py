@@ -33,7 +33,7 @@ else:
 
 for size in sizes:
     a = np.ones(size // 4, np.float32)
-    iters = max(10, min(20000, 200_000_000 // max(size, 1) // 50))
+    iters = max(20, min(20000, 400_000_000 // max(size, 1)))
     for _ in range(max(2, iters // 10)):
         call(a)
     rounds = []

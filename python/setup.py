@@ -24,8 +24,8 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-SOURCES = ["ext/module.c", "ext/group.c", "ext/future.c", "ext/view.c",
-           "ext/store.c"]
+SOURCES = ["ext/module.c", "ext/group.c", "ext/future.c", "ext/wait.c",
+           "ext/view.c", "ext/store.c", "ext/errors.c"]
 WARN = ["-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
         "-Wno-cast-function-type", "-std=gnu11"]
 # The libraries libtutti loads that a machine without Tutti's build

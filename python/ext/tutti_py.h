@@ -13,7 +13,7 @@
 
 #include <tutti/tutti.h>
 
-/* ---- errors (module.c) ---------------------------------------------- */
+/* ---- errors (errors.c) ---------------------------------------------- */
 
 /** tutti.TuttiError, and its subclass for TUTTI_ERR_TIMEOUT (also a
  *  builtin TimeoutError). */
@@ -85,7 +85,8 @@ void tpy_view_release(tpy_view_t *v);
 int tpy_op_parse(PyObject *obj, const char *call, tutti_op_t dflt,
                  tutti_op_t *op_out);
 
-/* ---- groups and futures (group.c, future.c) -------------------------- */
+/* ---- groups (group.c), waits and completions (wait.c), futures
+ *      (future.c) -------------------------- */
 
 typedef struct tpy_future tpy_future_t;
 

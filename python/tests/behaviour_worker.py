@@ -158,6 +158,47 @@ ba = bytearray([rank + 1] * 3)
 tutti.allreduce(ba, "max")
 expect(list(ba) == [n] * 3, "bytearray %r" % ba)
 
+# ---- DLPack: an object with no buffer protocol, only __dlpack__ ------
+
+
+class DLOnly:
+    """Host memory seen through DLPack alone (as a torch CPU tensor is)."""
+
+    def __init__(self, a, device=(1, 0)):
+        self.a = a
+        self.device = device
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+d = np.arange(6, dtype=np.float32) * (rank + 1)
+r = tutti.allreduce(DLOnly(d))
+expect(isinstance(r, DLOnly) and np.array_equal(
+    d, np.arange(6, dtype=np.float32) * sum(range(1, n + 1))),
+    "DLPack allreduce %r" % d)
+out = np.zeros((n, 2), np.int64)
+tutti.allgather(DLOnly(np.array([rank, 7])), out=DLOnly(out))
+expect(out.tolist() == [[r, 7] for r in range(n)], "DLPack allgather %r"
+       % out)
+e = raises(ValueError, tutti.allreduce, DLOnly(np.ones((4, 4))[:, 1]))
+expect(e and "not C-contiguous" in str(e), "DLPack strided: %s" % e)
+# A tensor said to be on a GPU: the CUDA group's join fails on a host
+# without one (here), naming why; on a GPU host the CUDA path runs it.
+try:
+    tutti.allreduce(DLOnly(np.ones(2), device=(2, 0)))
+    cuda_ran = True
+except tutti.TuttiError as e:
+    cuda_ran = False
+    expect(e.name == "ERR_UNSUPPORTED" and "cuda" in e.detail.lower(),
+           "CUDA tensor on a host without a GPU: %r" % e)
+except ValueError as e:  # a GPU host: the memory is not the GPU's
+    cuda_ran = True
+    expect("cuda" in str(e), "CUDA tensor of host memory: %s" % e)
+
 tutti.barrier()
 for w in failed:
     say("behaviour: rank %d: FAILED %s" % (rank, w))
