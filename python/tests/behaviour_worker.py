@@ -101,6 +101,33 @@ g2.leave()
 expect(g2.left, "left")
 raises(ValueError, g2.allreduce, np.ones(1))
 
+# ---- the GIL is released while a call waits: another thread runs ------
+import threading  # noqa: E402
+
+g4 = ctx.join(4, timeout=30)
+if rank == 0:
+    ticks = [0]
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+    t = threading.Thread(target=tick)
+    t.start()
+    time.sleep(0.05)
+    before = ticks[0]
+    g4.allreduce(np.ones(2))  # rank 1 comes 0.5 s later
+    during = ticks[0] - before
+    stop.set()
+    t.join()
+    expect(during > 50, "another thread ran %d times during a 0.5 s wait"
+           % during)
+else:
+    time.sleep(0.5)
+    g4.allreduce(np.ones(2))
+g4.leave()
+
 # ---- an execution's time limit: TuttiTimeoutError ----------------------
 g3 = ctx.join(3, timeout=30)
 if rank == 0:
