@@ -21,6 +21,7 @@ import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.sdist import sdist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -44,6 +45,13 @@ def staged_prefix():
     if stage:
         return stage
     build = os.path.join(TOP, "build")
+    noted = os.path.join(HERE, "BUILD_TREE")
+    if not os.path.exists(os.path.join(build, "Makefile")) and \
+            os.path.exists(noted):
+        # A wheel built from an sdist (python -m build): the tree the
+        # sdist was made beside.
+        with open(noted) as f:
+            build = f.read().strip()
     if not os.path.exists(os.path.join(build, "Makefile")):
         fail("no TUTTI_PREFIX, TUTTI_BUILD_DIR or TUTTI_STAGE, and no "
              "configured tree at %s (run ./build.sh build first)" % build)
@@ -114,6 +122,19 @@ class BuildExt(build_ext):
             shutil.copy2(dep, os.path.join(lib, os.path.basename(dep)))
 
 
+class Sdist(sdist):
+    """An sdist notes the build tree beside it, so that python -m build
+    (a wheel made from the sdist, unpacked elsewhere) bundles its
+    install."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        build = os.path.join(TOP, "build")
+        if os.path.exists(os.path.join(build, "Makefile")):
+            with open(os.path.join(base_dir, "BUILD_TREE"), "w") as f:
+                f.write(build + "\n")
+
+
 def configure():
     """(mode, include dirs, library dirs, runtime library dirs)."""
     prefix = os.environ.get("TUTTI_PREFIX")
@@ -144,7 +165,7 @@ setup(
         extra_compile_args=WARN, extra_link_args=LINK_ARGS,
         depends=["ext/tutti_py.h"])],
     package_data={"tutti": ["py.typed", "*.pyi"]},
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "sdist": Sdist},
     # One build directory per mode: an extension linked for one is never
     # taken as up to date for another.
     options={"build": {"build_base": os.path.join("build", MODE[0])}},

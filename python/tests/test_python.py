@@ -193,16 +193,17 @@ def check_two_ranks(py, where):
 
 
 def test_wheel_runs_in_a_fresh_venv(tmp_path):
-    """python -m build --wheel bundles the install of the build tree; a
-    fresh venv with only that wheel runs a 2-process allreduce, its
-    libtutti, modules and tools from inside the package."""
+    """python -m build (an sdist, then a wheel made from it) bundles the
+    install of the build tree; a fresh venv with only that wheel runs a
+    2-process allreduce, its libtutti, modules and tools from inside the
+    package."""
     dist = tmp_path / "dist"
     env = clean_env()
     env.pop("TUTTI_BUILD_DIR", None)
     env.pop("TUTTI_PREFIX", None)
-    rc, out = run([PY, "-m", "build", "--wheel", "--no-isolation",
-                   "--outdir", str(dist), os.path.join(TOP, "python")],
-                  env=env, timeout=600)
+    rc, out = run([PY, "-m", "build", "--no-isolation", "--outdir",
+                   str(dist), os.path.join(TOP, "python")], env=env,
+                  timeout=600)
     assert rc == 0, out[-4000:]
     wheels = glob.glob(str(dist / "tutti-*.whl"))
     assert len(wheels) == 1, out[-2000:]
