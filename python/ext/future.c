@@ -39,7 +39,7 @@ tpy_future_t *tpy_future_new(tpy_group_t *g, tutti_request_t *r,
     f->want_counts = want_counts;
     f->next_completed = NULL;
     f->in_completed = 0;
-    if (PyList_Append(g->pending, (PyObject *)f) != 0) {
+    if (PyDict_SetItem(g->pending, (PyObject *)f, Py_None) != 0) {
         /* Not yet owning the views: the caller releases them. */
         f->nviews = 0;
         f->counts = NULL;

@@ -544,7 +544,7 @@ static PyObject *g_wait_all(tpy_group_t *g, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwl, &to) ||
         tpy_parse_timeout(to, "wait_all", &timeout) != 0)
         return NULL;
-    PyObject *snapshot = PySequence_List(g->pending);
+    PyObject *snapshot = PyDict_Keys(g->pending); /* in start order */
     if (snapshot == NULL)
         return NULL;
     int rc = 0;
@@ -629,9 +629,12 @@ static void group_leave(tpy_group_t *g)
     if (g->group == NULL)
         return;
     tpy_group_lock(g);
-    Py_ssize_t n = g->pending ? PyList_GET_SIZE(g->pending) : 0;
+    PyObject *snapshot = g->pending ? PyDict_Keys(g->pending) : NULL;
+    Py_ssize_t n = snapshot ? PyList_GET_SIZE(snapshot) : 0;
+    if (snapshot == NULL)
+        PyErr_Clear(); /* no memory: leave without waiting on futures */
     for (Py_ssize_t i = 0; i < n; i++) {
-        tpy_future_t *f = (tpy_future_t *)PyList_GET_ITEM(g->pending, i);
+        tpy_future_t *f = (tpy_future_t *)PyList_GET_ITEM(snapshot, i);
         if (f->request != NULL) {
             int intr;
             tpy_future_settle(f, tpy_wait(g, f->request, -1, f->call,
@@ -649,8 +652,9 @@ static void group_leave(tpy_group_t *g)
     tpy_group_unlock(g);
     tpy_group_drain(g);
     /* Futures not queued (none should be) lose the pending list's hold. */
+    Py_XDECREF(snapshot);
     if (g->pending != NULL)
-        PyList_SetSlice(g->pending, 0, PY_SSIZE_T_MAX, NULL);
+        PyDict_Clear(g->pending);
 }
 
 static PyObject *g_leave(tpy_group_t *g, PyObject *unused)

@@ -109,7 +109,7 @@ static PyObject *ctx_join(tpy_context_t *self, PyObject *args, PyObject *kw)
     g->cuda_device = p.device_type == TUTTI_DEVICE_CUDA ? index : -1;
     Py_INCREF(self);
     g->context = self;
-    g->pending = PyList_New(0);
+    g->pending = PyDict_New();
     g->lock = PyThread_allocate_lock();
     if (g->pending == NULL || g->lock == NULL) {
         Py_DECREF(g);
@@ -205,6 +205,12 @@ static PyObject *ctx_get_size(tpy_context_t *self, void *c)
            : PyLong_FromLong(tutti_context_num_tasks(self->ctx));
 }
 
+static PyObject *ctx_get_aborted(tpy_context_t *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->aborted);
+}
+
 static PyObject *ctx_get_closed(tpy_context_t *self, void *c)
 {
     (void)c;
@@ -232,6 +238,8 @@ static PyGetSetDef ctx_getset[] = {
      NULL},
     {"size", (getter)ctx_get_size, NULL, "the number of tasks", NULL},
     {"closed", (getter)ctx_get_closed, NULL, "True once closed", NULL},
+    {"aborted", (getter)ctx_get_aborted, NULL, "True once this process "
+     "aborted the job (abort(), or Ctrl-C in a wait)", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject tpy_context_type = {

@@ -97,7 +97,8 @@ typedef struct {
     PyThread_type_lock lock; /* one thread drives the member at a time */
     int rank, size;
     int cuda_device;         /* -1: a cpu group */
-    PyObject *pending;       /* list of the futures not yet finished */
+    PyObject *pending;       /* dict: the futures not yet finished, in
+                                the order started (values None) */
     tpy_future_t *completed; /* completions seen by the progressing thread,
                                 finished when it is back in Python */
 } tpy_group_t;

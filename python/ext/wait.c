@@ -92,12 +92,9 @@ void tpy_group_drain(tpy_group_t *g)
         f->in_completed = 0;
         /* The pending list's reference, moved here until the callbacks
          * ran (they may drop the caller's last one). */
-        Py_ssize_t i = PySequence_Index(g->pending, (PyObject *)f);
         Py_INCREF(f);
-        if (i >= 0)
-            PySequence_DelItem(g->pending, i);
-        else
-            PyErr_Clear();
+        if (PyDict_DelItem(g->pending, (PyObject *)f) != 0)
+            PyErr_Clear(); /* not there: taken out before */
         tpy_future_run_callbacks(f);
         Py_DECREF(f);
     }

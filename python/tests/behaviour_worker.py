@@ -78,6 +78,16 @@ fs = [tutti.allreduce(np.full(2, float(i + rank)), async_op=True)
 for i in reversed(range(5)):
     expect(np.array_equal(fs[i].wait(), [2.0 * i + 1] * 2),
            "in-flight future %d" % i)
+# Many in flight at once, then wait_all: every result, every callback.
+arrs = [np.full(3, float(i)) for i in range(500)]
+done_count = [0]
+for x in arrs:
+    tutti.allreduce(x, async_op=True).add_done_callback(
+        lambda fut: done_count.__setitem__(0, done_count[0] + 1))
+g.wait_all(timeout=60)
+expect(done_count[0] == 500, "500 callbacks: %d" % done_count[0])
+expect(all(np.array_equal(x, [i * n] * 3) for i, x in enumerate(arrs)),
+       "500 in-flight results")
 mine = np.arange(rank + 1, dtype=np.int32)
 out = np.zeros(3, np.int32)
 f = tutti.allgatherv(mine, out, async_op=True)

@@ -30,7 +30,8 @@ if rank == 0:
         tutti.allreduce(np.ones(4), timeout=120)
         say("ctrlc: rank 0: returned")
     except KeyboardInterrupt:
-        say("ctrlc: rank 0: KeyboardInterrupt")
+        say("ctrlc: rank 0: KeyboardInterrupt, aborted %s"
+            % g.context.aborted)
     try:
         tutti.allreduce(np.ones(4), timeout=5)
         say("ctrlc: rank 0: later call returned")

@@ -71,6 +71,7 @@ class Context:
     rank: int
     size: int
     closed: bool
+    aborted: bool
     def __init__(self, store: Optional[Store] = ..., *, rank: int = ...,
                  size: int = ..., config: Optional[str] = ...,
                  module_path: Optional[str] = ...,
