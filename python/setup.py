@@ -155,15 +155,45 @@ def configure():
     return ("bundle", stage), [os.path.join(stage, "include")], [lib], []
 
 
+def torch_extension():
+    """tutti._torch (the c10d backend of tutti.torch), where torch is
+    importable here and TUTTI_TORCH is not 0: compiled with torch's
+    include and library paths and its C++ ABI, by the same build_ext as
+    the C extension (torch's own would compile the C files as C++)."""
+    if os.environ.get("TUTTI_TORCH", "") == "0":
+        return []
+    try:
+        import torch
+        from torch.utils import cpp_extension
+    except ImportError:
+        return []
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", 1))
+    # torch's headers as system headers: their warnings are not ours.
+    system = [f for p in cpp_extension.include_paths()
+              for f in ("-isystem", p)]
+    ext = cpp_extension.CppExtension(
+        "tutti._torch", ["torch/backend.cpp"], include_dirs=list(INCS),
+        library_dirs=list(LIBDIRS), runtime_library_dirs=list(RPATHS),
+        libraries=["tutti"],
+        extra_compile_args=["-std=c++20", "-O2", "-Wall", "-Wextra", "-Werror",
+                            "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi,
+                            "-DTORCH_EXTENSION_NAME=_torch",
+                            "-DTORCH_API_INCLUDE_EXTENSION_H"] + system,
+        extra_link_args=LINK_ARGS)
+    ext.include_dirs = list(INCS)
+    return [ext]
+
+
 MODE, INCS, LIBDIRS, RPATHS = configure()
 LINK_ARGS = ["-Wl,-rpath,$ORIGIN/_prefix/lib"] if MODE[0] == "bundle" else []
+
 
 setup(
     ext_modules=[Extension(
         "tutti._tutti", SOURCES, include_dirs=INCS, library_dirs=LIBDIRS,
         runtime_library_dirs=RPATHS, libraries=["tutti"],
         extra_compile_args=WARN, extra_link_args=LINK_ARGS,
-        depends=["ext/tutti_py.h"])],
+        depends=["ext/tutti_py.h"])] + torch_extension(),
     package_data={"tutti": ["py.typed", "*.pyi"]},
     cmdclass={"build_ext": BuildExt, "sdist": Sdist},
     # One build directory per mode: an extension linked for one is never

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes the project's Python virtual environment (default ./.venv, or the
 # directory given) with what the package's tests and benchmarks need:
-# numpy, pytest, build, wheel and setuptools, from PyPI through pip (pip's
-# cache kept).  Made with the system's python3 (Debian's, with its headers
+# numpy, pytest, build, wheel, setuptools and torch (PyPI's wheel, which
+# runs without a GPU; about 5 GB with its CUDA libraries), from PyPI
+# through pip (pip's cache kept).  Made with the system's python3 (Debian's, with its headers
 # from python3-dev); an existing environment only gets what it lacks.
 #
 #   python/venv.sh [VENV] [EXTRA PACKAGES...]
@@ -16,7 +17,7 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "venv.sh: making $venv with $python"
     "$python" -m venv "$venv"
 fi
-need=(numpy pytest build wheel "setuptools>=61" "$@")
+need=(numpy pytest build wheel "setuptools>=61" torch "$@")
 missing=()
 for p in "${need[@]}"; do
     name=${p%%[<>=]*}

@@ -201,6 +201,7 @@ def test_wheel_runs_in_a_fresh_venv(tmp_path):
     env = clean_env()
     env.pop("TUTTI_BUILD_DIR", None)
     env.pop("TUTTI_PREFIX", None)
+    env["TUTTI_TORCH"] = "0"  # the C++ backend: test_torch's
     rc, out = run([PY, "-m", "build", "--no-isolation", "--outdir",
                    str(dist), os.path.join(TOP, "python")], env=env,
                   timeout=600)
@@ -234,6 +235,7 @@ def test_relocated_install_prefix(tmp_path):
     shutil.move(str(stage) + prefix, str(moved))
     env = clean_env()
     env["TUTTI_PREFIX"] = str(moved)
+    env["TUTTI_TORCH"] = "0"
     env.pop("TUTTI_BUILD_DIR", None)
     rc, out = run([PY, "-m", "pip", "wheel", "--no-build-isolation",
                    "--no-deps", "-q", "-w", str(tmp_path / "whl"),
@@ -286,3 +288,30 @@ def test_readme_store_example(tmp_path):
         want = "%d [3. 3. 3.]" % r
         assert p.returncode == 0 and want in out, out
         assert "`%s`" % want in text
+
+
+TORCHRUN = os.path.join(os.path.dirname(PY), "torchrun")
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_torch_backend_against_references_and_gloo(nproc):
+    """Every op of the "tutti" backend against references and gloo,
+    subgroups, async work, errors, a timeout, DDP equal to gloo's."""
+    rc, out = run([TORCHRUN, "--standalone", "--nproc-per-node", str(nproc),
+                   os.path.join(HERE, "torch_worker.py")], env=clean_env(),
+                  timeout=600)
+    assert rc == 0, out[-6000:]
+    for r in range(nproc):
+        assert re.search(r"torch_worker: rank %d: ok \d+ checks" % r, out), \
+            out[-6000:]
+
+
+def test_readme_torchrun_example(tmp_path):
+    text, code = readme_block("ddp.py")
+    (tmp_path / "ddp.py").write_text(code)
+    assert "torchrun --standalone --nproc-per-node 2 ddp.py" in text
+    rc, out = run([TORCHRUN, "--standalone", "--nproc-per-node", "2",
+                   "ddp.py"], env=clean_env(), cwd=str(tmp_path))
+    assert rc == 0, out[-4000:]
+    assert out.count("tensor([3., 3.])") == 2, out[-4000:]
+    assert "`tensor([3., 3.])`" in text

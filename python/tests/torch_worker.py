@@ -1,0 +1,259 @@
+"""torch.distributed with backend "tutti" against exact references and
+against gloo in the same job, under torchrun (2 or 3 processes).
+
+Every op the backend has runs on several dtypes and sizes; its result must
+equal the reference computed here and gloo's result for the same call
+(a gloo group made beside it).  Then subgroups, async work and futures,
+errors that name the rank, and DDP training of a small model that must
+match gloo's bit for bit at 2 ranks.  Prints "torch_worker: rank R: ok N
+checks" or one "FAILED" line per failed check and exits 1.
+"""
+import datetime
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import tutti.torch  # noqa: F401  (registers "tutti")
+
+
+def say(line):
+    os.write(1, (line + "\n").encode())
+
+
+dist.init_process_group("tutti", timeout=datetime.timedelta(seconds=60))
+rank, n = dist.get_rank(), dist.get_world_size()
+gloo = dist.new_group(backend="gloo")
+failed = []
+checks = 0
+
+
+def expect(cond, what):
+    global checks
+    checks += 1
+    if not cond:
+        failed.append(what)
+
+
+def same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def make(dtype, count, r, salt):
+    g = torch.Generator().manual_seed(1000 * r + 10 * count + salt)
+    if dtype.is_floating_point:
+        return torch.randint(-8, 9, (count,), generator=g).to(dtype)
+    return torch.randint(0, 100, (count,), generator=g).to(dtype)
+
+
+def both(fn):
+    """fn(group) under tutti (the default group) and gloo."""
+    return fn(None), fn(gloo)
+
+
+DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64,
+          torch.uint8, torch.float16, torch.bfloat16]
+OPS = {"sum": dist.ReduceOp.SUM, "product": dist.ReduceOp.PRODUCT,
+       "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+
+for dt in DTYPES:
+    for count in (0, 1, 7, 1000):
+        tag = "%s count %d" % (dt, count)
+        ins = [make(dt, count, r, 1) for r in range(n)]
+        stack = torch.stack(ins) if count else torch.empty((n, 0), dtype=dt)
+        for name, op in OPS.items():
+            if dt in (torch.float16, torch.bfloat16) and name == "product":
+                continue  # gloo has no half product to compare with
+            want = {"sum": lambda s: s.sum(0, dtype=dt),
+                    "product": lambda s: s.prod(0, dtype=dt),
+                    "min": lambda s: s.min(0).values if count else s[0],
+                    "max": lambda s: s.max(0).values if count else s[0]
+                    }[name](stack).to(dt)
+
+            def call(g):
+                t = ins[rank].clone()
+                dist.all_reduce(t, op=op, group=g)
+                return t
+            ours, theirs = both(call)
+            if dt.is_floating_point or name != "sum" or count == 0:
+                expect(same(ours, want), "all_reduce %s %s" % (name, tag))
+            else:  # integer sums: the reference in the dtype (wraps)
+                expect(same(ours, want), "all_reduce %s %s" % (name, tag))
+            expect(same(ours, theirs), "all_reduce %s %s = gloo" % (name,
+                                                                     tag))
+            for root in (0, n - 1):
+                t = ins[rank].clone()
+                dist.reduce(t, dst=root, op=op)
+                if rank == root:
+                    expect(same(t, want), "reduce %s root %d %s" % (
+                        name, root, tag))
+        if dt.is_floating_point and dt not in (torch.float16,
+                                               torch.bfloat16):
+            t = ins[rank].clone()
+            dist.all_reduce(t, op=dist.ReduceOp.AVG)
+            expect(torch.allclose(t, stack.sum(0) / n), "avg %s" % tag)
+            t = ins[rank].clone()
+            dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0))
+            expect(same(t, (stack * 2).sum(0).to(dt)), "premul_sum %s" % tag)
+        for root in range(n):
+            t = ins[rank].clone()
+            dist.broadcast(t, src=root)
+            expect(same(t, ins[root]), "broadcast root %d %s" % (root, tag))
+
+        def ag(g):
+            out = torch.empty(n * count, dtype=dt)
+            dist.all_gather_into_tensor(out, ins[rank], group=g)
+            return out
+        ours, theirs = both(ag)
+        expect(same(ours, stack.reshape(-1)), "all_gather_into_tensor " + tag)
+        expect(same(ours, theirs), "all_gather_into_tensor = gloo " + tag)
+        lst = [torch.empty(count, dtype=dt) for _ in range(n)]
+        dist.all_gather(lst, ins[rank])
+        expect(all(same(lst[r], ins[r]) for r in range(n)),
+               "all_gather " + tag)
+        outs = [torch.empty(count, dtype=dt) for _ in range(n)] \
+            if rank == 0 else None
+        dist.gather(ins[rank], outs, dst=0)
+        if rank == 0:
+            expect(all(same(outs[r], ins[r]) for r in range(n)),
+                   "gather " + tag)
+        big = [make(dt, count * n, r, 2) for r in range(n)]
+        if dt not in (torch.uint8,):
+            def rs(g):
+                o = torch.empty(count, dtype=dt)
+                dist.reduce_scatter_tensor(o, big[rank].clone(), group=g)
+                return o
+            ours, theirs = both(rs) if dt not in (torch.float16,
+                                                  torch.bfloat16) \
+                else (rs(None), None)
+            want = torch.stack(big).sum(0, dtype=dt)[rank * count:
+                                                     (rank + 1) * count]
+            expect(same(ours, want.to(dt)), "reduce_scatter_tensor " + tag)
+            if theirs is not None:
+                expect(same(ours, theirs), "reduce_scatter_tensor = gloo " +
+                       tag)
+        o = torch.empty(count * n, dtype=dt)
+        dist.all_to_all_single(o, big[rank])
+        want = torch.cat([big[j][rank * count:(rank + 1) * count]
+                          for j in range(n)])
+        expect(same(o, want), "all_to_all_single " + tag)
+        # split sizes: rank r sends (r + j) % 3 elements to rank j
+        sizes = [[(r + j + count) % 3 for j in range(n)] for r in range(n)]
+        src = [make(dt, sum(sizes[r]), r, 3) for r in range(n)]
+        recv = [sizes[j][rank] for j in range(n)]
+        o = torch.empty(sum(recv), dtype=dt)
+        dist.all_to_all_single(o, src[rank], output_split_sizes=recv,
+                               input_split_sizes=sizes[rank])
+        want = torch.cat([src[j][sum(sizes[j][:rank]):
+                                 sum(sizes[j][:rank + 1])]
+                          for j in range(n)])
+        expect(same(o, want), "all_to_all_single splits " + tag)
+        outs = [torch.empty(count, dtype=dt) for _ in range(n)]
+        dist.all_to_all(outs, [c.clone() for c in big[rank].split(count)]
+                        if count else [torch.empty(0, dtype=dt)] * n)
+        expect(all(same(outs[j], big[j][rank * count:(rank + 1) * count])
+                   for j in range(n)), "all_to_all " + tag)
+        o = torch.empty(count, dtype=dt)
+        dist.scatter(o, [c.clone() for c in big[0].split(count)]
+                     if rank == 0 and count else
+                     ([torch.empty(0, dtype=dt)] * n if rank == 0 else None),
+                     src=0)
+        expect(same(o, big[0][rank * count:(rank + 1) * count]),
+               "scatter " + tag)
+
+# ---- async work, futures, barrier ---------------------------------------
+t = torch.ones(5) * (rank + 1)
+w = dist.all_reduce(t, async_op=True)
+expect(w.wait() and w.is_completed() and w.is_success(), "work wait")
+fut = w.get_future()
+expect(same(fut.value()[0], torch.full((5,), float(n * (n + 1) // 2))),
+       "work future value")
+got = []
+fut.then(lambda f: got.append(f.value()[0].sum().item()))
+expect(got == [5.0 * n * (n + 1) // 2], "future then %r" % got)
+dist.barrier()
+
+# ---- subgroups: ranks 0 and 1 (the third rank, if any, is not in it) --
+sub = dist.new_group(ranks=[0, 1], backend="tutti")
+if rank < 2:
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t, group=sub)
+    expect(t.item() == 3.0, "subgroup all_reduce %r" % t)
+    expect(dist.get_rank(sub) == rank and dist.get_world_size(sub) == 2,
+           "subgroup rank and size")
+dist.barrier()
+
+# ---- errors name the rank and what is wrong ----------------------------
+try:
+    dist.all_reduce(torch.ones(2, dtype=torch.int32), op=dist.ReduceOp.BAND)
+    expect(False, "BAND accepted")
+except Exception as e:  # noqa: BLE001
+    expect("tutti: all_reduce: ReduceOp 5 (bitwise) is not supported"
+           in str(e), "BAND: %s" % e)
+try:
+    dist.all_reduce(torch.ones(2, dtype=torch.int16))
+    expect(False, "int16 accepted")
+except Exception as e:  # noqa: BLE001
+    expect("tensors of Short are not supported" in str(e), "int16: %s" % e)
+# complex sums: torch hands the backend the real view (pairs of floats)
+t = torch.tensor([1 + 2j, rank * 1j], dtype=torch.complex64)
+dist.all_reduce(t)
+expect(same(t, torch.tensor([n + 2j * n, 1j * n * (n - 1) / 2],
+                            dtype=torch.complex64)), "complex sum %r" % t)
+try:
+    dist.all_reduce(torch.ones(4)[::2])
+    expect(False, "strided accepted")
+except Exception as e:  # noqa: BLE001
+    expect("not contiguous" in str(e), "strided: %s" % e)
+
+# A collective only rank 0 makes, in a group of 1 s timeout: it fails
+# within the timeout, naming the rank and ERR_TIMEOUT (never a hang).
+short = dist.new_group(backend="tutti", timeout=datetime.timedelta(seconds=1))
+if rank == 0:
+    import time
+    t0 = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(1), group=short)
+        expect(False, "a collective only rank 0 made completed")
+    except Exception as e:  # noqa: BLE001
+        expect("rank 0: ERR_TIMEOUT" in str(e), "timeout: %s" % e)
+    expect(time.monotonic() - t0 < 20, "timeout kept")
+dist.barrier()
+
+# ---- DDP: a small model trained under tutti and under gloo ------------
+
+
+def train(group):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 2))
+    ddp = torch.nn.parallel.DistributedDataParallel(model,
+                                                    process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    g = torch.Generator().manual_seed(rank)
+    for _ in range(5):
+        x = torch.randn(4, 8, generator=g)
+        loss = ddp(x).pow(2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+ours = train(dist.group.WORLD)
+theirs = train(gloo)
+if n == 2:
+    expect(all(torch.equal(a, b) for a, b in zip(ours, theirs)),
+           "DDP parameters equal gloo's bit for bit")
+else:
+    expect(all(torch.allclose(a, b, rtol=1e-5, atol=1e-6)
+               for a, b in zip(ours, theirs)), "DDP parameters near gloo's")
+
+dist.barrier()
+for f in failed[:30]:
+    say("torch_worker: rank %d: FAILED %s" % (rank, f))
+if not failed:
+    say("torch_worker: rank %d: ok %d checks" % (rank, checks))
+dist.destroy_process_group()
+sys.exit(1 if failed else 0)
