@@ -8,6 +8,7 @@
  */
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -451,6 +452,9 @@ private:
     double timeout_;
     tutti_context_t *ctx_ = nullptr;
     tutti_group_t *group_ = nullptr;
+    /* One thread drives a group member at a time (tutti.h); torch may
+     * call from several (DDP's reducer from autograd's). */
+    std::mutex mu_;
 
     std::string message(tutti_status_t st, const char *call) const
     {
@@ -559,6 +563,7 @@ private:
         if (timeout.count() > 0)
             p.timeout = timeout.count() / 1000.0;
         tutti_request_t *r = nullptr;
+        std::lock_guard<std::mutex> hold(mu_);
         check(tutti_execute(group_, &p, send, recv, &r), call);
         tutti_status_t st = tutti_request_wait(r);
         std::string why = st == TUTTI_OK ? "" : message(st, call);
