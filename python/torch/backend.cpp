@@ -165,10 +165,27 @@ public:
         }
     }
 
-    ~TuttiBackend() override
+    ~TuttiBackend() override { shutdown(); }
+
+    /* destroy_process_group's: leave and destroy the context now, so that
+     * it says goodbye to the other tasks (a process that exits with the
+     * backend still referenced would look killed to them). */
+    void shutdown() override
     {
+        std::lock_guard<std::mutex> hold(mu_);
         tutti_group_leave(group_);
+        group_ = nullptr;
         tutti_context_destroy(ctx_);
+        ctx_ = nullptr;
+    }
+
+    /* Every pending and later call of every rank fails with
+     * ERR_ABORTED naming this rank. */
+    void abort() override
+    {
+        if (ctx_ != nullptr)
+            tutti_abort(ctx_, ("torch abort() on rank " +
+                               std::to_string(getRank())).c_str());
     }
 
     const std::string getBackendName() const override { return "tutti"; }
@@ -564,6 +581,8 @@ private:
             p.timeout = timeout.count() / 1000.0;
         tutti_request_t *r = nullptr;
         std::lock_guard<std::mutex> hold(mu_);
+        TORCH_CHECK(group_ != nullptr, "tutti: ", call, ": rank ",
+                    getRank(), ": the process group was shut down");
         check(tutti_execute(group_, &p, send, recv, &r), call);
         tutti_status_t st = tutti_request_wait(r);
         std::string why = st == TUTTI_OK ? "" : message(st, call);
