@@ -304,6 +304,8 @@ def test_torch_backend_against_references_and_gloo(nproc):
     for r in range(nproc):
         assert re.search(r"torch_worker: rank %d: ok \d+ checks" % r, out), \
             out[-6000:]
+    # destroy_process_group says goodbye: no rank sees another vanish.
+    assert "is gone" not in out, out[-6000:]
 
 
 def test_readme_torchrun_example(tmp_path):
