@@ -162,6 +162,20 @@ for dt in DTYPES:
         expect(same(o, big[0][rank * count:(rank + 1) * count]),
                "scatter " + tag)
 
+# ---- the list forms: reduce_scatter and allreduce_coalesced -----------
+blocks = [torch.arange(3, dtype=torch.float32) + 10 * j + r
+          for r in range(n) for j in range(n)]
+mine = [blocks[rank * n + j].clone() for j in range(n)]
+o = torch.empty(3)
+dist.reduce_scatter(o, mine)
+expect(same(o, sum(blocks[r * n + rank] for r in range(n))),
+       "reduce_scatter list %r" % o)
+ts = [torch.full((2,), float(rank)), torch.full((5,), rank + 1.0)]
+dist.all_reduce_coalesced(ts)
+expect(same(ts[0], torch.full((2,), float(n * (n - 1) // 2))) and
+       same(ts[1], torch.full((5,), float(n * (n + 1) // 2))),
+       "all_reduce_coalesced %r" % ts)
+
 # ---- async work, futures, barrier ---------------------------------------
 t = torch.ones(5) * (rank + 1)
 w = dist.all_reduce(t, async_op=True)

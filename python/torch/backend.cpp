@@ -197,7 +197,7 @@ public:
         at::Tensor &t = one(tensors, "all_reduce");
         tutti_instance_params_t p = params(TUTTI_COLL_ALLREDUCE, t,
                                            "all_reduce");
-        reduce_op(opts.reduceOp, t, &p, "all_reduce");
+        reduce_op(opts.reduceOp, &p, "all_reduce");
         run(p, t.data_ptr(), t.data_ptr(), "all_reduce", opts.timeout);
         return done(c10d::OpType::ALLREDUCE, tensors);
     }
@@ -232,7 +232,7 @@ public:
         at::Tensor &t = one(tensors, "reduce");
         tutti_instance_params_t p = params(TUTTI_COLL_REDUCE, t, "reduce");
         p.root = static_cast<int>(opts.rootRank);
-        reduce_op(opts.reduceOp, t, &p, "reduce");
+        reduce_op(opts.reduceOp, &p, "reduce");
         run(p, t.data_ptr(), t.data_ptr(), "reduce", opts.timeout);
         return done(c10d::OpType::REDUCE, tensors);
     }
@@ -268,9 +268,7 @@ public:
                     " output tensors");
         at::Tensor flat = at::empty({getSize() * in.numel()}, in.options());
         all_gather_single(flat, in, opts);
-        for (int r = 0; r < getSize(); r++)
-            outputs[0][r].copy_(flat.narrow(0, r * in.numel(), in.numel())
-                                    .view_as(outputs[0][r]));
+        unflatten(flat, outputs[0]);
         return done(c10d::OpType::ALLGATHER, outputs[0]);
     }
 
@@ -296,10 +294,7 @@ public:
             "gather", opts.timeout);
         std::vector<at::Tensor> outs;
         if (flat.defined()) {
-            for (int r = 0; r < getSize(); r++)
-                outputs[0][r].copy_(
-                    flat.narrow(0, r * in.numel(), in.numel())
-                        .view_as(outputs[0][r]));
+            unflatten(flat, outputs[0]);
             outs = outputs[0];
         }
         return done(c10d::OpType::GATHER, outs);
@@ -317,7 +312,7 @@ public:
         tutti_instance_params_t p = params(TUTTI_COLL_REDUCE_SCATTER, out,
                                            call);
         check_input(in, out, call);
-        reduce_op(opts.reduceOp, in, &p, call);
+        reduce_op(opts.reduceOp, &p, call);
         run(p, in.data_ptr(), out.data_ptr(), call, opts.timeout);
         std::vector<at::Tensor> outs{out};
         return done(c10d::OpType::_REDUCE_SCATTER_BASE, outs);
@@ -376,6 +371,12 @@ public:
                         getSize(), " ranks");
             for (int64_t s : in_splits)
                 counts.push_back(static_cast<size_t>(s * row));
+            int64_t want = 0;
+            for (int64_t s : out_splits)
+                want += s * row;
+            TORCH_CHECK(out_splits.empty() || want == out.numel(), "tutti: ",
+                        call, ": output_split_sizes add up to ", want,
+                        " elements; the output holds ", out.numel());
             p.count = TUTTI_COUNT_PER_RANK;
             p.counts = counts.data();
             p.recv_capacity = static_cast<size_t>(out.numel());
@@ -413,11 +414,7 @@ public:
         at::Tensor in = at::cat(flat_in);
         at::Tensor out = at::empty({total_out}, in.options());
         all_to_all_single(out, in, out_splits, in_splits, opts);
-        int64_t at_ = 0;
-        for (auto &o : outputs) {
-            o.copy_(out.narrow(0, at_, o.numel()).view_as(o));
-            at_ += o.numel();
-        }
+        unflatten(out, outputs);
         return done(c10d::OpType::ALLTOALL, outputs);
     }
 
@@ -502,6 +499,18 @@ private:
         return t;
     }
 
+    /* @p flat's elements, in order, into the tensors of @p outs (what
+     * the list forms of the collectives hand the caller). */
+    static void unflatten(const at::Tensor &flat,
+                          std::vector<at::Tensor> &outs)
+    {
+        int64_t at = 0;
+        for (auto &o : outs) {
+            o.copy_(flat.narrow(0, at, o.numel()).view_as(o));
+            at += o.numel();
+        }
+    }
+
     void check_input(const at::Tensor &in, const at::Tensor &out,
                      const char *call)
     {
@@ -533,8 +542,8 @@ private:
         return p;
     }
 
-    void reduce_op(const c10d::ReduceOp &op, const at::Tensor &t,
-                   tutti_instance_params_t *p, const char *call)
+    void reduce_op(const c10d::ReduceOp &op, tutti_instance_params_t *p,
+                   const char *call)
     {
         switch (static_cast<c10d::ReduceOp::RedOpType>(op)) {
         case c10d::ReduceOp::SUM: p->op = TUTTI_OP_SUM; break;
@@ -560,7 +569,6 @@ private:
                         " (bitwise) is not supported: sum, avg, product, "
                         "min, max, premul_sum");
         }
-        (void)t;
     }
 
     /* Execute @p p on the group and wait: the instance key hashes every
