@@ -8,7 +8,8 @@
 
 /* Instance keys of the helpers: a hash of the arguments, top bit set so
  * they stay apart from keys hosts choose (tutti_execute refuses keys from
- * 2^63 up; the helpers take the internal path). */
+ * 2^63 up; the helpers take the internal path), the next bit clear: keys
+ * from 2^63 + 2^62 up are point-to-point's (p2p.c). */
 static uint64_t helper_key(const tutti_instance_params_t *p)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -19,7 +20,7 @@ static uint64_t helper_key(const tutti_instance_params_t *p)
         h ^= parts[i];
         h *= 0x100000001b3ULL;
     }
-    return h | (1ULL << 63);
+    return (h & ~(1ULL << 62)) | (1ULL << 63);
 }
 
 /* The helper @p call: its errors name it. */

@@ -17,6 +17,7 @@
  *   progress.c  the progress pass, health, decisions, waits, time limits
  *   execute.c   tutti_execute() and the request API
  *   blocking.c  the blocking helpers
+ *   p2p.c       point-to-point: messages between two members
  *   coll.c      what each collective reads and writes; scaling
  *   flight.c    the flight recorder
  *   timeline.c  the timeline (TUTTI_TIMELINE): a trace file per task
@@ -292,6 +293,9 @@ tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n);
 tutti_status_t tutti__instance_check(const tutti_group_t *g,
                                      const tutti_instance_params_t *p,
                                      const char *call);
+/** Puts @p inst (its key set) into the group's table, which the caller
+ *  has grown first where it was full (tutti__instance_table). */
+void tutti__instance_insert(tutti_group_t *g, tutti__instance_t *inst);
 /** Records a new instance and proposes it to the coordinator. */
 tutti_status_t tutti__instance_new(tutti_group_t *g,
                                    const tutti_instance_params_t *p,
@@ -321,6 +325,11 @@ void tutti__request_release_all(tutti_group_t *g);
 void tutti__request_complete(tutti_request_t *r, tutti_status_t st);
 /** Puts @p r, just issued, on its group's issue-order list. */
 void tutti__request_order_add(tutti_group_t *g, tutti_request_t *r);
+/** Queues @p r, just issued (its inst and exec set), of @p bytes of
+ *  input: behind its instance's executions, or on the ready list and
+ *  launched when it can be; the flight recorder notes it. */
+void tutti__request_enqueue(tutti_group_t *g, tutti_request_t *r,
+                            uint64_t bytes);
 /** Launches what is ready, highest priority first; returns launches. */
 int tutti__request_launch_ready(tutti_group_t *g);
 

@@ -130,23 +130,7 @@ tutti_status_t tutti__execute(tutti_group_t *g,
     }
     if (!inst->resolved || inst->ordered)
         tutti__request_order_add(g, r);
-    r->bytes = bytes;
-    r->flight_seq = tutti__flight_issue(&g->flight, params->instance_key, step,
-                                        inst->algorithm, bytes);
-    if (inst->running == NULL && inst->ready == NULL) {
-        inst->ready = r;
-        /* Unresolved, it waits off the ready list until the decision. */
-        if (inst->resolved) {
-            tutti__request_list_insert(&g->ready, r);
-            tutti__request_launch_ready(g);
-        }
-    } else {
-        if (inst->queue_tail)
-            inst->queue_tail->next = r;
-        else
-            inst->queue_head = r;
-        inst->queue_tail = r;
-    }
+    tutti__request_enqueue(g, r, bytes);
     if (g->cuda != NULL)
         tutti__cuda_issued(r);
     *request_out = r;

@@ -204,12 +204,17 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
         free(inst);
         return st;
     }
-    size_t b = bucket_of(p->instance_key, g->num_buckets);
+    tutti__instance_insert(g, inst);
+    *inst_out = inst;
+    return TUTTI_OK;
+}
+
+void tutti__instance_insert(tutti_group_t *g, tutti__instance_t *inst)
+{
+    size_t b = bucket_of(inst->key, g->num_buckets);
     inst->next = g->instances[b];
     g->instances[b] = inst;
     g->num_instances++;
-    *inst_out = inst;
-    return TUTTI_OK;
 }
 
 /* Whether @p name (perhaps an old name, an alias) names the implementation

@@ -368,3 +368,26 @@ int tutti__request_launch_ready(tutti_group_t *g)
     }
     return n;
 }
+
+void tutti__request_enqueue(tutti_group_t *g, tutti_request_t *r,
+                            uint64_t bytes)
+{
+    tutti__instance_t *inst = r->inst;
+    r->bytes = bytes;
+    r->flight_seq = tutti__flight_issue(&g->flight, inst->key, r->exec.step,
+                                        inst->algorithm, bytes);
+    if (inst->running == NULL && inst->ready == NULL) {
+        inst->ready = r;
+        /* Unresolved, it waits off the ready list until the decision. */
+        if (inst->resolved) {
+            tutti__request_list_insert(&g->ready, r);
+            tutti__request_launch_ready(g);
+        }
+    } else {
+        if (inst->queue_tail)
+            inst->queue_tail->next = r;
+        else
+            inst->queue_head = r;
+        inst->queue_tail = r;
+    }
+}

@@ -482,6 +482,41 @@ tutti_status_t tutti_allgatherv(tutti_group_t *group, const void *sendbuf,
                                 size_t *recv_total_out);
 tutti_status_t tutti_barrier(tutti_group_t *group);
 
+/* ---- point-to-point ------------------------------------------------------- */
+
+/**
+ * Send @p count elements of @p dtype at @p buf to rank @p peer of the group,
+ * under @p tag; the request completes once the bytes are sent or buffered
+ * (the transport may keep them until the receiver posts), and @p buf may
+ * then be reused.  The receiver posts tutti_irecv() (or tutti_recv()) from
+ * this rank under the same tag, for the same number of bytes: a receive of
+ * another length fails with TUTTI_ERR_TRUNCATED naming the sender, the
+ * tag and both lengths, and like any failed execution fails the group.
+ * Messages from one rank to another under one tag arrive in the order they
+ * were sent; under distinct tags they may be received in any order.  Any
+ * source (a receive from whichever rank sends first) and a message to the
+ * member itself are refused (TUTTI_ERR_INVALID_ARG, naming the peer), and
+ * so is a CUDA group (TUTTI_ERR_UNSUPPORTED).  Only the two ranks take
+ * part: no other member calls anything.  The group's timeout limits a
+ * wait as for any execution (TUTTI_ERR_TIMEOUT naming the peer awaited).
+ * Since 0.2.
+ */
+tutti_status_t tutti_isend(tutti_group_t *group, const void *buf,
+                           size_t count, tutti_dtype_t dtype, int peer,
+                           uint32_t tag, tutti_request_t **request_out);
+/** Receive @p count elements of @p dtype from rank @p peer under @p tag
+ *  into @p buf (see tutti_isend()); tutti_request_info()'s recv_total
+ *  is @p count.  Since 0.2. */
+tutti_status_t tutti_irecv(tutti_group_t *group, void *buf, size_t count,
+                           tutti_dtype_t dtype, int peer, uint32_t tag,
+                           tutti_request_t **request_out);
+/** tutti_isend(), waited for.  Since 0.2. */
+tutti_status_t tutti_send(tutti_group_t *group, const void *buf, size_t count,
+                          tutti_dtype_t dtype, int peer, uint32_t tag);
+/** tutti_irecv(), waited for.  Since 0.2. */
+tutti_status_t tutti_recv(tutti_group_t *group, void *buf, size_t count,
+                          tutti_dtype_t dtype, int peer, uint32_t tag);
+
 /* ---- introspection (tutti-info) ------------------------------------------- */
 
 typedef struct {

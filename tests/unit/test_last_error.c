@@ -598,6 +598,64 @@ static void test_blocking(void **state)
     no_failures();
 }
 
+/* ---- point-to-point ---------------------------------------------------- */
+
+/* Call @p i of tutti_isend, tutti_irecv, tutti_send, tutti_recv. */
+static tutti_status_t p2p(int i, tutti_group_t *g, void *buf, size_t count,
+                          tutti_dtype_t dt, int peer, tutti_request_t **r)
+{
+    switch (i) {
+        case 0:
+            return tutti_isend(g, buf, count, dt, peer, 0, r);
+        case 1:
+            return tutti_irecv(g, buf, count, dt, peer, 0, r);
+        case 2:
+            return tutti_send(g, buf, count, dt, peer, 0);
+        default:
+            return tutti_recv(g, buf, count, dt, peer, 0);
+    }
+}
+
+static void test_p2p(void **state)
+{
+    static const char *const fns[] = {"tutti_isend", "tutti_irecv",
+                                      "tutti_send", "tutti_recv"};
+    tutti_context_t *ctx = *state;
+    const tutti_dtype_t f32 = TUTTI_FLOAT32;
+    float x[2] = {1, 1};
+    tutti_request_t *r = NULL;
+    char what[96];
+
+    tutti_group_t *g = join_one(ctx, 0xe7), *left = join_one(ctx, 0xe8);
+    tutti_group_leave(left);
+    for (int i = 0; i < 4; i++) {
+        const char *fn = fns[i];
+#define P2P_FAILS(desc, call, ...)                                             \
+    do {                                                                       \
+        snprintf(what, sizeof(what), "%s(%s)", fn, desc);                      \
+        FAILS_AS(what, TUTTI_ERR_INVALID_ARG, call, __VA_ARGS__);              \
+    } while (0)
+        P2P_FAILS("group NULL", p2p(i, NULL, x, 1, f32, 1, &r), fn,
+                  "group is NULL");
+        P2P_FAILS("group left", p2p(i, left, x, 1, f32, 1, &r), fn,
+                  "was left");
+        P2P_FAILS("dtype 999", p2p(i, g, x, 1, (tutti_dtype_t)999, 1, &r),
+                  fn, "dtype 999");
+        /* A group of one: the only rank is the caller. */
+        P2P_FAILS("peer self", p2p(i, g, x, 1, f32, 0, &r), fn, "peer 0",
+                  "another rank");
+        P2P_FAILS("any source", p2p(i, g, x, 1, f32, -1, &r), fn,
+                  "peer -1", "any source");
+        P2P_FAILS("NULL buffer", p2p(i, g, NULL, 2, f32, 1, &r), fn,
+                  "peer 1");
+#undef P2P_FAILS
+    }
+    REFUSED(tutti_isend(g, x, 1, f32, 1, 0, NULL), "tutti_isend",
+            "request_out");
+    tutti_group_leave(g);
+    no_failures();
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -607,6 +665,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_execute),
         cmocka_unit_test(test_requests),
         cmocka_unit_test(test_blocking),
+        cmocka_unit_test(test_p2p),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
