@@ -3,7 +3,9 @@ against gloo in the same job, under torchrun (2 or 3 processes).
 
 Every op the backend has runs on several dtypes and sizes; its result must
 equal the reference computed here and gloo's result for the same call
-(a gloo group made beside it).  Then subgroups, async work and futures,
+(a gloo group made beside it).  Then point-to-point (send, recv, isend,
+irecv, batch_isend_irecv, tags out of order), subgroups, async work and
+futures,
 errors that name the rank, and DDP training of a small model that must
 match gloo's bit for bit at 2 ranks.  Prints "torch_worker: rank R: ok N
 checks" or one "FAILED" line per failed check and exits 1.
@@ -196,6 +198,59 @@ if rank < 2:
     expect(t.item() == 3.0, "subgroup all_reduce %r" % t)
     expect(dist.get_rank(sub) == rank and dist.get_world_size(sub) == 2,
            "subgroup rank and size")
+dist.barrier()
+
+# ---- point-to-point: send, recv, isend, irecv, batch_isend_irecv -------
+nxt, prv = (rank + 1) % n, (rank - 1) % n
+for dt in [torch.float32, torch.int64, torch.uint8, torch.bfloat16]:
+    for count in [0, 1, 7, 100003]:
+        tag = "%s x %d" % (dt, count)
+        mine = make(dt, count, rank, 7)
+        got = torch.empty(count, dtype=dt)
+        if rank % 2 == 0:  # blocking calls, ordered so as not to deadlock
+            dist.send(mine, nxt)
+            dist.recv(got, prv)
+        else:
+            dist.recv(got, prv)
+            dist.send(mine, nxt)
+        expect(same(got, make(dt, count, prv, 7)), "send/recv " + tag)
+        got = torch.empty(count, dtype=dt)
+        ws = [dist.isend(mine, nxt, tag=3), dist.irecv(got, prv, tag=3)]
+        for w in ws:
+            w.wait()
+        expect(all(w.is_completed() and w.is_success() for w in ws) and
+               same(got, make(dt, count, prv, 7)), "isend/irecv " + tag)
+got = torch.empty(1 << 20)
+ops = [dist.P2POp(dist.isend, torch.full((1 << 20,), float(rank)), nxt),
+       dist.P2POp(dist.irecv, got, prv)]
+for w in dist.batch_isend_irecv(ops):
+    w.wait()
+expect(same(got, torch.full((1 << 20,), float(prv))), "batch_isend_irecv")
+# tags received in another order than sent; the future of an irecv
+if rank == 0:
+    a, b = torch.arange(300000.0), -torch.arange(300000.0)
+    ws = [dist.isend(a, 1, tag=11), dist.isend(b, 1, tag=12)]
+    for w in ws:
+        w.wait()
+elif rank == 1:
+    b, a = torch.empty(300000), torch.empty(300000)
+    w = dist.irecv(b, 0, tag=12)
+    fut = w.get_future()
+    w.wait()
+    dist.recv(a, 0, tag=11)
+    expect(same(a, torch.arange(300000.0)) and
+           same(b, -torch.arange(300000.0)) and fut.done() and
+           same(fut.value()[0], b), "tags out of order")
+for bad, want in [(lambda: dist.recv(torch.empty(1)),
+                   "a receive from any source (src=None) is not supported"),
+                  (lambda: dist.send(torch.empty(1), nxt, tag=-2),
+                   "tag -2: expected a tag >= 0")]:
+    try:
+        bad()
+        expect(False, "accepted: " + want)
+    except Exception as e:  # noqa: BLE001
+        expect(want in str(e) and ("rank %d" % rank) in str(e),
+               "refused: %s" % e)
 dist.barrier()
 
 # ---- errors name the rank and what is wrong ----------------------------

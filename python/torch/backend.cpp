@@ -2,9 +2,12 @@
  * tutti.torch's backend: a c10d::Backend registered as "tutti" for
  * torch.distributed, thin over libtutti's C API.  Each process group is a
  * Tutti context met through the (prefixed) Store torch hands the backend,
- * with one group of every rank; each call is one tutti_execute() of an
- * instance keyed by the call's parameters, waited for before the call
- * returns (a Work already complete, its future set).  CPU tensors.
+ * with one group of every rank; each collective is one tutti_execute()
+ * of an instance keyed by the call's parameters, waited for before the
+ * call returns (a Work already complete, its future set).  send and recv
+ * are tutti_isend() and tutti_irecv(), their Work pending until waited
+ * for or tested (the waiting thread moves the data: no thread of the
+ * backend's own).  CPU tensors.
  */
 #include <chrono>
 #include <cstring>
@@ -94,6 +97,43 @@ public:
 private:
     std::vector<at::Tensor> outputs_;
     c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+/* ---- a Work over a pending request ----------------------------------- */
+
+class TuttiBackend;
+
+/* send's and recv's: the request progresses in wait() and isCompleted()
+ * (under the backend's lock, in slices, so other threads may call in
+ * between); the future completes when either sees the request done. */
+class RequestWork : public c10d::Work {
+public:
+    RequestWork(c10::intrusive_ptr<TuttiBackend> owner, tutti_request_t *r,
+                c10d::OpType op, std::vector<at::Tensor> tensors,
+                const char *call);
+    ~RequestWork() override;
+    bool isCompleted() override;
+    bool isSuccess() const override;
+    std::exception_ptr exception() const override;
+    bool wait(std::chrono::milliseconds timeout) override;
+    std::vector<at::Tensor> result() override { return tensors_; }
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
+    {
+        return future_;
+    }
+
+private:
+    c10::intrusive_ptr<TuttiBackend> owner_;
+    tutti_request_t *request_;
+    std::vector<at::Tensor> tensors_;
+    const char *call_;
+    bool done_ = false;
+    std::exception_ptr error_;
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+
+    void settle(tutti_status_t st);
+    void fail(const std::string &why);
+    bool poll(double seconds);
 };
 
 /* ---- types ------------------------------------------------------------ */
@@ -449,6 +489,28 @@ public:
         return done(c10d::OpType::SCATTER, outputs);
     }
 
+    /* Point-to-point: tutti_isend and tutti_irecv under the group's
+     * ranks (torch hands the backend group ranks) and torch's tag. */
+    c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
+                                        int dst, int tag) override
+    {
+        return post(one(tensors, "send"), dst, tag, 0);
+    }
+
+    c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
+                                        int src, int tag) override
+    {
+        return post(one(tensors, "recv"), src, tag, 1);
+    }
+
+    c10::intrusive_ptr<c10d::Work> recvAnysource(
+        std::vector<at::Tensor> &, int) override
+    {
+        TORCH_CHECK(false, "tutti: recv: rank ", getRank(), ": a receive "
+                    "from any source (src=None) is not supported; name "
+                    "the sender");
+    }
+
     c10::intrusive_ptr<c10d::Work> barrier(
         const c10d::BarrierOptions &opts) override
     {
@@ -461,15 +523,10 @@ public:
         return done(c10d::OpType::BARRIER, none);
     }
 
-private:
-    StoreAdapter store_;
-    double timeout_;
-    tutti_context_t *ctx_ = nullptr;
-    tutti_group_t *group_ = nullptr;
-    /* One thread drives a group member at a time (tutti.h); torch may
-     * call from several (DDP's reducer from autograd's). */
-    std::mutex mu_;
-
+    /* What RequestWork needs: the lock, whether the group is still
+     * there (its requests go with it), messages naming the rank. */
+    std::mutex &lock() { return mu_; }
+    bool live() const { return group_ != nullptr; }
     std::string message(tutti_status_t st, const char *call) const
     {
         std::string m = std::string("tutti: ") + call + ": rank " +
@@ -479,6 +536,15 @@ private:
             m += " (" + store_.error + ")";
         return m;
     }
+
+private:
+    StoreAdapter store_;
+    double timeout_;
+    tutti_context_t *ctx_ = nullptr;
+    tutti_group_t *group_ = nullptr;
+    /* One thread drives a group member at a time (tutti.h); torch may
+     * call from several (DDP's reducer from autograd's). */
+    std::mutex mu_;
 
     void check(tutti_status_t st, const char *call) const
     {
@@ -604,7 +670,134 @@ private:
     {
         return c10::make_intrusive<DoneWork>(getRank(), op, outs);
     }
+
+    c10::intrusive_ptr<c10d::Work> post(at::Tensor &t, int peer, int tag,
+                                        int is_recv)
+    {
+        const char *call = is_recv ? "recv" : "send";
+        TORCH_CHECK(tag >= 0, "tutti: ", call, ": rank ", getRank(),
+                    ": tag ", tag, ": expected a tag >= 0");
+        tutti_dtype_t dt = dtype_of(t, call);
+        size_t n = static_cast<size_t>(t.numel());
+        tutti_request_t *r = nullptr;
+        std::lock_guard<std::mutex> hold(mu_);
+        TORCH_CHECK(group_ != nullptr, "tutti: ", call, ": rank ",
+                    getRank(), ": the process group was shut down");
+        auto t32 = static_cast<uint32_t>(tag);
+        check(is_recv ? tutti_irecv(group_, t.data_ptr(), n, dt, peer, t32,
+                                    &r)
+                      : tutti_isend(group_, t.data_ptr(), n, dt, peer, t32,
+                                    &r),
+              call);
+        return c10::make_intrusive<RequestWork>(
+            c10::intrusive_ptr<TuttiBackend>::reclaim_copy(this), r,
+            is_recv ? c10d::OpType::RECV : c10d::OpType::SEND,
+            std::vector<at::Tensor>{t}, call);
+    }
 };
+
+/* ---- RequestWork ---------------------------------------------------- */
+
+RequestWork::RequestWork(c10::intrusive_ptr<TuttiBackend> owner,
+                         tutti_request_t *r, c10d::OpType op,
+                         std::vector<at::Tensor> tensors, const char *call)
+    : Work(owner->getRank(), op), owner_(std::move(owner)), request_(r),
+      tensors_(std::move(tensors)), call_(call),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get())))
+{
+}
+
+/* A Work dropped while its message is in flight: the request stays with
+ * the group (freed when it is left) rather than freed in flight. */
+RequestWork::~RequestWork()
+{
+    std::lock_guard<std::mutex> hold(owner_->lock());
+    if (!done_ && owner_->live() &&
+        tutti_request_test(request_) != TUTTI_INPROGRESS)
+        tutti_request_free(request_);
+}
+
+/* The request ended with @p st (the backend's lock held). */
+void RequestWork::settle(tutti_status_t st)
+{
+    done_ = true;
+    if (st == TUTTI_OK) {
+        tutti_request_free(request_);
+        future_->markCompleted(c10::IValue(tensors_));
+        return;
+    }
+    std::string why = owner_->message(st, call_);
+    tutti_request_free(request_);
+    fail(why);
+}
+
+void RequestWork::fail(const std::string &why)
+{
+    done_ = true;
+    try {
+        C10_THROW_ERROR(DistBackendError, why);
+    } catch (...) {
+        error_ = std::current_exception();
+    }
+    future_->setError(error_);
+}
+
+/* Waits up to @p seconds (0: a test) for the request; whether it ended. */
+bool RequestWork::poll(double seconds)
+{
+    std::lock_guard<std::mutex> hold(owner_->lock());
+    if (done_)
+        return true;
+    if (!owner_->live()) {
+        fail(std::string("tutti: ") + call_ + ": rank " +
+             std::to_string(owner_->getRank()) + ": the process group was "
+             "shut down before it completed");
+        return true;
+    }
+    tutti_status_t st = seconds > 0
+                            ? tutti_request_wait_for(request_, seconds)
+                            : tutti_request_test(request_);
+    if (st != TUTTI_INPROGRESS)
+        settle(st);
+    return done_;
+}
+
+bool RequestWork::isCompleted()
+{
+    return poll(0);
+}
+
+bool RequestWork::isSuccess() const
+{
+    return done_ && error_ == nullptr;
+}
+
+std::exception_ptr RequestWork::exception() const
+{
+    return error_;
+}
+
+/* Slices of 50 ms under the lock; the group's time limit ends a message
+ * that never comes (TUTTI_ERR_TIMEOUT, naming the peer), @p timeout
+ * (if not kNoTimeout) one the caller will not wait for any longer. */
+bool RequestWork::wait(std::chrono::milliseconds timeout)
+{
+    auto start = std::chrono::steady_clock::now();
+    while (!poll(0.05)) {
+        if (timeout == kNoTimeout ||
+            std::chrono::steady_clock::now() - start < timeout)
+            continue;
+        C10_THROW_ERROR(DistBackendError,
+                        std::string("tutti: ") + call_ + ": rank " +
+                            std::to_string(owner_->getRank()) +
+                            ": not complete within " +
+                            std::to_string(timeout.count()) + " ms");
+    }
+    if (error_ != nullptr)
+        std::rethrow_exception(error_);
+    return true;
+}
 
 c10::intrusive_ptr<c10d::Backend> create_backend(
     const c10::intrusive_ptr<c10d::Store> &store, int64_t rank,
