@@ -178,6 +178,31 @@ expect(same(ts[0], torch.full((2,), float(n * (n - 1) // 2))) and
        same(ts[1], torch.full((5,), float(n * (n + 1) // 2))),
        "all_reduce_coalesced %r" % ts)
 
+# the coalesced all_gather forms, and reduce_scatter_tensor's (FSDP's)
+ins = [torch.full((2,), rank + 1.0), torch.full((3,), 10.0 * rank)]
+outs = [[torch.empty(2) for _ in range(n)], [torch.empty(3) for _ in range(n)]]
+dist.all_gather_coalesced(outs, ins)
+expect(all(same(outs[0][r], torch.full((2,), r + 1.0)) and
+           same(outs[1][r], torch.full((3,), 10.0 * r)) for r in range(n)),
+       "all_gather_coalesced %r" % outs)
+flat = [torch.empty(2 * n), torch.empty(3 * n)]
+with dist._coalescing_manager(async_ops=False):
+    for o, i in zip(flat, ins):
+        dist.all_gather_into_tensor(o, i)
+expect(same(flat[0], torch.cat([torch.full((2,), r + 1.0) for r in range(n)]))
+       and same(flat[1], torch.cat([torch.full((3,), 10.0 * r)
+                                    for r in range(n)])),
+       "all_gather_into_tensor coalesced %r" % flat)
+parts = [torch.empty(2), torch.empty(1)]
+with dist._coalescing_manager(async_ops=False):
+    for o, i in zip(parts, [torch.arange(2.0 * n) + rank,
+                            torch.ones(n) * rank]):
+        dist.reduce_scatter_tensor(o, i)
+expect(same(parts[0], torch.arange(2.0 * rank, 2.0 * rank + 2) * n +
+            n * (n - 1) / 2) and
+       same(parts[1], torch.full((1,), n * (n - 1) / 2)),
+       "reduce_scatter_tensor coalesced %r" % parts)
+
 # ---- async work, futures, barrier ---------------------------------------
 t = torch.ones(5) * (rank + 1)
 w = dist.all_reduce(t, async_op=True)

@@ -312,6 +312,49 @@ public:
         return done(c10d::OpType::ALLGATHER, outputs[0]);
     }
 
+    /* The coalesced forms: one call of the single form per tensor. */
+    c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+        std::vector<std::vector<at::Tensor>> &outputs,
+        std::vector<at::Tensor> &inputs,
+        const c10d::AllgatherOptions &opts) override
+    {
+        TORCH_CHECK(outputs.size() == inputs.size(), "tutti: "
+                    "all_gather_coalesced: ", inputs.size(), " inputs and ",
+                    outputs.size(), " output lists");
+        std::vector<at::Tensor> all;
+        for (size_t i = 0; i < inputs.size(); i++) {
+            std::vector<std::vector<at::Tensor>> out{outputs[i]};
+            std::vector<at::Tensor> in{inputs[i]};
+            allgather(out, in, opts);
+            all.insert(all.end(), outputs[i].begin(), outputs[i].end());
+        }
+        return done(c10d::OpType::ALLGATHER_COALESCED, all);
+    }
+
+    c10::intrusive_ptr<c10d::Work> all_gather_single_coalesced(
+        std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+        const c10d::AllgatherOptions &opts) override
+    {
+        TORCH_CHECK(outputs.size() == inputs.size(), "tutti: "
+                    "all_gather_into_tensor (coalesced): ", inputs.size(),
+                    " inputs and ", outputs.size(), " outputs");
+        for (size_t i = 0; i < inputs.size(); i++)
+            all_gather_single(outputs[i], inputs[i], opts);
+        return done(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs);
+    }
+
+    c10::intrusive_ptr<c10d::Work> reduce_scatter_single_coalesced(
+        std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+        const c10d::ReduceScatterOptions &opts) override
+    {
+        TORCH_CHECK(outputs.size() == inputs.size(), "tutti: "
+                    "reduce_scatter_tensor (coalesced): ", inputs.size(),
+                    " inputs and ", outputs.size(), " outputs");
+        for (size_t i = 0; i < inputs.size(); i++)
+            reduce_scatter_single(outputs[i], inputs[i], opts);
+        return done(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs);
+    }
+
     c10::intrusive_ptr<c10d::Work> gather(
         std::vector<std::vector<at::Tensor>> &outputs,
         std::vector<at::Tensor> &inputs,
