@@ -180,11 +180,14 @@ expect(same(ts[0], torch.full((2,), float(n * (n - 1) // 2))) and
 
 # the coalesced all_gather forms, and reduce_scatter_tensor's (FSDP's)
 ins = [torch.full((2,), rank + 1.0), torch.full((3,), 10.0 * rank)]
-outs = [[torch.empty(2) for _ in range(n)], [torch.empty(3) for _ in range(n)]]
+outs = [[torch.empty(2), torch.empty(3)] for _ in range(n)]  # [rank][input]
 dist.all_gather_coalesced(outs, ins)
-expect(all(same(outs[0][r], torch.full((2,), r + 1.0)) and
-           same(outs[1][r], torch.full((3,), 10.0 * r)) for r in range(n)),
-       "all_gather_coalesced %r" % outs)
+gouts = [[torch.empty(2), torch.empty(3)] for _ in range(n)]
+dist.all_gather_coalesced(gouts, ins, group=gloo)
+expect(all(same(outs[r][0], torch.full((2,), r + 1.0)) and
+           same(outs[r][1], torch.full((3,), 10.0 * r)) and
+           same(outs[r][0], gouts[r][0]) and same(outs[r][1], gouts[r][1])
+           for r in range(n)), "all_gather_coalesced %r" % outs)
 flat = [torch.empty(2 * n), torch.empty(3 * n)]
 with dist._coalescing_manager(async_ops=False):
     for o, i in zip(flat, ins):

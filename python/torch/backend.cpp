@@ -312,22 +312,32 @@ public:
         return done(c10d::OpType::ALLGATHER, outputs[0]);
     }
 
-    /* The coalesced forms: one call of the single form per tensor. */
+    /* The coalesced forms: one call of the single form per tensor.
+     * all_gather_coalesced's outputs are per rank, then per input
+     * (outputs[r][i] gets rank r's inputs[i]), as gloo's are. */
     c10::intrusive_ptr<c10d::Work> allgather_coalesced(
         std::vector<std::vector<at::Tensor>> &outputs,
         std::vector<at::Tensor> &inputs,
         const c10d::AllgatherOptions &opts) override
     {
-        TORCH_CHECK(outputs.size() == inputs.size(), "tutti: "
-                    "all_gather_coalesced: ", inputs.size(), " inputs and ",
-                    outputs.size(), " output lists");
+        TORCH_CHECK(outputs.size() == static_cast<size_t>(getSize()),
+                    "tutti: all_gather_coalesced: ", outputs.size(),
+                    " output lists; expected one per rank, ", getSize());
+        for (auto &per_rank : outputs)
+            TORCH_CHECK(per_rank.size() == inputs.size(), "tutti: "
+                        "all_gather_coalesced: an output list of ",
+                        per_rank.size(), " tensors; expected one per "
+                        "input, ", inputs.size());
         std::vector<at::Tensor> all;
         for (size_t i = 0; i < inputs.size(); i++) {
-            std::vector<std::vector<at::Tensor>> out{outputs[i]};
+            std::vector<std::vector<at::Tensor>> out(1);
+            for (auto &per_rank : outputs)
+                out[0].push_back(per_rank[i]);
             std::vector<at::Tensor> in{inputs[i]};
             allgather(out, in, opts);
-            all.insert(all.end(), outputs[i].begin(), outputs[i].end());
         }
+        for (auto &per_rank : outputs)
+            all.insert(all.end(), per_rank.begin(), per_rank.end());
         return done(c10d::OpType::ALLGATHER_COALESCED, all);
     }
 
