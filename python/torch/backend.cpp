@@ -76,14 +76,14 @@ int store_get(void *user, const char *key, void *buf, size_t cap,
 
 /* ---- a Work already complete ------------------------------------------ */
 
+/* Its future is made when first asked for: most calls (every one that
+ * is not async_op) never ask, and a future and its list cost more than
+ * the rest of an 8-byte all_reduce's path through the backend. */
 class DoneWork : public c10d::Work {
 public:
     DoneWork(int rank, c10d::OpType op, std::vector<at::Tensor> outputs)
-        : Work(rank, op), outputs_(std::move(outputs)),
-          future_(c10::make_intrusive<c10::ivalue::Future>(
-              c10::ListType::create(c10::TensorType::get())))
+        : Work(rank, op), outputs_(std::move(outputs))
     {
-        future_->markCompleted(c10::IValue(outputs_));
     }
     bool isCompleted() override { return true; }
     bool isSuccess() const override { return true; }
@@ -91,6 +91,12 @@ public:
     std::vector<at::Tensor> result() override { return outputs_; }
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
     {
+        std::lock_guard<std::mutex> hold(mutex_);
+        if (!future_) {
+            future_ = c10::make_intrusive<c10::ivalue::Future>(
+                c10::ListType::create(c10::TensorType::get()));
+            future_->markCompleted(c10::IValue(outputs_));
+        }
         return future_;
     }
 
