@@ -180,6 +180,16 @@ def torch_extension():
                             "-DTORCH_EXTENSION_NAME=_torch",
                             "-DTORCH_API_INCLUDE_EXTENSION_H"] + system,
         extra_link_args=LINK_ARGS)
+    # CUDA tensors: where torch has CUDA and the toolkit's headers are
+    # here (CUDA_HOME, else /usr/local/cuda), the backend takes the
+    # current stream of a tensor's device from c10_cuda.
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    if (torch.version.cuda and os.environ.get("TUTTI_TORCH_CUDA", "") != "0"
+            and os.path.exists(os.path.join(cuda, "include",
+                                            "cuda_runtime_api.h"))):
+        ext.extra_compile_args += ["-DTUTTI_TORCH_CUDA=1", "-isystem",
+                                   os.path.join(cuda, "include")]
+        ext.libraries.append("c10_cuda")
     ext.include_dirs = list(INCS)
     return [ext]
 

@@ -296,7 +296,8 @@ TORCHRUN = os.path.join(os.path.dirname(PY), "torchrun")
 @pytest.mark.parametrize("nproc", [2, 3])
 def test_torch_backend_against_references_and_gloo(nproc):
     """Every op of the "tutti" backend against references and gloo,
-    subgroups, async work, errors, a timeout, DDP equal to gloo's."""
+    point-to-point, subgroups, async work, errors, a timeout, CUDA tensors
+    where there is a GPU (else a line saying so), DDP equal to gloo's."""
     rc, out = run([TORCHRUN, "--standalone", "--nproc-per-node", str(nproc),
                    os.path.join(HERE, "torch_worker.py")], env=clean_env(),
                   timeout=600)
@@ -304,6 +305,10 @@ def test_torch_backend_against_references_and_gloo(nproc):
     for r in range(nproc):
         assert re.search(r"torch_worker: rank %d: ok \d+ checks" % r, out), \
             out[-6000:]
+        # CUDA tensors ran, or a line says why not (no GPU here).
+        assert re.search(r"torch_worker: rank %d: CUDA (checked on cuda|"
+                         r"skipped: torch.cuda.is_available\(\) is False)"
+                         % r, out), out[-6000:]
     # destroy_process_group says goodbye: no rank sees another vanish.
     assert "is gone" not in out, out[-6000:]
 

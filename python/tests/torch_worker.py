@@ -5,7 +5,8 @@ Every op the backend has runs on several dtypes and sizes; its result must
 equal the reference computed here and gloo's result for the same call
 (a gloo group made beside it).  Then point-to-point (send, recv, isend,
 irecv, batch_isend_irecv, tags out of order), subgroups, async work and
-futures,
+futures, CUDA tensors where torch sees a GPU (a line says it skipped them
+otherwise),
 errors that name the rank, and DDP training of a small model that must
 match gloo's bit for bit at 2 ranks.  Prints "torch_worker: rank R: ok N
 checks" or one "FAILED" line per failed check and exits 1.
@@ -317,6 +318,31 @@ if rank == 0:
         expect("rank 0: ERR_TIMEOUT" in str(e), "timeout: %s" % e)
     expect(time.monotonic() - t0 < 20, "timeout kept")
 dist.barrier()
+
+# ---- CUDA tensors: each rank's GPU (its local rank's, modulo) ----------
+if torch.cuda.is_available():
+    dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)) %
+                       torch.cuda.device_count())
+    torch.cuda.set_device(dev)
+    for count in [0, 1, 7, (1 << 20) + 3]:
+        t = make(torch.float32, count, rank, 9).to(dev)
+        dist.all_reduce(t)
+        want = sum(make(torch.float32, count, r, 9) for r in range(n))
+        expect(same(t.cpu(), want), "cuda all_reduce x %d" % count)
+        t = make(torch.float32, count, rank, 9).to(dev)
+        dist.broadcast(t, src=n - 1)
+        expect(same(t.cpu(), make(torch.float32, count, n - 1, 9)),
+               "cuda broadcast x %d" % count)
+        o = torch.empty(n * count, device=dev)
+        dist.all_gather_into_tensor(o, make(torch.float32, count, rank,
+                                            9).to(dev))
+        expect(same(o.cpu(), torch.cat([make(torch.float32, count, r, 9)
+                                        for r in range(n)])),
+               "cuda all_gather_into_tensor x %d" % count)
+    say("torch_worker: rank %d: CUDA checked on %s" % (rank, dev))
+else:
+    say("torch_worker: rank %d: CUDA skipped: torch.cuda.is_available() "
+        "is False (no GPU or driver here)" % rank)
 
 # ---- DDP: a small model trained under tutti and under gloo ------------
 

@@ -7,7 +7,9 @@
  * call returns (a Work already complete, its future set).  send and recv
  * are tutti_isend() and tutti_irecv(), their Work pending until waited
  * for or tested (the waiting thread moves the data: no thread of the
- * backend's own).  CPU tensors.
+ * backend's own).  CPU tensors, and CUDA tensors of collectives where
+ * built with CUDA: a second Tutti group of CUDA members, each call
+ * ordered on the tensor's current stream.
  */
 #include <chrono>
 #include <cstring>
@@ -21,6 +23,10 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #include <torch/extension.h>
+
+#ifdef TUTTI_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include <tutti/tutti.h>
 
@@ -219,6 +225,8 @@ public:
     void shutdown() override
     {
         std::lock_guard<std::mutex> hold(mu_);
+        tutti_group_leave(cuda_group_);
+        cuda_group_ = nullptr;
         tutti_group_leave(group_);
         group_ = nullptr;
         tutti_context_destroy(ctx_);
@@ -244,7 +252,8 @@ public:
         tutti_instance_params_t p = params(TUTTI_COLL_ALLREDUCE, t,
                                            "all_reduce");
         reduce_op(opts.reduceOp, &p, "all_reduce");
-        run(p, t.data_ptr(), t.data_ptr(), "all_reduce", opts.timeout);
+        run(p, t, t.data_ptr(), t.data_ptr(), "all_reduce",
+            opts.timeout);
         return done(c10d::OpType::ALLREDUCE, tensors);
     }
 
@@ -267,7 +276,8 @@ public:
         tutti_instance_params_t p = params(TUTTI_COLL_BROADCAST, t,
                                            "broadcast");
         p.root = static_cast<int>(opts.rootRank);
-        run(p, t.data_ptr(), t.data_ptr(), "broadcast", opts.timeout);
+        run(p, t, t.data_ptr(), t.data_ptr(), "broadcast",
+            opts.timeout);
         return done(c10d::OpType::BROADCAST, tensors);
     }
 
@@ -279,7 +289,8 @@ public:
         tutti_instance_params_t p = params(TUTTI_COLL_REDUCE, t, "reduce");
         p.root = static_cast<int>(opts.rootRank);
         reduce_op(opts.reduceOp, &p, "reduce");
-        run(p, t.data_ptr(), t.data_ptr(), "reduce", opts.timeout);
+        run(p, t, t.data_ptr(), t.data_ptr(), "reduce",
+            opts.timeout);
         return done(c10d::OpType::REDUCE, tensors);
     }
 
@@ -290,7 +301,8 @@ public:
         const char *call = "all_gather_into_tensor";
         tutti_instance_params_t p = params(TUTTI_COLL_ALLGATHER, in, call);
         need(out, in, static_cast<size_t>(in.numel()) * getSize(), call);
-        run(p, in.data_ptr(), out.data_ptr(), call, opts.timeout);
+        run(p, in, in.data_ptr(), out.data_ptr(), call,
+            opts.timeout);
         std::vector<at::Tensor> outs{out};
         return done(c10d::OpType::_ALLGATHER_BASE, outs);
     }
@@ -389,7 +401,7 @@ public:
                         " output tensors at the root");
             flat = at::empty({getSize() * in.numel()}, in.options());
         }
-        run(p, in.data_ptr(), flat.defined() ? flat.data_ptr() : nullptr,
+        run(p, in, in.data_ptr(), flat.defined() ? flat.data_ptr() : nullptr,
             "gather", opts.timeout);
         std::vector<at::Tensor> outs;
         if (flat.defined()) {
@@ -412,7 +424,8 @@ public:
                                            call);
         check_input(in, out, call);
         reduce_op(opts.reduceOp, &p, call);
-        run(p, in.data_ptr(), out.data_ptr(), call, opts.timeout);
+        run(p, in, in.data_ptr(), out.data_ptr(), call,
+            opts.timeout);
         std::vector<at::Tensor> outs{out};
         return done(c10d::OpType::_REDUCE_SCATTER_BASE, outs);
     }
@@ -480,7 +493,8 @@ public:
             p.counts = counts.data();
             p.recv_capacity = static_cast<size_t>(out.numel());
         }
-        run(p, in.data_ptr(), out.data_ptr(), call, opts.timeout);
+        run(p, in, in.data_ptr(), out.data_ptr(), call,
+            opts.timeout);
         std::vector<at::Tensor> outs{out};
         return done(c10d::OpType::ALLTOALL_BASE, outs);
     }
@@ -577,7 +591,8 @@ public:
         tutti_instance_params_t p = params(TUTTI_COLL_ALLREDUCE, t,
                                            "barrier");
         p.op = TUTTI_OP_MAX;
-        run(p, t.data_ptr(), t.data_ptr(), "barrier", opts.timeout);
+        run(p, t, t.data_ptr(), t.data_ptr(), "barrier",
+            opts.timeout);
         std::vector<at::Tensor> none;
         return done(c10d::OpType::BARRIER, none);
     }
@@ -601,6 +616,8 @@ private:
     double timeout_;
     tutti_context_t *ctx_ = nullptr;
     tutti_group_t *group_ = nullptr;
+    tutti_group_t *cuda_group_ = nullptr; /* made at the first CUDA call */
+    int cuda_device_ = -1;
     /* One thread drives a group member at a time (tutti.h); torch may
      * call from several (DDP's reducer from autograd's). */
     std::mutex mu_;
@@ -616,12 +633,26 @@ private:
         TORCH_CHECK(tensors.size() == 1, "tutti: ", call, ": expected one "
                     "tensor per process, got ", tensors.size());
         at::Tensor &t = tensors[0];
-        TORCH_CHECK(t.device().is_cpu(), "tutti: ", call, ": the tensor "
-                    "is on ", t.device(), "; this backend takes CPU "
-                    "tensors (CUDA is next)");
+        device_ok(t, call);
         TORCH_CHECK(t.is_contiguous(), "tutti: ", call, ": the tensor is "
                     "not contiguous");
         return t;
+    }
+
+    /* CPU tensors, and CUDA tensors where the backend was built with
+     * CUDA (tutti's CUDA group: NCCL's module, or the staged path). */
+    void device_ok(const at::Tensor &t, const char *call) const
+    {
+#ifdef TUTTI_TORCH_CUDA
+        TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "tutti: ",
+                    call, ": rank ", getRank(), ": the tensor is on ",
+                    t.device(), "; this backend takes CPU and CUDA tensors");
+#else
+        TORCH_CHECK(t.device().is_cpu(), "tutti: ", call, ": rank ",
+                    getRank(), ": the tensor is on ", t.device(), "; this "
+                    "build of tutti.torch takes CPU tensors (it was built "
+                    "where torch had no CUDA, or without CUDA's headers)");
+#endif
     }
 
     /* @p flat's elements, in order, into the tensors of @p outs (what
@@ -639,8 +670,10 @@ private:
     void check_input(const at::Tensor &in, const at::Tensor &out,
                      const char *call)
     {
-        TORCH_CHECK(in.device().is_cpu() && out.device().is_cpu(),
-                    "tutti: ", call, ": CPU tensors only (CUDA is next)");
+        device_ok(in, call);
+        TORCH_CHECK(in.device() == out.device(), "tutti: ", call,
+                    ": input on ", in.device(), ", output on ",
+                    out.device());
         TORCH_CHECK(in.is_contiguous() && out.is_contiguous(), "tutti: ",
                     call, ": tensors must be contiguous");
         TORCH_CHECK(in.scalar_type() == out.scalar_type(), "tutti: ", call,
@@ -698,8 +731,43 @@ private:
 
     /* Execute @p p on the group and wait: the instance key hashes every
      * parameter an instance fixes, the same on every rank. */
-    void run(tutti_instance_params_t &p, const void *send, void *recv,
-             const char *call, std::chrono::milliseconds timeout)
+    /* The group @p t's device runs in: the cpu group, or the CUDA group
+     * of its GPU, joined by every rank at its first CUDA call (a
+     * collective, so every rank makes it); its stream the current one. */
+    tutti_group_t *group_for(const at::Tensor &t, tutti_instance_params_t &p,
+                             const char *call)
+    {
+        TORCH_CHECK(group_ != nullptr, "tutti: ", call, ": rank ",
+                    getRank(), ": the process group was shut down");
+        if (!t.device().is_cuda())
+            return group_;
+#ifdef TUTTI_TORCH_CUDA
+        int dev = t.device().index();
+        if (cuda_group_ == nullptr) {
+            tutti_group_params_t gp;
+            tutti_group_params_init(&gp);
+            gp.group_key = 2;
+            gp.group_size = getSize();
+            gp.device_type = TUTTI_DEVICE_CUDA;
+            gp.device_index = dev;
+            gp.timeout = timeout_;
+            check(tutti_group_join(ctx_, &gp, &cuda_group_), call);
+            cuda_device_ = dev;
+        }
+        TORCH_CHECK(dev == cuda_device_, "tutti: ", call, ": rank ",
+                    getRank(), ": a tensor on cuda:", dev, "; this rank's "
+                    "CUDA member is cuda:", cuda_device_, " (one GPU per "
+                    "rank)");
+        p.stream = c10::cuda::getCurrentCUDAStream(dev).stream();
+        return cuda_group_;
+#else
+        return group_;
+#endif
+    }
+
+    void run(tutti_instance_params_t &p, const at::Tensor &t,
+             const void *send, void *recv, const char *call,
+             std::chrono::milliseconds timeout)
     {
         uint64_t h = 0xcbf29ce484222325ULL;
         h = mix(h, 0x746f7263);
@@ -714,9 +782,8 @@ private:
             p.timeout = timeout.count() / 1000.0;
         tutti_request_t *r = nullptr;
         std::lock_guard<std::mutex> hold(mu_);
-        TORCH_CHECK(group_ != nullptr, "tutti: ", call, ": rank ",
-                    getRank(), ": the process group was shut down");
-        check(tutti_execute(group_, &p, send, recv, &r), call);
+        tutti_group_t *g = group_for(t, p, call);
+        check(tutti_execute(g, &p, send, recv, &r), call);
         tutti_status_t st = tutti_request_wait(r);
         std::string why = st == TUTTI_OK ? "" : message(st, call);
         tutti_request_free(r);
@@ -734,6 +801,10 @@ private:
                                         int is_recv)
     {
         const char *call = is_recv ? "recv" : "send";
+        TORCH_CHECK(t.device().is_cpu(), "tutti: ", call, ": rank ",
+                    getRank(), ": the tensor is on ", t.device(), "; "
+                    "point-to-point takes CPU tensors (Tutti's CUDA groups "
+                    "run collectives only)");
         TORCH_CHECK(tag >= 0, "tutti: ", call, ": rank ", getRank(),
                     ": tag ", tag, ": expected a tag >= 0");
         tutti_dtype_t dt = dtype_of(t, call);
