@@ -111,43 +111,6 @@ private:
     c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
-/* ---- a Work over a pending request ----------------------------------- */
-
-class TuttiBackend;
-
-/* send's and recv's: the request progresses in wait() and isCompleted()
- * (under the backend's lock, in slices, so other threads may call in
- * between); the future completes when either sees the request done. */
-class RequestWork : public c10d::Work {
-public:
-    RequestWork(c10::intrusive_ptr<TuttiBackend> owner, tutti_request_t *r,
-                c10d::OpType op, std::vector<at::Tensor> tensors,
-                const char *call);
-    ~RequestWork() override;
-    bool isCompleted() override;
-    bool isSuccess() const override;
-    std::exception_ptr exception() const override;
-    bool wait(std::chrono::milliseconds timeout) override;
-    std::vector<at::Tensor> result() override { return tensors_; }
-    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
-    {
-        return future_;
-    }
-
-private:
-    c10::intrusive_ptr<TuttiBackend> owner_;
-    tutti_request_t *request_;
-    std::vector<at::Tensor> tensors_;
-    const char *call_;
-    bool done_ = false;
-    std::exception_ptr error_;
-    c10::intrusive_ptr<c10::ivalue::Future> future_;
-
-    void settle(tutti_status_t st);
-    void fail(const std::string &why);
-    bool poll(double seconds);
-};
-
 /* ---- types ------------------------------------------------------------ */
 
 tutti_dtype_t dtype_of(const at::Tensor &t, const char *call)
@@ -798,135 +761,151 @@ private:
     }
 
     c10::intrusive_ptr<c10d::Work> post(at::Tensor &t, int peer, int tag,
-                                        int is_recv)
+                                        int is_recv);
+};
+
+/* ---- a Work over a pending request ----------------------------------- */
+
+/* send's and recv's: the request progresses in wait() and isCompleted()
+ * (under the backend's lock, in slices, so other threads may call in
+ * between); the future completes when either sees the request done. */
+class RequestWork : public c10d::Work {
+public:
+    RequestWork(c10::intrusive_ptr<TuttiBackend> owner, tutti_request_t *r,
+                c10d::OpType op, std::vector<at::Tensor> tensors,
+                const char *call)
+        : Work(owner->getRank(), op), owner_(std::move(owner)), request_(r),
+          tensors_(std::move(tensors)), call_(call),
+          future_(c10::make_intrusive<c10::ivalue::Future>(
+              c10::ListType::create(c10::TensorType::get())))
     {
-        const char *call = is_recv ? "recv" : "send";
-        TORCH_CHECK(t.device().is_cpu(), "tutti: ", call, ": rank ",
-                    getRank(), ": the tensor is on ", t.device(), "; "
-                    "point-to-point takes CPU tensors (Tutti's CUDA groups "
-                    "run collectives only)");
-        TORCH_CHECK(tag >= 0, "tutti: ", call, ": rank ", getRank(),
-                    ": tag ", tag, ": expected a tag >= 0");
-        tutti_dtype_t dt = dtype_of(t, call);
-        size_t n = static_cast<size_t>(t.numel());
-        tutti_request_t *r = nullptr;
-        std::lock_guard<std::mutex> hold(mu_);
-        TORCH_CHECK(group_ != nullptr, "tutti: ", call, ": rank ",
-                    getRank(), ": the process group was shut down");
-        auto t32 = static_cast<uint32_t>(tag);
-        check(is_recv ? tutti_irecv(group_, t.data_ptr(), n, dt, peer, t32,
-                                    &r)
-                      : tutti_isend(group_, t.data_ptr(), n, dt, peer, t32,
-                                    &r),
-              call);
-        return c10::make_intrusive<RequestWork>(
-            c10::intrusive_ptr<TuttiBackend>::reclaim_copy(this), r,
-            is_recv ? c10d::OpType::RECV : c10d::OpType::SEND,
-            std::vector<at::Tensor>{t}, call);
+    }
+
+    /* A Work dropped while its message is in flight: the request stays
+     * with the group (freed when it is left) rather than freed in
+     * flight. */
+    ~RequestWork() override
+    {
+        std::lock_guard<std::mutex> hold(owner_->lock());
+        if (!done_ && owner_->live() &&
+            tutti_request_test(request_) != TUTTI_INPROGRESS)
+            tutti_request_free(request_);
+    }
+
+    bool isCompleted() override { return advance(0); }
+    bool isSuccess() const override { return done_ && error_ == nullptr; }
+    std::exception_ptr exception() const override { return error_; }
+    std::vector<at::Tensor> result() override { return tensors_; }
+    c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
+    {
+        return future_;
+    }
+
+    /* Slices of 50 ms under the lock; the group's time limit ends a
+     * message that never comes (TUTTI_ERR_TIMEOUT, naming the peer),
+     * @p timeout (if not kNoTimeout) one the caller will not wait for
+     * any longer. */
+    bool wait(std::chrono::milliseconds timeout) override
+    {
+        auto start = std::chrono::steady_clock::now();
+        while (!advance(0.05)) {
+            if (timeout == kNoTimeout ||
+                std::chrono::steady_clock::now() - start < timeout)
+                continue;
+            C10_THROW_ERROR(DistBackendError,
+                            std::string("tutti: ") + call_ + ": rank " +
+                                std::to_string(owner_->getRank()) +
+                                ": not complete within " +
+                                std::to_string(timeout.count()) + " ms");
+        }
+        if (error_ != nullptr)
+            std::rethrow_exception(error_);
+        return true;
+    }
+
+private:
+    c10::intrusive_ptr<TuttiBackend> owner_;
+    tutti_request_t *request_;
+    std::vector<at::Tensor> tensors_;
+    const char *call_;
+    bool done_ = false;
+    std::exception_ptr error_;
+    c10::intrusive_ptr<c10::ivalue::Future> future_;
+
+    /* Waits up to @p seconds (0: a test) for the request; whether it
+     * ended. */
+    bool advance(double seconds)
+    {
+        std::lock_guard<std::mutex> hold(owner_->lock());
+        if (done_)
+            return true;
+        if (!owner_->live()) {
+            fail(std::string("tutti: ") + call_ + ": rank " +
+                 std::to_string(owner_->getRank()) + ": the process group "
+                 "was shut down before it completed");
+            return true;
+        }
+        tutti_status_t st = seconds > 0
+                                ? tutti_request_wait_for(request_, seconds)
+                                : tutti_request_test(request_);
+        if (st != TUTTI_INPROGRESS)
+            settle(st);
+        return done_;
+    }
+
+    /* The request ended with @p st (the backend's lock held). */
+    void settle(tutti_status_t st)
+    {
+        done_ = true;
+        if (st == TUTTI_OK) {
+            tutti_request_free(request_);
+            future_->markCompleted(c10::IValue(tensors_));
+            return;
+        }
+        std::string why = owner_->message(st, call_);
+        tutti_request_free(request_);
+        fail(why);
+    }
+
+    void fail(const std::string &why)
+    {
+        done_ = true;
+        try {
+            C10_THROW_ERROR(DistBackendError, why);
+        } catch (...) {
+            error_ = std::current_exception();
+        }
+        future_->setError(error_);
     }
 };
 
-/* ---- RequestWork ---------------------------------------------------- */
-
-RequestWork::RequestWork(c10::intrusive_ptr<TuttiBackend> owner,
-                         tutti_request_t *r, c10d::OpType op,
-                         std::vector<at::Tensor> tensors, const char *call)
-    : Work(owner->getRank(), op), owner_(std::move(owner)), request_(r),
-      tensors_(std::move(tensors)), call_(call),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get())))
+/* Point-to-point: tutti_isend or tutti_irecv, a RequestWork over it. */
+c10::intrusive_ptr<c10d::Work> TuttiBackend::post(at::Tensor &t, int peer,
+                                              int tag, int is_recv)
 {
-}
-
-/* A Work dropped while its message is in flight: the request stays with
- * the group (freed when it is left) rather than freed in flight. */
-RequestWork::~RequestWork()
-{
-    std::lock_guard<std::mutex> hold(owner_->lock());
-    if (!done_ && owner_->live() &&
-        tutti_request_test(request_) != TUTTI_INPROGRESS)
-        tutti_request_free(request_);
-}
-
-/* The request ended with @p st (the backend's lock held). */
-void RequestWork::settle(tutti_status_t st)
-{
-    done_ = true;
-    if (st == TUTTI_OK) {
-        tutti_request_free(request_);
-        future_->markCompleted(c10::IValue(tensors_));
-        return;
-    }
-    std::string why = owner_->message(st, call_);
-    tutti_request_free(request_);
-    fail(why);
-}
-
-void RequestWork::fail(const std::string &why)
-{
-    done_ = true;
-    try {
-        C10_THROW_ERROR(DistBackendError, why);
-    } catch (...) {
-        error_ = std::current_exception();
-    }
-    future_->setError(error_);
-}
-
-/* Waits up to @p seconds (0: a test) for the request; whether it ended. */
-bool RequestWork::poll(double seconds)
-{
-    std::lock_guard<std::mutex> hold(owner_->lock());
-    if (done_)
-        return true;
-    if (!owner_->live()) {
-        fail(std::string("tutti: ") + call_ + ": rank " +
-             std::to_string(owner_->getRank()) + ": the process group was "
-             "shut down before it completed");
-        return true;
-    }
-    tutti_status_t st = seconds > 0
-                            ? tutti_request_wait_for(request_, seconds)
-                            : tutti_request_test(request_);
-    if (st != TUTTI_INPROGRESS)
-        settle(st);
-    return done_;
-}
-
-bool RequestWork::isCompleted()
-{
-    return poll(0);
-}
-
-bool RequestWork::isSuccess() const
-{
-    return done_ && error_ == nullptr;
-}
-
-std::exception_ptr RequestWork::exception() const
-{
-    return error_;
-}
-
-/* Slices of 50 ms under the lock; the group's time limit ends a message
- * that never comes (TUTTI_ERR_TIMEOUT, naming the peer), @p timeout
- * (if not kNoTimeout) one the caller will not wait for any longer. */
-bool RequestWork::wait(std::chrono::milliseconds timeout)
-{
-    auto start = std::chrono::steady_clock::now();
-    while (!poll(0.05)) {
-        if (timeout == kNoTimeout ||
-            std::chrono::steady_clock::now() - start < timeout)
-            continue;
-        C10_THROW_ERROR(DistBackendError,
-                        std::string("tutti: ") + call_ + ": rank " +
-                            std::to_string(owner_->getRank()) +
-                            ": not complete within " +
-                            std::to_string(timeout.count()) + " ms");
-    }
-    if (error_ != nullptr)
-        std::rethrow_exception(error_);
-    return true;
+    const char *call = is_recv ? "recv" : "send";
+    TORCH_CHECK(t.device().is_cpu(), "tutti: ", call, ": rank ",
+                getRank(), ": the tensor is on ", t.device(), "; "
+                "point-to-point takes CPU tensors (Tutti's CUDA groups "
+                "run collectives only)");
+    TORCH_CHECK(tag >= 0, "tutti: ", call, ": rank ", getRank(),
+                ": tag ", tag, ": expected a tag >= 0");
+    tutti_dtype_t dt = dtype_of(t, call);
+    size_t n = static_cast<size_t>(t.numel());
+    tutti_request_t *r = nullptr;
+    std::lock_guard<std::mutex> hold(mu_);
+    TORCH_CHECK(group_ != nullptr, "tutti: ", call, ": rank ",
+                getRank(), ": the process group was shut down");
+    auto t32 = static_cast<uint32_t>(tag);
+    check(is_recv ? tutti_irecv(group_, t.data_ptr(), n, dt, peer, t32,
+                                &r)
+                  : tutti_isend(group_, t.data_ptr(), n, dt, peer, t32,
+                                &r),
+          call);
+    return c10::make_intrusive<RequestWork>(
+        c10::intrusive_ptr<TuttiBackend>::reclaim_copy(this), r,
+        is_recv ? c10d::OpType::RECV : c10d::OpType::SEND,
+        std::vector<at::Tensor>{t}, call);
 }
 
 c10::intrusive_ptr<c10d::Backend> create_backend(
