@@ -4,32 +4,17 @@ Run under a launcher with -n 2.  Every rank prints "behaviour: rank R:
 ok N checks" when all held, else "behaviour: rank R: FAILED <what>" for
 each that did not, and exits 1.
 """
-import os
 import sys
 import time
 
 import numpy as np
 
 import tutti
-
-
-def say(line):
-    """One write per line: ranks' lines never interleave."""
-    os.write(1, (line + "\n").encode())
+from checks import expect, report, say
 
 g = tutti.init()
 rank, n = g.rank, g.size
 ctx = g.context
-failed = []
-checks = 0
-
-
-def expect(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failed.append(what)
-
 
 def raises(exc, fn, *args, **kw):
     """The exception fn raised (asserting its type), or None."""
@@ -237,9 +222,6 @@ except ValueError as e:  # a GPU host: the memory is not the GPU's
     expect("cuda" in str(e), "CUDA tensor of host memory: %s" % e)
 
 tutti.barrier()
-for w in failed:
-    say("behaviour: rank %d: FAILED %s" % (rank, w))
-if not failed:
-    say("behaviour: rank %d: ok %d checks" % (rank, checks))
+status = report("behaviour: rank %d" % rank)
 tutti.finalize()
-sys.exit(1 if failed else 0)
+sys.exit(status)

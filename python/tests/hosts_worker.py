@@ -20,13 +20,10 @@ import torch
 import torch.distributed as dist
 
 import tutti.torch  # noqa: F401  (registers "tutti")
+from checks import expect, report, say
 
 NAME_LEN = 64  # bytes of a hostname gathered (padded with zeros)
 COUNTS = (0, 1, 7, (1 << 20) + 3)
-
-
-def say(line):
-    os.write(1, (line + "\n").encode())
 
 
 t0 = time.monotonic()
@@ -35,16 +32,6 @@ t1 = time.monotonic()
 rank, n = dist.get_rank(), dist.get_world_size()
 local = int(os.environ.get("LOCAL_WORLD_SIZE", "0"))
 host = socket.gethostname()
-failed = []
-checks = 0
-
-
-def expect(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failed.append(what)
-
 
 def same(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
@@ -95,11 +82,8 @@ for count in COUNTS:
     expect(same(out, want), "all_to_all_single " + tag)
 
 dist.barrier()
-for f in failed[:30]:
-    say("hosts_worker: rank %d: FAILED %s" % (rank, f))
-if not failed:
-    say("hosts_worker: rank %d of %d on %s: ok %d checks (init %.1f s, "
-        "collectives %.1f s)" % (rank, n, host, checks, t1 - t0,
-                                 time.monotonic() - t1))
+status = report("hosts_worker: rank %d of %d on %s" % (rank, n, host),
+                " (init %.1f s, collectives %.1f s)" % (
+                    t1 - t0, time.monotonic() - t1))
 dist.destroy_process_group()
-sys.exit(1 if failed else 0)
+sys.exit(status)

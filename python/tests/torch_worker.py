@@ -19,24 +19,11 @@ import torch
 import torch.distributed as dist
 
 import tutti.torch  # noqa: F401  (registers "tutti")
-
-
-def say(line):
-    os.write(1, (line + "\n").encode())
-
+from checks import expect, report, say
 
 dist.init_process_group("tutti", timeout=datetime.timedelta(seconds=60))
 rank, n = dist.get_rank(), dist.get_world_size()
 gloo = dist.new_group(backend="gloo")
-failed = []
-checks = 0
-
-
-def expect(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failed.append(what)
 
 
 def same(a, b):
@@ -374,9 +361,6 @@ else:
                for a, b in zip(ours, theirs)), "DDP parameters near gloo's")
 
 dist.barrier()
-for f in failed[:30]:
-    say("torch_worker: rank %d: FAILED %s" % (rank, f))
-if not failed:
-    say("torch_worker: rank %d: ok %d checks" % (rank, checks))
+status = report("torch_worker: rank %d" % rank)
 dist.destroy_process_group()
-sys.exit(1 if failed else 0)
+sys.exit(status)
