@@ -127,8 +127,9 @@ static tutti_status_t p2p_instance(tutti_group_t *g, int is_recv, int peer,
         .group_size = g->size, .num_tasks = g->num_tasks,
         .device_type = g->device_type, .instance_key = key,
         .localities = g->localities, .device_index = g->device_index};
-    snprintf(inst->algorithm, sizeof(inst->algorithm), "%s",
-             p2p_impls[is_recv].name);
+    /* What messages, time limits and the flight recorder name it by. */
+    snprintf(inst->algorithm, sizeof(inst->algorithm), "%s rank %d tag %u",
+             is_recv ? "recv from" : "send to", peer, tag);
     tutti__instance_insert(g, inst);
     *out = inst;
     return TUTTI_OK;

@@ -506,7 +506,9 @@ tutti_status_t tutti_isend(tutti_group_t *group, const void *buf,
                            uint32_t tag, tutti_request_t **request_out);
 /** Receive @p count elements of @p dtype from rank @p peer under @p tag
  *  into @p buf (see tutti_isend()); tutti_request_info()'s recv_total
- *  is @p count.  Since 0.2. */
+ *  is @p count, and its algorithm, as errors and the flight recorder,
+ *  names the message: "recv from rank P tag T" ("send to rank P tag T"
+ *  for a send).  Since 0.2. */
 tutti_status_t tutti_irecv(tutti_group_t *group, void *buf, size_t count,
                            tutti_dtype_t dtype, int peer, uint32_t tag,
                            tutti_request_t **request_out);

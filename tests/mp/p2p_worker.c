@@ -113,8 +113,14 @@ static void ring(member_t *m, tutti_group_t *g)
         if (r[0] != NULL) {
             tutti_request_info_t info;
             tutti_request_info(r[0], &info);
-            check(m, info.recv_total == cases[c].count, "ring: recv_total "
-                  "%zu, expected %zu", info.recv_total, cases[c].count);
+            char want[64];
+            snprintf(want, sizeof(want), "recv from rank %d tag %d", prev,
+                     c);
+            check(m, info.recv_total == cases[c].count &&
+                         strcmp(info.algorithm, want) == 0,
+                  "ring: recv_total %zu, expected %zu; algorithm '%s', "
+                  "expected '%s'", info.recv_total, cases[c].count,
+                  info.algorithm, want);
         }
         tutti_request_free(r[0]);
         tutti_request_free(r[1]);
@@ -254,6 +260,8 @@ static void timeout(member_t *m, tutti_group_t *g, tutti_group_t *g1)
     if (m->rank == 0) {
         tutti_status_t st = tutti_recv(g1, &x, 1, TUTTI_INT32, 1, 3);
         check(m, st == TUTTI_ERR_TIMEOUT &&
+                 strstr(tutti_last_error(), "(recv from rank 1 tag 3) "
+                        "made no progress") != NULL &&
                  strstr(tutti_last_error(), "waiting for rank 1") != NULL,
               "timeout: %s", tutti_status_name(st));
     }
