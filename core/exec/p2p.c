@@ -30,7 +30,6 @@
 #define P2P_RECV (1ULL << 61)
 #define P2P_WIRE P2P_KEYS      /* with the tag: the instance key on the
                                   wire */
-#define P2P_MAX_PEER ((1 << 29) - 1)
 
 /* One direction, peer and tag: the transfer of its execution in flight
  * (executions of an instance run one at a time). */
