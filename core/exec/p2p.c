@@ -26,7 +26,9 @@
 #include "base/log.h"
 #include "exec/exec.h"
 
-#define P2P_KEYS (3ULL << 62)  /* table keys: P2P_KEYS | dir | peer | tag */
+/* Table keys: P2P_KEYS | dir | peer << 32 | tag (peer below 2^29: no
+ * group has half a billion members). */
+#define P2P_KEYS (3ULL << 62)
 #define P2P_RECV (1ULL << 61)
 #define P2P_WIRE P2P_KEYS      /* with the tag: the instance key on the
                                   wire */
