@@ -768,16 +768,15 @@ private:
 
 /* send's and recv's: the request progresses in wait() and isCompleted()
  * (under the backend's lock, in slices, so other threads may call in
- * between); the future completes when either sees the request done. */
+ * between).  Its future is made when first asked for (as DoneWork's),
+ * and completes when either sees the request done. */
 class RequestWork : public c10d::Work {
 public:
     RequestWork(c10::intrusive_ptr<TuttiBackend> owner, tutti_request_t *r,
                 c10d::OpType op, std::vector<at::Tensor> tensors,
                 const char *call)
         : Work(owner->getRank(), op), owner_(std::move(owner)), request_(r),
-          tensors_(std::move(tensors)), call_(call),
-          future_(c10::make_intrusive<c10::ivalue::Future>(
-              c10::ListType::create(c10::TensorType::get())))
+          tensors_(std::move(tensors)), call_(call)
     {
     }
 
@@ -798,6 +797,13 @@ public:
     std::vector<at::Tensor> result() override { return tensors_; }
     c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
     {
+        std::lock_guard<std::mutex> hold(owner_->lock());
+        if (!future_) {
+            future_ = c10::make_intrusive<c10::ivalue::Future>(
+                c10::ListType::create(c10::TensorType::get()));
+            if (done_)
+                finish_future();
+        }
         return future_;
     }
 
@@ -859,7 +865,7 @@ private:
         done_ = true;
         if (st == TUTTI_OK) {
             tutti_request_free(request_);
-            future_->markCompleted(c10::IValue(tensors_));
+            finish_future();
             return;
         }
         std::string why = owner_->message(st, call_);
@@ -875,7 +881,18 @@ private:
         } catch (...) {
             error_ = std::current_exception();
         }
-        future_->setError(error_);
+        finish_future();
+    }
+
+    /* The request ended: the future, if one was asked for, says how. */
+    void finish_future()
+    {
+        if (!future_)
+            return;
+        if (error_ != nullptr)
+            future_->setError(error_);
+        else
+            future_->markCompleted(c10::IValue(tensors_));
     }
 };
 
