@@ -257,6 +257,28 @@ elif rank == 1:
     expect(same(a, torch.arange(300000.0)) and
            same(b, -torch.arange(300000.0)) and fut.done() and
            same(fut.value()[0], b), "tags out of order")
+# a wait with a time limit gives up, the receive still pending; the
+# message then comes and the same work completes, its future too
+got = torch.zeros(3)
+if rank == 0:
+    w = dist.irecv(got, 1, tag=21)
+    try:
+        w.wait(datetime.timedelta(milliseconds=200))
+        expect(False, "wait(200 ms) returned without a message")
+    except Exception as e:  # noqa: BLE001
+        expect("tutti: recv: rank 0: not complete within 200 ms"
+               in str(e), "wait timeout: %s" % e)
+    expect(not w.is_completed() and w.exception() is None,
+           "pending after a timed-out wait")
+    fut = w.get_future()
+dist.barrier()
+if rank == 1:
+    dist.send(torch.full((3,), 21.0), 0, tag=21)
+elif rank == 0:
+    w.wait()
+    expect(w.is_completed() and w.is_success() and
+           same(got, torch.full((3,), 21.0)) and fut.done(),
+           "completed after the timeout %r" % got)
 for bad, want in [(lambda: dist.recv(torch.empty(1)),
                    "a receive from any source (src=None) is not supported"),
                   (lambda: dist.send(torch.empty(1), nxt, tag=-2),
