@@ -118,6 +118,13 @@ static void test_tree_passes(void **state)
     expect_module_passed("tree", "tutti-conformance alg_tree.so");
 }
 
+static void test_hier_passes(void **state)
+{
+    (void)state;
+    run_kit("", B "/algorithms/hier/.libs/alg_hier.so", 0);
+    expect_module_passed("hier", "tutti-conformance alg_hier.so");
+}
+
 static void test_template_passes(void **state)
 {
     (void)state;
@@ -280,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_template_passes),
         cmocka_unit_test(test_ring_passes),
         cmocka_unit_test(test_tree_passes),
+        cmocka_unit_test(test_hier_passes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,6 +17,12 @@
  *     the store says which tasks share a host (shm between them) and
  *     where task 0's rendezvous listens (a port the system picked).
  *
+ *   Hierarchical collectives: tests/mp/diffcheck (every implementation
+ *     by name and through selection, every output element checked
+ *     exactly) on 2 hosts x 2 tasks with ranks in host order, on 2 hosts
+ *     whose ranks alternate, and on 2 hosts x 1 task of 2 members; each
+ *     Hierarchical* implementation must log that it saw 2 hosts x 2.
+ *
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip` (iproute2) and `unshare`
  * (util-linux); skipped, saying which command failed, where these are
  * missing.  The namespaces (and with them the links) are deleted at the
@@ -56,6 +62,8 @@ typedef struct {
     char dir[64];                /* logs and outputs of the tasks */
     char job[48];
     int store;                   /* meet through a store of files */
+    const char *argv[8];         /* the worker and its arguments; none:
+                                    launch_worker */
     pid_t pid[MAX_TASKS];
     int passed;
 } net_t;
@@ -238,9 +246,17 @@ static pid_t start_task(const net_t *n, int t, int ntasks, int h, int lt,
     setenv("TUTTI_LOG_LEVEL", "debug", 1);
     setenv("TUTTI_TIMEOUT", "60", 1);
     snprintf(host, sizeof(host), "tutti-netns-host%d", h);
-    execlp("timeout", "timeout", "-k", "5", "120", "ip", "netns", "exec",
-           n->ns[h], "unshare", "--uts", "sh", "-c",
-           "hostname \"$0\" && exec \"$1\"", host, WORKER, (char *)NULL);
+    /* The worker and its arguments (n->argv), or launch_worker. */
+    const char *argv[24] = {"timeout", "-k", "5", "120", "ip", "netns",
+                            "exec", n->ns[h], "unshare", "--uts", "sh", "-c",
+                            "hostname \"$0\" && exec \"$@\"", host};
+    int a = 14;
+    if (n->argv[0] == NULL)
+        argv[a++] = WORKER;
+    for (int i = 0; n->argv[i] != NULL && a < 23; i++)
+        argv[a++] = n->argv[i];
+    argv[a] = NULL;
+    execvp("timeout", (char *const *)argv);
     fprintf(stderr, "test_netns: cannot run timeout: %s\n", strerror(errno));
     _exit(127);
 }
@@ -260,17 +276,12 @@ static void line_after(const char *log, const char *what, char *out,
     out[k] = '\0';
 }
 
-/* Runs @p ntasks tasks, task t on host t / per_host, and checks every one
- * finished with exact results; @p want_data and @p want_ctrl are what the
- * transport line of each task's data group and control plane must hold. */
-static void run_job(net_t *n, int ntasks, int per_host,
-                    const char *transports, const char *const *want_data,
-                    const char *want_ctrl)
+/* A job's secret (hex, 33 bytes with its end) into @p secret, its id
+ * and its directory of logs (with the store's, if it meets through one). */
+static void job_begin(net_t *n, char *secret)
 {
-    static char out[8192], log[1 << 18];
-    char secret[40], path[160];
+    char path[160];
     unsigned char rnd[16];
-    int status[MAX_TASKS];
     FILE *ur = fopen("/dev/urandom", "r");
     assert_non_null(ur);
     assert_int_equal(fread(rnd, 1, sizeof(rnd), ur), sizeof(rnd));
@@ -284,6 +295,31 @@ static void run_job(net_t *n, int ntasks, int per_host,
         snprintf(path, sizeof(path), "%s/store", n->dir);
         assert_int_equal(mkdir(path, 0700), 0);
     }
+}
+
+/* Waits for the job's n->ntasks tasks: their exit statuses. */
+static void job_wait(net_t *n, int *status)
+{
+    for (int t = 0; t < n->ntasks; t++) {
+        int st = 0;
+        while (waitpid(n->pid[t], &st, 0) < 0 && errno == EINTR)
+            ;
+        n->pid[t] = 0;
+        status[t] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+}
+
+/* Runs @p ntasks tasks, task t on host t / per_host, and checks every one
+ * finished with exact results; @p want_data and @p want_ctrl are what the
+ * transport line of each task's data group and control plane must hold. */
+static void run_job(net_t *n, int ntasks, int per_host,
+                    const char *transports, const char *const *want_data,
+                    const char *want_ctrl)
+{
+    static char out[8192], log[1 << 18];
+    char secret[40], path[160];
+    int status[MAX_TASKS];
+    job_begin(n, secret);
 
     long long rx0[MAX_HOSTS];
     for (int h = 0; h < n->nhosts; h++)
@@ -294,13 +330,7 @@ static void run_job(net_t *n, int ntasks, int per_host,
                                per_host, transports, secret);
         assert_true(n->pid[t] > 0);
     }
-    for (int t = 0; t < ntasks; t++) {
-        int st = 0;
-        while (waitpid(n->pid[t], &st, 0) < 0 && errno == EINTR)
-            ;
-        n->pid[t] = 0;
-        status[t] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
+    job_wait(n, status);
     for (int t = 0; t < ntasks; t++) {
         char want[160], rest[256];
         snprintf(path, sizeof(path), "%s/out.%d", n->dir, t);
@@ -360,6 +390,78 @@ static void run_job(net_t *n, int ntasks, int per_host,
     }
     snprintf(path, sizeof(path), "tutti-%s", n->job);
     assert_int_equal(test_shm_names_with(path), 0);
+    n->passed = 1;
+}
+
+/* The hierarchical implementations, which must have seen the grid. */
+static const char *const hier_impls[] = {
+    "HierarchicalAllreduce", "HierarchicalLeaderAllreduce",
+    "HierarchicalAllgather", "HierarchicalReduceScatter",
+    "HierarchicalAlltoall", NULL};
+
+/* Runs diffcheck (every implementation by name and through selection,
+ * each output element checked exactly) as @p ntasks tasks of @p devices
+ * members each on n->nhosts hosts, task t on host t / per_host or, with
+ * @p round_robin, on host t mod nhosts; checks that every member found no
+ * wrong element and no failure (calls seeded by @p seed), and that every
+ * hierarchical
+ * implementation saw the group as @p grid ("2 hosts x 2"). */
+static void run_diffcheck(net_t *n, int ntasks, int round_robin,
+                          const char *devices, const char *seed,
+                          const char *grid)
+{
+    static char out[1 << 16], log[1 << 20];
+    char secret[40], path[160];
+    int status[MAX_TASKS], per_host = ntasks / n->nhosts;
+    const char *argv[] = {TUTTI_TEST_BUILDDIR "/tests/mp/diffcheck",
+                          "--calls", "400", "--seed", seed,
+                          "--devices", devices,
+                          "--max-bytes", "262144", NULL};
+
+    memcpy(n->argv, argv, sizeof(argv));
+    job_begin(n, secret);
+    n->ntasks = ntasks;
+    for (int t = 0; t < ntasks; t++) {
+        int h = round_robin ? t % n->nhosts : t / per_host;
+        int lt = round_robin ? t / n->nhosts : t % per_host;
+        n->pid[t] = start_task(n, t, ntasks, h, lt, per_host, "shm,tcp",
+                               secret);
+        assert_true(n->pid[t] > 0);
+    }
+    job_wait(n, status);
+    for (int t = 0; t < ntasks; t++) {
+        snprintf(path, sizeof(path), "%s/out.%d", n->dir, t);
+        read_file(path, out, sizeof(out));
+        snprintf(path, sizeof(path), "%s/log.%d", n->dir, t);
+        read_file(path, log, sizeof(log));
+        if (status[t] != 0)
+            fail_msg("diffcheck task %d exited %d (124: timed out); "
+                     "stdout:\n%.6000s", t, status[t], out);
+        int members = atoi(devices);
+        for (int d = 0; d < members; d++) {
+            char want[64];
+            snprintf(want, sizeof(want), "diffcheck: rank %d: ",
+                     t * members + d);
+            const char *p = strstr(out, want);
+            if (p == NULL || strstr(p, " 0 wrong, 0 failures") == NULL)
+                fail_msg("task %d: no '%s... 0 wrong, 0 failures' line:\n%s",
+                         t, want, out);
+            if (t == 0 && d == 0)
+                print_message("%.*s\n", (int)strcspn(p, "\n"), p);
+        }
+        for (const char *const *i = hier_impls; *i != NULL; i++) {
+            int seen = 0;
+            for (const char *p = log; !seen && (p = strstr(p, *i)) != NULL;
+                 p++) {
+                const char *eol = strchr(p, '\n');
+                const char *g = strstr(p, grid);
+                seen = g != NULL && (eol == NULL || g < eol);
+            }
+            if (!seen)
+                fail_msg("task %d: %s never ran on '%s' (log %s)", t, *i,
+                         grid, path);
+        }
+    }
     n->passed = 1;
 }
 
@@ -443,6 +545,31 @@ static void test_three_hosts_tcp(void **state)
     run_job(n, 3, 1, "tcp", data, "tcp to 2 peer(s)");
 }
 
+/* Hierarchical collectives, exact, over 2 hosts x 2 tasks: ranks in host
+ * order, then alternating hosts (a grid whose hosts' ranks are not
+ * consecutive), then 2 hosts x 1 task of 2 members (inside a host over
+ * the local transport). */
+static void test_hier_two_by_two(void **state)
+{
+    net_t *n = *state;
+    net_up(n, 2);
+    run_diffcheck(n, 4, 0, "1", "1", "of 2 hosts x 2,");
+}
+
+static void test_hier_alternating(void **state)
+{
+    net_t *n = *state;
+    net_up(n, 2);
+    run_diffcheck(n, 4, 1, "1", "2", "of 2 hosts x 2,");
+}
+
+static void test_hier_devices(void **state)
+{
+    net_t *n = *state;
+    net_up(n, 2);
+    run_diffcheck(n, 2, 0, "2", "3", "of 2 hosts x 2,");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +580,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_two_hosts_store, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_three_hosts_tcp, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_hier_two_by_two, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_hier_alternating, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_hier_devices, net_setup,
                                         net_teardown),
     };
     return test_exit(cmocka_run_group_tests(tests, NULL, NULL));

@@ -1,0 +1,91 @@
+/*
+ * HierarchicalAllreduce: allreduce in three phases that cross each host's
+ * link the least a bandwidth schedule can.  Cost, H hosts of L members:
+ * 2(L-1) steps inside hosts, each member moving S/L per step, and 2(H-1)
+ * steps between them in which each host's link carries 2(H-1)/H of the
+ * buffer each way in all (the floor), shared by L rings.  Limits: equal
+ * counts, CPU memory, the same number of members on every host.
+ *
+ * The buffer is cut into L shards.  Inside each host a ring reduce-
+ * scatter leaves member (h, l) with shard (l+1) mod L reduced over its
+ * host; the H members with local index l then run a ring allreduce of
+ * that shard between hosts (cut into H blocks), so L rings share each
+ * host link, each carrying its shard; inside each host a ring allgather
+ * of the shards ends it.  An out-of-place call first copies its input to
+ * the output, where every phase then works.  One host: a ring allreduce
+ * inside it; one member per host: a ring allreduce between hosts.
+ */
+#include "hier.h"
+
+#define R TUTTI_ALG_HIER_RECV
+
+/* Shard @p j in bytes. */
+static void shard(const tutti_alg_hier_state_t *s, int j, size_t *off,
+                  size_t *len)
+{
+    tutti_alg_hier_part(s->inst->count, s->topo.per_host,
+                        tutti_alg_hier_mod(j, s->topo.per_host), off, len);
+    *off *= s->esize;
+    *len *= s->esize;
+}
+
+/* Block @p i (of H) of shard @p j, in bytes. */
+static void block(const tutti_alg_hier_state_t *s, int j, int i,
+                  size_t *off, size_t *len)
+{
+    size_t so, sl, bo;
+    int H = s->topo.hosts;
+    tutti_alg_hier_part(s->inst->count, s->topo.per_host, j, &so, &sl);
+    tutti_alg_hier_part(sl, H, tutti_alg_hier_mod(i, H), &bo, len);
+    *off = (so + bo) * s->esize;
+    *len *= s->esize;
+}
+
+static void build(tutti_alg_hier_state_t *s)
+{
+    const tutti_alg_hier_topo_t *t = &s->topo;
+    tutti_alg_hier_sched_t *sc = &s->sched;
+    int H = t->hosts, L = t->per_host, h = t->host, l = t->local;
+    int right = t->right, left = t->left;
+    size_t o, n;
+
+    if (s->inst->count == 0)
+        return;
+    for (int k = 0; k < L - 1; k++) {
+        tutti_alg_hier_step(sc, k == 0 ? "host reduce-scatter" : NULL);
+        shard(s, l - k, &o, &n);
+        tutti_alg_hier_send(sc, right, 0, R, o, n);
+        shard(s, l - k - 1, &o, &n);
+        tutti_alg_hier_recv_reduce(sc, left, 0, R, o, n);
+    }
+    int own = (l + 1) % L;
+    int up = t->up, down = t->down;
+    for (int k = 0; k < H - 1; k++) {
+        tutti_alg_hier_step(sc, k == 0 ? "reduce-scatter between hosts"
+                                       : NULL);
+        block(s, own, h - k, &o, &n);
+        tutti_alg_hier_send(sc, up, 0, R, o, n);
+        block(s, own, h - k - 1, &o, &n);
+        tutti_alg_hier_recv_reduce(sc, down, 0, R, o, n);
+    }
+    for (int k = 0; k < H - 1; k++) {
+        tutti_alg_hier_step(sc, k == 0 ? "allgather between hosts" : NULL);
+        block(s, own, h + 1 - k, &o, &n);
+        tutti_alg_hier_send(sc, up, 0, R, o, n);
+        block(s, own, h - k, &o, &n);
+        tutti_alg_hier_recv(sc, down, 0, R, o, n);
+    }
+    for (int k = 0; k < L - 1; k++) {
+        tutti_alg_hier_step(sc, k == 0 ? "host allgather" : NULL);
+        shard(s, l + 1 - k, &o, &n);
+        tutti_alg_hier_send(sc, right, 0, R, o, n);
+        shard(s, l - k, &o, &n);
+        tutti_alg_hier_recv(sc, left, 0, R, o, n);
+    }
+}
+
+static const tutti_alg_hier_impl_t impl = {
+    .name = "HierarchicalAllreduce", .scratch = tutti_alg_hier_no_scratch, .build = build,
+    .begin = tutti_alg_hier_copy_in};
+
+TUTTI_ALG_HIER_DEFINE(tutti_alg_hier_allreduce_hierarchical_ops, impl);
