@@ -280,7 +280,7 @@ static int check_file(const char *path, const tune_sweep_t *s,
         for (int i = 0; i < c->nsizes && !bad; i++) {
             tutti_select_query_t q = {c->coll, TUTTI_DEVICE_CPU,
                                       TUTTI_FLOAT32, (size_t)c->size[i],
-                                      s->nprocs, s->nprocs, 0};
+                                      s->nprocs, s->nprocs, 0, 0};
             const char *impl = NULL;
             if (c->winner[i] < 0)
                 continue;

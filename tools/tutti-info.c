@@ -22,8 +22,8 @@ static void usage(FILE *out)
         "usage: tutti-info [--config FILE] [--modules DIRS] [--log-level L]\n"
         "                  [--settings]\n"
         "       tutti-info --explain COLLECTIVE [--size BYTES] [--group-size N]\n"
-        "                  [--num-tasks T] [--device cpu|cuda] [--dtype TYPE]\n"
-        "                  [--per-rank] [--resolve]\n"
+        "                  [--num-tasks T] [--hosts H] [--device cpu|cuda]\n"
+        "                  [--dtype TYPE] [--per-rank] [--resolve]\n"
         "       tutti-info --lint FILE [--modules DIRS] [--log-level L]\n"
         "Without --explain or --lint: prints the modules found (loaded, and\n"
         "refused with the reason), the implementations they provide, the\n"
@@ -46,6 +46,9 @@ static void usage(FILE *out)
         "                     block)\n"
         "  --group-size N     members in the group (default 2)\n"
         "  --num-tasks T      processes in the group, 1 to N (default N)\n"
+        "  --hosts H          hosts the group spans, 1 to T (default 1), as\n"
+        "                     the rules' hosts: key reads it; --resolve\n"
+        "                     takes 1 only (its tasks run on this host)\n"
         "  --device TYPE      cpu (default) or cuda (the CUDA rules: those\n"
         "                     whose implementation is not loaded are skipped)\n"
         "  --dtype TYPE       data type (default float32)\n"
@@ -179,10 +182,13 @@ static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
         snprintf(size, sizeof(size), "per-rank counts");
     else
         snprintf(size, sizeof(size), "%zu bytes", q->bytes);
-    printf("%s on %s, %s, %s, group of %d over %d tasks:\n",
+    printf("%s on %s, %s, %s, group of %d over %d tasks",
            tutti_collective_name(q->collective),
            tutti_device_type_name(q->device_type), tutti_dtype_name(q->dtype),
            size, q->group_size, q->num_tasks);
+    if (q->num_hosts > 1)
+        printf(" on %d hosts", q->num_hosts);
+    printf(":\n");
     printf("%s", text);
     if (text[0] != '\0' && text[strlen(text) - 1] != '\n')
         printf("\n");
@@ -254,10 +260,10 @@ int main(int argc, char **argv)
         {"dtype", 1, 0, 'd'},      {"help", 0, 0, 'h'},
         {"resolve", 0, 0, 'R'},    {"per-rank", 0, 0, 'P'},
         {"settings", 0, 0, 'S'},   {"lint", 1, 0, 'L'},
-        {0, 0, 0, 0}};
+        {"hosts", 1, 0, 'H'},      {0, 0, 0, 0}};
     tutti_context_params_t cp;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 1u << 20, 2, -1, 0};
+                              TUTTI_FLOAT32, 1u << 20, 2, -1, 0, 1};
     tutti_context_t *ctx;
     int c, li = 0, want_explain = 0, want_resolve = 0, bad = 0, rc;
     int want_settings = 0;
@@ -275,6 +281,7 @@ int main(int argc, char **argv)
         case 's': bad = parse_bytes(optarg, &q.bytes); break;
         case 'g': bad = parse_int(optarg, &q.group_size); break;
         case 't': bad = parse_int(optarg, &q.num_tasks); break;
+        case 'H': bad = parse_int(optarg, &q.num_hosts); break;
         case 'D': bad = tutti_device_type_parse(optarg, &q.device_type) != 0;
                   break;
         case 'd': bad = tutti_dtype_parse(optarg, &q.dtype) != 0; break;
@@ -323,9 +330,21 @@ int main(int argc, char **argv)
                 "tasks)\n", q.num_tasks, q.group_size, q.group_size);
         return 2;
     }
+    if (q.num_hosts > q.num_tasks) {
+        fprintf(stderr, "tutti-info: --hosts %d does not fit --num-tasks %d: "
+                "each task runs on one host (expected 1 to %d hosts)\n",
+                q.num_hosts, q.num_tasks, q.num_tasks);
+        return 2;
+    }
     info_resolve_t r = {&cp, q.collective, q.dtype, 0, q.group_size,
                         q.num_tasks, 30.0};
     if (want_resolve) {
+        if (q.num_hosts != 1) {
+            fprintf(stderr, "tutti-info: --resolve with --hosts %d: expected "
+                    "1 (--resolve runs its tasks on this host)\n",
+                    q.num_hosts);
+            return 2;
+        }
         if (q.device_type != TUTTI_DEVICE_CPU) {
             fprintf(stderr, "tutti-info: --resolve with --device %s: expected "
                     "cpu (--resolve runs on host memory)\n",

@@ -142,6 +142,7 @@ void tutti__cfg_rule_init(tutti__rule_t *r)
     r->size_max = UINT64_MAX;
     r->group_max = INT32_MAX;
     r->tasks_max = INT32_MAX;
+    r->hosts_max = INT32_MAX;
 }
 
 void tutti__cfg_rule_free(tutti__rule_t *r)

@@ -43,6 +43,7 @@ typedef struct {
     uint64_t size_max;      /* bytes, inclusive; UINT64_MAX: open */
     int group_min, group_max;  /* inclusive; group_max INT32_MAX: open */
     int tasks_min, tasks_max;  /* likewise for num_tasks */
+    int hosts_min, hosts_max;  /* likewise for hosts: distinct hosts */
     char *algorithm;           /* implementation name */
     tutti__kv_t *params;       /* free-form parameters for the impl */
     size_t num_params;

@@ -53,6 +53,7 @@ static void print_rule(FILE *out, size_t index, const tutti__rule_t *r)
     }
     print_int_range(out, "group_size", r->group_min, r->group_max);
     print_int_range(out, "num_tasks", r->tasks_min, r->tasks_max);
+    print_int_range(out, "hosts", r->hosts_min, r->hosts_max);
     fprintf(out, " -> %s", tutti__config_rule_algo(r));
     if (r->written != NULL)
         fprintf(out, " (written %s)", r->written);

@@ -409,6 +409,14 @@ static tutti_status_t key_num_tasks(const parse_t *p, yaml_node_t *v,
     return int_range_key(p, v, "num_tasks", &r->tasks_min, &r->tasks_max);
 }
 
+static tutti_status_t key_hosts(const parse_t *p, yaml_node_t *v,
+                                void *target)
+{
+    tutti__rule_t *r = target;
+
+    return int_range_key(p, v, "hosts", &r->hosts_min, &r->hosts_max);
+}
+
 static tutti_status_t key_algorithm(const parse_t *p, yaml_node_t *v,
                                     void *target)
 {
@@ -469,8 +477,8 @@ static const keydef_t rule_keys[] = {
     {"collective", key_collective}, {"device", key_device},
     {"dtype", key_dtype},           {"size", key_size},
     {"group_size", key_group_size}, {"num_tasks", key_num_tasks},
-    {"algorithm", key_algorithm},   {"params", key_params},
-    {NULL, NULL}};
+    {"hosts", key_hosts},           {"algorithm", key_algorithm},
+    {"params", key_params},         {NULL, NULL}};
 static const section_t rule_section = {"in selection rule", rule_keys};
 
 static tutti_status_t rule_item(const parse_t *p, yaml_node_t *n, void *arg)

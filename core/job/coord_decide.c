@@ -39,7 +39,8 @@ coord_formed_t *tutti__coord_formed_find(tutti__coord_t *r, uint64_t key)
 }
 
 void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
-                                int num_tasks, int device_type,
+                                int num_tasks, int num_hosts,
+                                int device_type,
                                 const tutti_locality_t *members,
                                 const uint32_t *pci)
 {
@@ -73,6 +74,7 @@ void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
     f->key = key;
     f->size = size;
     f->num_tasks = num_tasks;
+    f->num_hosts = num_hosts;
     f->device_type = device_type;
     memcpy(f->members, members, n * sizeof(*f->members));
     for (size_t i = 0; i < n; i++) {
@@ -94,8 +96,10 @@ void tutti__coord_formed_free_all(tutti__coord_t *r)
     r->num_formed = 0;
 }
 
-/* What selection sees of an agreed instance. */
-static void query_of(const tutti__inst_payload_t *p, tutti_select_query_t *q)
+/* What selection sees of an agreed instance of formed group @p f (NULL,
+ * or another group's size: its hosts are not known, read as one). */
+static void query_of(const tutti__inst_payload_t *p, const coord_formed_t *f,
+                     tutti_select_query_t *q)
 {
     int per_rank = p->count == (uint64_t)TUTTI_COUNT_PER_RANK;
     *q = (tutti_select_query_t){
@@ -103,7 +107,8 @@ static void query_of(const tutti__inst_payload_t *p, tutti_select_query_t *q)
         (tutti_dtype_t)p->dtype,
         per_rank ? SIZE_MAX
                  : tutti__select_bytes((tutti_dtype_t)p->dtype, p->count),
-        p->size, p->num_tasks, per_rank};
+        p->size, p->num_tasks, per_rank,
+        f != NULL && f->size == p->size ? f->num_hosts : 0};
 }
 
 /* Runs the implementation's init_params once, for every member: its bytes
@@ -120,7 +125,7 @@ static tutti_status_t plan(tutti__job_t *job, const coord_inst_t *ci,
     if (ops->init_params == NULL)
         return TUTTI_OK;
     tutti_select_query_t q;
-    query_of(p, &q);
+    query_of(p, tutti__coord_formed_find(job->coord, ci->group_key), &q);
     /* A call that names its implementation still gets the params of the
      * first rule for it that matches the call. */
     const tutti__accept_t accept = {job->reg, inst};
@@ -240,7 +245,7 @@ tutti_status_t tutti__coord_choose(tutti__job_t *job, const coord_inst_t *ci,
     if (name == NULL) {
         char size[32];
         tutti_select_query_t q;
-        query_of(p, &q);
+        query_of(p, f, &q);
         const tutti__rule_t *rule = tutti__select(
             job->cfg, &q, tutti__registry_accept, &accept, NULL, 0);
         if (rule == NULL) {
@@ -286,7 +291,7 @@ tutti_status_t tutti__coord_choose(tutti__job_t *job, const coord_inst_t *ci,
     }
     if (p->algorithm[0]) {
         tutti_select_query_t q;
-        query_of(p, &q);
+        query_of(p, f, &q);
         char why[320];
         if (!tutti__registry_accept(&accept, name, &q, why, sizeof(why))) {
             snprintf(d->detail, sizeof(d->detail), "implementation %s",

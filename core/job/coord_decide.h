@@ -29,6 +29,7 @@ typedef struct coord_formed {
     uint64_t key;
     int size;
     int num_tasks;                    /* distinct tasks among the members */
+    int num_hosts;                    /* distinct hosts among the members */
     int device_type;
     tutti_locality_t *members;        /* rank order */
     char (*pci)[TUTTI__PCI_BUS_ID_LEN];
@@ -65,12 +66,13 @@ struct tutti__coord {
 };
 
 /** Keeps what decisions for group @p key, just formed, need: its
- *  @p size members in rank order over @p num_tasks tasks, their device
- *  type and their GPUs' PCI bus ids (tutti__pci_code), in place of an
- *  earlier group's of the same key, so a group formed again gets its
- *  modules' group details afresh. */
+ *  @p size members in rank order over @p num_tasks tasks on @p num_hosts
+ *  hosts, their device type and their GPUs' PCI bus ids
+ *  (tutti__pci_code), in place of an earlier group's of the same key, so
+ *  a group formed again gets its modules' group details afresh. */
 void tutti__coord_formed_record(tutti__coord_t *r, uint64_t key, int size,
-                                int num_tasks, int device_type,
+                                int num_tasks, int num_hosts,
+                                int device_type,
                                 const tutti_locality_t *members,
                                 const uint32_t *pci);
 /** The record of formed group @p key, now the most recently used; NULL if

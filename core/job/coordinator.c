@@ -247,7 +247,8 @@ static void group_formed(tutti__job_t *job, coord_group_t *cg)
         tasks += !seen;
     }
     tutti__coord_formed_record(job->coord, cg->key, cg->first.size, tasks,
-                               cg->first.device_type, cg->members, cg->pci);
+                               cg->num_hosts, cg->first.device_type,
+                               cg->members, cg->pci);
     tutti__log(TUTTI_LOG_DEBUG, "resolve", "group 0x%llx formed: %d %s "
                "devices over %d tasks", (unsigned long long)cg->key, n,
                tutti__job_dev_name(cg->first.device_type), tasks);

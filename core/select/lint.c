@@ -2,11 +2,11 @@
  * Lint of a file's selection rules (select/lint.h).  Each rule is checked
  * against the implementations loaded; then, one collective at a time, the
  * calls a rule could match are a box (device types, dtypes, size,
- * group_size, num_tasks) and the rules are taken in order: what is left of
- * a rule's box once the earlier rules' boxes are cut out is where it is
- * chosen, and what is left of all calls once every box is cut out is where
- * no rule is.  Boxes cut into at most 2 per dimension each time; a file of
- * a few dozen rules stays far below BOXES_MAX.
+ * group_size, num_tasks, hosts) and the rules are taken in order: what is
+ * left of a rule's box once the earlier rules' boxes are cut out is where
+ * it is chosen, and what is left of all calls once every box is cut out is
+ * where no rule is.  Boxes cut into at most 2 per dimension each time; a
+ * file of a few dozen rules stays far below BOXES_MAX.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -37,7 +37,7 @@
 /* ---- boxes of calls ------------------------------------------------------ */
 
 enum { SET_DEVICE, SET_DTYPE, SETS };
-enum { RANGE_SIZE, RANGE_GROUP, RANGE_TASKS, RANGES };
+enum { RANGE_SIZE, RANGE_GROUP, RANGE_TASKS, RANGE_HOSTS, RANGES };
 
 typedef struct {
     uint32_t set[SETS];              /* masks */
@@ -52,9 +52,11 @@ static bool box_empty(const box_t *b)
     for (int d = 0; d < RANGES; d++)
         if (b->lo[d] > b->hi[d])
             return true;
-    /* A task holds at least one member: no call has more tasks than
-     * members. */
-    return b->lo[RANGE_TASKS] > b->hi[RANGE_GROUP];
+    /* A task holds at least one member and runs on one host: no call has
+     * more tasks than members, nor more hosts than tasks. */
+    return b->lo[RANGE_TASKS] > b->hi[RANGE_GROUP] ||
+           b->lo[RANGE_HOSTS] > b->hi[RANGE_TASKS] ||
+           b->lo[RANGE_HOSTS] > b->hi[RANGE_GROUP];
 }
 
 static bool box_meets(const box_t *a, const box_t *b)
@@ -146,9 +148,9 @@ static box_t all_calls(int c)
 {
     bool per_rank = (PER_RANK_COLLS & TUTTI_COLL_BIT(c)) != 0;
     return (box_t){{ALL_DEVICES, ALL_DTYPES},
-                   {0, 1, 1},
+                   {0, 1, 1, 1},
                    {per_rank ? SIZE_PER_RANK : SIZE_PER_RANK - 1, INT32_MAX,
-                    INT32_MAX}};
+                    INT32_MAX, INT32_MAX}};
 }
 
 /* ---- the lint's state ---------------------------------------------------- */
@@ -341,8 +343,10 @@ static box_t rule_box(const lrule_t *lr, int c)
     const tutti__rule_t *r = lr->r;
     box_t b = {{lr->devices, r->dtypes ? r->dtypes : ALL_DTYPES},
                {r->size_min, (uint64_t)(r->group_min > 1 ? r->group_min : 1),
-                (uint64_t)(r->tasks_min > 1 ? r->tasks_min : 1)},
-               {r->size_max, (uint64_t)r->group_max, (uint64_t)r->tasks_max}};
+                (uint64_t)(r->tasks_min > 1 ? r->tasks_min : 1),
+                (uint64_t)(r->hosts_min > 1 ? r->hosts_min : 1)},
+               {r->size_max, (uint64_t)r->group_max, (uint64_t)r->tasks_max,
+                (uint64_t)r->hosts_max}};
     bool per_rank = (PER_RANK_COLLS & TUTTI_COLL_BIT(c)) &&
                     (lr->impl->per_rank_collectives & TUTTI_COLL_BIT(c));
     if (b.hi[RANGE_SIZE] == SIZE_PER_RANK && !per_rank)
@@ -350,11 +354,12 @@ static box_t rule_box(const lrule_t *lr, int c)
     return b;
 }
 
-/* A rule whose group_size and num_tasks leave no call never matches. */
+/* A rule whose group_size, num_tasks and hosts leave no call never
+ * matches. */
 static void check_counts(lint_t *l, lrule_t *lr)
 {
     const tutti__rule_t *r = lr->r;
-    char g[64], t[64];
+    char g[64], t[64], h[64];
 
     if (lr->colls == 0)
         return;
@@ -362,18 +367,32 @@ static void check_counts(lint_t *l, lrule_t *lr)
                         INT32_MAX, false, g, sizeof(g));
     tutti__range_format((uint64_t)r->tasks_min, (uint64_t)r->tasks_max,
                         INT32_MAX, false, t, sizeof(t));
-    if (r->group_max < 1 || r->tasks_max < 1) {
+    tutti__range_format((uint64_t)r->hosts_min, (uint64_t)r->hosts_max,
+                        INT32_MAX, false, h, sizeof(h));
+    if (r->group_max < 1 || r->tasks_max < 1 || r->hosts_max < 1) {
+        bool group = r->group_max < 1, tasks = !group && r->tasks_max < 1;
         say(l, r, FINDING, "rule (%s) never matches: %s %s: a group has at "
-            "least one member and one task; expected 1 or more",
-            tutti__config_rule_algo(r), r->group_max < 1 ? "group_size"
-                                                        : "num_tasks",
-            r->group_max < 1 ? g : t);
+            "least one member, one task and one host; expected 1 or more",
+            tutti__config_rule_algo(r),
+            group ? "group_size" : tasks ? "num_tasks" : "hosts",
+            group ? g : tasks ? t : h);
         lr->colls = 0;
     } else if (r->tasks_min > r->group_max) {
         say(l, r, FINDING, "rule (%s) never matches: num_tasks %s is more "
             "than group_size %s allows, as each task holds at least one "
             "member; expected num_tasks up to %d", tutti__config_rule_algo(r),
             t, g, r->group_max);
+        lr->colls = 0;
+    } else if (r->hosts_min > r->tasks_max || r->hosts_min > r->group_max) {
+        /* The tighter bound: a task runs on one host, a host holds a
+         * member. */
+        bool tasks = r->tasks_max <= r->group_max;
+        say(l, r, FINDING, "rule (%s) never matches: hosts %s is more than "
+            "%s %s allows, as each %s; expected hosts up to %d",
+            tutti__config_rule_algo(r), h, tasks ? "num_tasks" : "group_size",
+            tasks ? t : g, tasks ? "task runs on one host"
+                                 : "host holds at least one member",
+            tasks ? r->tasks_max : r->group_max);
         lr->colls = 0;
     }
 }
@@ -392,6 +411,8 @@ static void describe(const box_t *b, int c, char *buf, size_t len)
     uint64_t tasks_hi = b->hi[RANGE_TASKS] < b->hi[RANGE_GROUP]
                             ? b->hi[RANGE_TASKS]
                             : b->hi[RANGE_GROUP];
+    uint64_t hosts_hi = b->hi[RANGE_HOSTS] < tasks_hi ? b->hi[RANGE_HOSTS]
+                                                      : tasks_hi;
 
     buf[0] = '\0';
     if (lo == SIZE_PER_RANK) {
@@ -430,6 +451,13 @@ static void describe(const box_t *b, int c, char *buf, size_t len)
         tutti__range_format(b->lo[RANGE_TASKS], tasks_hi, INT32_MAX, false,
                             text, sizeof(text));
         tutti__sbuf_printf(&sb, "%snum_tasks %s", sep, text);
+        sep = ", ";
+    }
+    /* hosts up to num_tasks likewise: a task runs on one host. */
+    if (b->lo[RANGE_HOSTS] != 1 || hosts_hi < tasks_hi) {
+        tutti__range_format(b->lo[RANGE_HOSTS], hosts_hi, INT32_MAX, false,
+                            text, sizeof(text));
+        tutti__sbuf_printf(&sb, "%shosts %s", sep, text);
     }
 }
 
@@ -461,14 +489,14 @@ static void report_gaps(lint_t *l, int c, const boxes_t *gaps)
         const tutti__rule_t *at = gap_place(l, c, &gaps->b[g]);
         describe(&gaps->b[g], c, what, sizeof(what));
         say(l, at, FINDING, "no rule matches %s calls%s; expected a rule that "
-            "does, or one for %s without size, group_size and num_tasks "
-            "after the others", coll, what, coll);
+            "does, or one for %s without size, group_size, num_tasks and "
+            "hosts after the others", coll, what, coll);
     }
     if (gaps->n > GAPS_SHOWN)
         say(l, gap_place(l, c, &gaps->b[GAPS_SHOWN]), FINDING,
             "no rule matches %zu more sets of %s calls (not listed); "
-            "expected a rule for %s without size, group_size and num_tasks "
-            "after the others", gaps->n - GAPS_SHOWN, coll, coll);
+            "expected a rule for %s without size, group_size, num_tasks "
+            "and hosts after the others", gaps->n - GAPS_SHOWN, coll, coll);
 }
 
 /* The rules' boxes of collective @p c in order: each less those before it
@@ -597,7 +625,8 @@ static void report_overlaps(lint_t *l, size_t j)
             ra->device_types != rb->device_types ||
             ra->dtypes != rb->dtypes || ra->group_min != rb->group_min ||
             ra->group_max != rb->group_max ||
-            ra->tasks_min != rb->tasks_min || ra->tasks_max != rb->tasks_max)
+            ra->tasks_min != rb->tasks_min || ra->tasks_max != rb->tasks_max ||
+            ra->hosts_min != rb->hosts_min || ra->hosts_max != rb->hosts_max)
             continue;
         uint64_t lo = ra->size_min > rb->size_min ? ra->size_min
                                                   : rb->size_min;

@@ -41,7 +41,7 @@ typedef struct {
  *  - a rule naming an implementation no loaded module provides, or one
  *    that does not run the rule's collectives or devices;
  *  - a rule that never matches: earlier rules take every call it could
- *    match, or its group_size and num_tasks leave no call;
+ *    match, or its group_size, num_tasks and hosts leave no call;
  *  - a rule with a size range that overlaps the range of an earlier rule
  *    alike in every other key (that one takes the overlap);
  *  - calls of a collective the file has rules for that no rule matches

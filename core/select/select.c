@@ -134,7 +134,9 @@ static bool rule_mismatch(const tutti__rule_t *r,
     return int_mismatch("group_size", q->group_size, r->group_min,
                         r->group_max, why, len) ||
            int_mismatch("num_tasks", q->num_tasks, r->tasks_min, r->tasks_max,
-                        why, len);
+                        why, len) ||
+           int_mismatch("hosts", q->num_hosts > 0 ? q->num_hosts : 1,
+                        r->hosts_min, r->hosts_max, why, len);
 }
 
 const tutti__rule_t *tutti__select_named(const tutti__config_t *cfg,

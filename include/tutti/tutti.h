@@ -566,6 +566,10 @@ typedef struct {
                               rules match as at the largest size, and only
                               implementations that run the collective with
                               per-rank counts are chosen */
+    int num_hosts;       /**< hosts the group spans (members with distinct
+                              locality host numbers); 0 means not given
+                              and is read as 1 (one host), so a query a
+                              caller zero-initialises keeps working */
 } tutti_select_query_t;
 
 /**

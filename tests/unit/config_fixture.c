@@ -220,7 +220,7 @@ const bad_file_t bad_files[] = {
      "    algorithm: RingReduce\n"
      "  - { algorithm: X, colective: broadcast }\n", "4:21",
      "unknown key 'colective' in selection rule; expected one "
-     "of collective, device, dtype, size, group_size, num_tasks, "
+     "of collective, device, dtype, size, group_size, num_tasks, hosts, "
      "algorithm, params"},
     {BAD_KEY, 0, "modules:\n  paths: [/x]\n", "2:3",
      "unknown key 'paths' in modules"},
@@ -286,6 +286,13 @@ const bad_file_t bad_files[] = {
      "2:33", "group_size range '2-x' is not valid"},
     {BAD_VALUE, 0, "selection:\n  - { algorithm: X, num_tasks: 8-2 }\n",
      "2:32", "num_tasks range '8-2' has its lower bound above"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X,\n      hosts: two }\n",
+     "3:14", "hosts range 'two' is not valid; expected a whole number or a "
+     "range LO-HI, LO- or -HI, inclusive, e.g. 4, 2-8, 4-"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X, hosts: 4-2 }\n",
+     "2:28", "hosts range '4-2' has its lower bound above"},
+    {BAD_VALUE, 0, "selection:\n  - { algorithm: X, hosts: [1, 2] }\n",
+     "2:28", "found a list"},
     {BAD_VALUE, 0, "selection: { algorithm: X }\n", "1:12",
      "found a mapping for 'selection'; expected a list of selection rules"},
     {BAD_MODULE, 1, "shm: { single_copy: on }\n", "1:21",

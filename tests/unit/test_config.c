@@ -72,7 +72,7 @@ static const char full_yaml[] =
     "    algorithm: FirstImpl\n"
     "    params: { chunk: 1M, subdivs: 2 }\n"
     "  - { collective: broadcast, size: \"-4K\", algorithm: SecondImpl }\n"
-    "  - { algorithm: Anything, group_size: 3 }\n";
+    "  - { algorithm: Anything, group_size: 3, hosts: 2- }\n";
 
 static void test_full_file(void **state)
 {
@@ -108,6 +108,8 @@ static void test_full_file(void **state)
     assert_int_equal(r->group_max, 8);
     assert_int_equal(r->tasks_min, 4);
     assert_int_equal(r->tasks_max, INT32_MAX);
+    assert_int_equal(r->hosts_min, 0); /* not given: any */
+    assert_int_equal(r->hosts_max, INT32_MAX);
     assert_string_equal(r->algorithm, "FirstImpl");
     assert_int_equal(r->num_params, 2);
     assert_string_equal(param(r, "chunk")->value, "1M");
@@ -133,6 +135,8 @@ static void test_full_file(void **state)
     assert_int_equal(r->size_max, UINT64_MAX);
     assert_int_equal(r->group_min, 3);
     assert_int_equal(r->group_max, 3);
+    assert_int_equal(r->hosts_min, 2);
+    assert_int_equal(r->hosts_max, INT32_MAX);
     assert_int_equal(r->num_params, 0);
 
     /* The shm section waited for the module's rows: its own entry (its
@@ -144,7 +148,8 @@ static void test_full_file(void **state)
         "shm.slots", "64", NULL});
     expect_printed(f, (const char *const[]){"shm.slots = 64 (file)\n",
         "shm.slot_size = 1M (file)\n", "shm.single_copy = auto (default)\n",
-        NULL});
+        " size=1K-16K group_size=2-8 num_tasks=4- -> FirstImpl {",
+        " group_size=3 hosts=2- -> Anything\n", NULL});
 }
 
 static void test_single_values_and_empty(void **state)
@@ -380,7 +385,7 @@ static void test_check_rules_skips_missing(void **state)
 {
     fixture_t *f = *state;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 4096, 4, 1, 0};
+                              TUTTI_FLOAT32, 4096, 4, 1, 0, 0};
     const tutti__rule_t *r;
     char explain[2048];
     int calls = 0;

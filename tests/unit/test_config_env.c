@@ -157,7 +157,7 @@ static void test_env_algo_rules_first(void **state)
 {
     fixture_t *f = *state;
     tutti_select_query_t q = {TUTTI_COLL_BROADCAST, TUTTI_DEVICE_CPU,
-                              TUTTI_INT32, 64, 2, 1, 0};
+                              TUTTI_INT32, 64, 2, 1, 0, 0};
     const tutti__rule_t *r;
     const char *path = load_yaml(
         f, "algo.yaml",

@@ -88,6 +88,7 @@ static void fixture_free(fixture_t *f)
     tutti__coord_fini(&f->job);
     tutti__member_fini(&f->job);
     tutti__job_fini(&f->job);
+    tutti__registry_free(&f->reg); /* none loaded but by a test */
     tutti__config_free(&f->cfg);
     test_rmtree(f->tmp.dir);
     free(f);
@@ -812,6 +813,81 @@ static void test_inst_checks(void **state)
     fixture_free(f);
 }
 
+/* Forms group @p key of cpu:0..@p n - 1 on task 0, member i on host
+ * @p hosts[i]. */
+static void form_on_hosts(fixture_t *f, uint64_t key,
+                          const char *const *hosts, int n)
+{
+    static tutti__ctrl_msg_t m;
+    tutti__join_wait_t w;
+    for (int i = 0; i < n; i++) {
+        join_frame(&m, key, i, n);
+        tutti__join_payload_t *j = (tutti__join_payload_t *)m.payload;
+        snprintf(j->host, sizeof(j->host), "%s", hosts[i]);
+        join_answer(f, &m, &w);
+    }
+    assert_int_equal(w.status, TUTTI_OK);
+    free(w.table.members);
+    free(w.table.hosts);
+}
+
+/* Selection at the coordinator sees the hosts a group spans: its formed
+ * record keeps their number, and a rule's hosts: matches it. */
+static void test_decision_reads_hosts(void **state)
+{
+    static tutti__ctrl_msg_t m;
+    static const char *const same[] = {"h0", "h0"};
+    static const char *const apart[] = {"h0", "h1"};
+    static const struct {
+        uint64_t key;
+        const char *const *hosts;
+        int num_hosts;
+        const char *want;
+        int line;
+    } groups[] = {{0x2a, same, 1, "RecursiveDoublingAllreduce", 3},
+                  {0x2b, apart, 2, "RingAllreduce", 2}};
+    fixture_t *f = fixture(0);
+    tutti__strlist_t dirs = {NULL, 0}, all = {NULL, 0};
+    char path[400], want[600];
+    (void)state;
+    snprintf(path, sizeof(path), "%s/rules.yaml", f->tmp.dir);
+    test_write_file(path, "selection:\n"
+                    "  - { collective: allreduce, hosts: 2-,"
+                    " algorithm: RingAllreduce }\n"
+                    "  - { collective: allreduce,"
+                    " algorithm: RecursiveDoublingAllreduce }\n");
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    assert_int_equal(tutti__strlist_push(&dirs, TUTTI_TEST_BUILDDIR
+                                         "/algorithms/ring"), TUTTI_OK);
+    assert_int_equal(tutti__strlist_push(&dirs, TUTTI_TEST_BUILDDIR
+                                         "/algorithms/tree"), TUTTI_OK);
+    assert_int_equal(tutti__registry_load(&f->reg, &dirs, &all), TUTTI_OK);
+    tutti__strlist_free(&dirs);
+    for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+        tutti__job_member_t g = {.group_key = groups[i].key};
+        form_on_hosts(f, groups[i].key, groups[i].hosts, 2);
+        const coord_formed_t *rec =
+            tutti__coord_formed_find(f->job.coord, groups[i].key);
+        assert_non_null(rec);
+        assert_int_equal(rec->num_hosts, groups[i].num_hosts);
+        assert_int_equal(tutti__member_add(&f->job, &g), TUTTI_OK);
+        inst_frame(&m, groups[i].key, 7, 0, 0);
+        assert_null(propose(f, &m, &g));
+        inst_frame(&m, groups[i].key, 7, 1, 1);
+        tutti__decision_t *d = propose(f, &m, &g);
+        assert_non_null(d);
+        if (d->status != TUTTI_OK)
+            fail_msg("group 0x%llx: %s", (unsigned long long)groups[i].key,
+                     d->detail);
+        assert_string_equal(d->algorithm, groups[i].want);
+        snprintf(want, sizeof(want), "rule %s:%d", path, groups[i].line);
+        assert_string_equal(d->detail, want);
+        free(d);
+        tutti__member_remove(&f->job, &g);
+    }
+    fixture_free(f);
+}
+
 static void test_inst_bound(void **state)
 {
     static tutti__ctrl_msg_t m;
@@ -863,6 +939,7 @@ int main(void)
         cmocka_unit_test(test_join_bounds),
         cmocka_unit_test(test_inst_checks),
         cmocka_unit_test(test_inst_bound),
+        cmocka_unit_test(test_decision_reads_hosts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

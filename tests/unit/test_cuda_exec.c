@@ -545,7 +545,7 @@ static void test_supports_declines_and_selection_falls_through(void **state)
     test_one_task_params(&cp, t.path, GOOD_DIR, "off");
     assert_int_equal(tutti_context_create(&cp, &ctx), TUTTI_OK);
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CUDA,
-                              TUTTI_INT8, 64, 2, 1, 0};
+                              TUTTI_INT8, 64, 2, 1, 0, 0};
     assert_int_equal(tutti_info_explain(ctx, &q, buf, sizeof(buf), &impl),
                      TUTTI_OK);
     assert_non_null(impl);

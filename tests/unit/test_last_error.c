@@ -273,7 +273,8 @@ static void test_context(void **state)
           "tutti_info_impl", "index 100000");
 
     q = (tutti_select_query_t){
-        TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU, TUTTI_FLOAT32, 64, 2, 1, 0};
+        TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU, TUTTI_FLOAT32, 64, 2, 1, 0,
+        0};
     REFUSED(tutti_info_explain(NULL, &q, buf, sizeof(buf), &impl),
             "tutti_info_explain", "ctx");
     REFUSED(tutti_info_explain(ctx, NULL, buf, sizeof(buf), &impl),

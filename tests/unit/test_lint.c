@@ -228,7 +228,7 @@ static void test_per_rank_counts(void **state)
          "  - { collective: allgather, algorithm: GatherEq }\n",
          "@:2:5: no rule matches allgather calls with per-rank counts; "
          "expected a rule that does, or one for allgather without size, "
-         "group_size and num_tasks after the others\n",
+         "group_size, num_tasks and hosts after the others\n",
          1);
 }
 
@@ -240,7 +240,7 @@ static void test_size_gap(void **state)
          "  - { collective: allreduce, size: 8K-, algorithm: Ring }\n",
          "@:2:5: no rule matches allreduce calls with size 4097-8191; "
          "expected a rule that does, or one for allreduce without size, "
-         "group_size and num_tasks after the others\n",
+         "group_size, num_tasks and hosts after the others\n",
          1);
 }
 
@@ -250,15 +250,30 @@ static void test_other_gaps(void **state)
     lint(state,
          "  - { collective: allreduce, device: cpu, algorithm: Ring }\n",
          "@:2:5: no rule matches allreduce calls with device cuda; expected "
-         "a rule that does, or one for allreduce without size, group_size "
-         "and num_tasks after the others\n",
+         "a rule that does, or one for allreduce without size, group_size, "
+         "num_tasks and hosts after the others\n",
          1);
     lint(state,
          "  - { collective: allreduce, group_size: 3-, algorithm: Ring }\n"
          "  - { collective: broadcast, algorithm: Bcast }\n",
          "@:2:5: no rule matches allreduce calls with group_size 1-2; "
          "expected a rule that does, or one for allreduce without size, "
-         "group_size and num_tasks after the others\n",
+         "group_size, num_tasks and hosts after the others\n",
+         1);
+    lint(state,
+         "  - { collective: allreduce, hosts: 1, algorithm: Ring }\n"
+         "  - { collective: broadcast, algorithm: Bcast }\n",
+         "@:2:5: no rule matches allreduce calls with hosts 2-; expected a "
+         "rule that does, or one for allreduce without size, group_size, "
+         "num_tasks and hosts after the others\n",
+         1);
+    /* Two tasks or more on one host: the calls left name both keys. */
+    lint(state,
+         "  - { collective: allreduce, num_tasks: 1, algorithm: Small }\n"
+         "  - { collective: allreduce, hosts: 2-, algorithm: Ring }\n",
+         "@:3:5: no rule matches allreduce calls with num_tasks 2-, hosts 1; "
+         "expected a rule that does, or one for allreduce without size, "
+         "group_size, num_tasks and hosts after the others\n",
          1);
 }
 
@@ -294,8 +309,62 @@ static void test_counts_that_never_match(void **state)
          "group_size 2-4 allows, as each task holds at least one member; "
          "expected num_tasks up to 4\n"
          "@:3:5: rule (Small) never matches: group_size 0: a group has at "
-         "least one member and one task; expected 1 or more\n",
+         "least one member, one task and one host; expected 1 or more\n",
          2);
+}
+
+/* hosts beyond num_tasks or group_size (whichever is less), or none,
+ * matches no call: a task runs on one host, a host holds a member. */
+static void test_hosts_that_never_match(void **state)
+{
+    lint(state,
+         "  - { collective: allreduce, group_size: 2-4, hosts: 5-,"
+         " algorithm: Small }\n"
+         "  - { collective: allreduce, num_tasks: 1-2, hosts: 3,"
+         " algorithm: Small }\n"
+         "  - { collective: allreduce, hosts: 0, algorithm: Small }\n"
+         "  - { collective: allreduce, algorithm: Ring }\n",
+         "@:2:5: rule (Small) never matches: hosts 5- is more than "
+         "group_size 2-4 allows, as each host holds at least one member; "
+         "expected hosts up to 4\n"
+         "@:3:5: rule (Small) never matches: hosts 3 is more than "
+         "num_tasks 1-2 allows, as each task runs on one host; expected "
+         "hosts up to 2\n"
+         "@:4:5: rule (Small) never matches: hosts 0: a group has at least "
+         "one member, one task and one host; expected 1 or more\n",
+         3);
+}
+
+/* One task is on one host: a rule for one host takes every call of a
+ * later rule for one task.  Rules that differ in hosts alone are not
+ * alike, so their size ranges may overlap. */
+static void test_hosts_shadow_and_overlap(void **state)
+{
+    lint(state,
+         "  - { collective: allreduce, hosts: 1, algorithm: Small }\n"
+         "  - { collective: allreduce, num_tasks: 1, algorithm: Ring }\n"
+         "  - { collective: allreduce, algorithm: Ring }\n",
+         "@:3:5: rule (Ring) never matches: the earlier rule @:2 (Small) "
+         "takes every call it could match; expected it removed, or moved "
+         "before it\n",
+         1);
+    lint(state,
+         "  - { collective: allreduce, size: 0-8K, hosts: 1,"
+         " algorithm: Small }\n"
+         "  - { collective: allreduce, size: 4K-, hosts: 2-,"
+         " algorithm: Ring }\n"
+         "  - { collective: allreduce, algorithm: Ring }\n",
+         "", 0);
+    lint(state,
+         "  - { collective: allreduce, size: 0-8K, hosts: 2-,"
+         " algorithm: Small }\n"
+         "  - { collective: allreduce, size: 4K-, hosts: 2-,"
+         " algorithm: Ring }\n"
+         "  - { collective: allreduce, algorithm: Ring }\n",
+         "@:3:5: size 4K- overlaps size 0-8K of the earlier rule @:2 "
+         "(Small), alike in every other key: allreduce calls of 4K-8K go to "
+         "that rule; expected size ranges that do not overlap\n",
+         1);
 }
 
 /* Parameters for an implementation that declares none (params NULL:
@@ -349,6 +418,8 @@ int main(void)
         T(test_other_gaps),
         T(test_overlap),
         T(test_counts_that_never_match),
+        T(test_hosts_that_never_match),
+        T(test_hosts_shadow_and_overlap),
         T(test_env_rules_left_out),
         T(test_undeclared_params_warned),
 #undef T

@@ -350,7 +350,7 @@ static const char *run_with(const char *config, const char *log_path,
     tutti_context_params_t p;
     tutti_group_t *g;
     tutti_select_query_t q = {TUTTI_COLL_ALLREDUCE, TUTTI_DEVICE_CPU,
-                              TUTTI_FLOAT32, 8, 1, 1, 0};
+                              TUTTI_FLOAT32, 8, 1, 1, 0, 0};
     const char *chosen = NULL;
     char explain[2048];
     float in[2] = {3, 4}, out[2] = {0, 0};
@@ -558,7 +558,7 @@ static void test_per_rank_falls_through(void **state)
     tutti_request_t *r;
     tutti_request_info_t info;
     tutti_select_query_t q = {TUTTI_COLL_ALLGATHER, TUTTI_DEVICE_CPU,
-                              TUTTI_INT32, 0, 1, 1, 1};
+                              TUTTI_INT32, 0, 1, 1, 1, 0};
     const char *chosen = NULL;
     int32_t in[3] = {7, 8, 9}, out[4] = {0, 0, 0, -1};
     (void)state;

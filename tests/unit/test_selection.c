@@ -61,7 +61,7 @@ static void load_rules(fixture_t *f, const char *rules)
 static tutti_select_query_t query(tutti_collective_t coll, size_t bytes)
 {
     tutti_select_query_t q = {coll, TUTTI_DEVICE_CPU, TUTTI_FLOAT32, bytes, 4,
-                              1, 0};
+                              1, 0, 0};
     return q;
 }
 
@@ -142,6 +142,48 @@ static void test_group_size_and_tasks(void **state)
         assert_string_equal(pick(f, &q), picks[i].want);
     }
     assert_non_null(strstr(f->explain, "Local: no (num_tasks 2 outside 1)"));
+}
+
+/* hosts: the distinct hosts of the group; a query that leaves num_hosts 0
+ * (as query() does) is on one host. */
+static void test_hosts(void **state)
+{
+    fixture_t *f = *state;
+    static const struct {
+        int num_tasks, num_hosts;
+        const char *want;
+    } picks[] = {{4, 0, "OneHost"}, {4, 1, "OneHost"}, {4, 2, "Spread"},
+                 {4, 4, "Spread"},  {6, 2, "Few"},     {6, 3, "Few"},
+                 {6, 4, "Many"},    {8, 8, "Many"},    {8, 9, "-"}};
+    tutti_select_query_t q = query(TUTTI_COLL_ALLREDUCE, 8);
+    char line[512];
+
+    load_rules(f, "  - { hosts: 2-, num_tasks: 4, algorithm: Spread }\n"
+                  "  - { hosts: 1, algorithm: OneHost }\n"
+                  "  - { hosts: 2-3, algorithm: Few }\n"
+                  "  - { hosts: 4-8, algorithm: Many }\n");
+    q.group_size = 8;
+    for (size_t i = 0; i < sizeof(picks) / sizeof(picks[0]); i++) {
+        q.num_tasks = picks[i].num_tasks;
+        q.num_hosts = picks[i].num_hosts;
+        if (strcmp(pick(f, &q), picks[i].want) != 0)
+            fail_msg("%d tasks on %d hosts picked %s, expected %s:\n%s",
+                     q.num_tasks, q.num_hosts, pick(f, &q), picks[i].want,
+                     f->explain);
+    }
+    /* The reason names the key, the hosts seen (0 read as 1) and the
+     * range. */
+    q.num_tasks = 4;
+    q.num_hosts = 0;
+    assert_string_equal(pick(f, &q), "OneHost");
+    snprintf(line, sizeof(line), "%s:2: Spread: no (hosts 1 outside 2-)\n",
+             f->path);
+    assert_non_null(strstr(f->explain, line));
+    q.num_tasks = 6;
+    q.num_hosts = 2;
+    assert_string_equal(pick(f, &q), "Few");
+    assert_non_null(strstr(f->explain, "Spread: no (num_tasks 6 outside 4)"));
+    assert_non_null(strstr(f->explain, "OneHost: no (hosts 2 outside 1)"));
 }
 
 static void test_device_and_dtype(void **state)
@@ -258,6 +300,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_group_size_and_tasks, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_hosts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_and_dtype, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_no_match, setup, teardown),
