@@ -16,8 +16,13 @@
  * through the transport in slot-sized fragments, so the receiver reduces
  * while the sender is still sending.
  *
- * Ring orders: part s places rank (shift + i * stride) mod n at position i,
- * so each member sends to rank + stride and receives from rank - stride.
+ * Ring orders: the members are first put in host order (each host's
+ * members together, hosts in the order of their lowest rank: rank order
+ * where every host's ranks are consecutive), so the ring of stride 1
+ * crosses each host boundary once however a launcher numbered the tasks.
+ * Part s places the member at host-order index (shift + i * stride) mod n
+ * at position i, so each member sends to the member stride places after
+ * it in host order and receives from the one stride places before.
  * The strides are taken in the order 1, n-1, 2, n-2, 3, ... keeping those
  * coprime to n (so the ring visits every member) and distinct modulo n: the
  * forward ring, the reverse ring, then rings that skip members.  Distinct
@@ -186,7 +191,7 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
                                         const void *details,
                                         size_t details_len, void **state_out)
 {
-    int n = inst->group_size, r = inst->rank;
+    int n = inst->group_size;
     ring_plan_t plan;
     tutti_status_t st;
 
@@ -200,6 +205,15 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
     ring_state_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return core->error(TUTTI_ERR_NO_MEMORY, "RingAllreduce: out of memory");
+    int *order = calloc((size_t)n, sizeof(int));
+    if (order == NULL) {
+        free(s);
+        return core->error(TUTTI_ERR_NO_MEMORY, "RingAllreduce: out of "
+                           "memory for the ring of %d members", n);
+    }
+    /* Rings run over positions in host order, so each host's members sit
+     * together and a ring of stride 1 crosses each host boundary once. */
+    int me = tutti_alg_ring_host_order(inst, order);
     s->inst = inst;
     s->esize = tutti_dtype_size(inst->dtype);
     s->nparts = (int)plan.nparts;
@@ -215,13 +229,17 @@ static tutti_status_t ring_init_context(const tutti_alg_instance_t *inst,
         p->base = len / (size_t)n;
         p->extra = len % (size_t)n;
         off += len;
-        p->right = tutti_alg_ring_mod(r + d, n);
-        p->left = tutti_alg_ring_mod(r - d, n);
+        p->right = order[tutti_alg_ring_mod(me + d, n)];
+        p->left = order[tutti_alg_ring_mod(me - d, n)];
         for (int j = 0, q = sh; j < n; j++, q = (q + d) % n) {
-            if (q == r)
+            if (q == me)
                 p->pos = j;
         }
     }
+    free(order);
+    core->log(3, "RingAllreduce", "instance 0x%llx rank %d: ring 0 sends "
+              "to %d, receives from %d", (unsigned long long)inst->instance_key,
+              inst->rank, s->part[0].right, s->part[0].left);
     *state_out = s;
     return TUTTI_OK;
 }

@@ -18,6 +18,13 @@ extern const tutti_alg_ops_t tutti_alg_ring_reduce_scatter_ops;
 extern const tutti_alg_ops_t tutti_alg_ring_alltoall_pairwise_ops;
 extern const tutti_alg_ops_t tutti_alg_ring_permute_direct_ops;
 
+/** The ring order that keeps each host's members consecutive: hosts in
+ *  the order of their lowest rank, a host's members by rank (rank order
+ *  itself where every host's ranks are consecutive, or without
+ *  localities).  Writes group_size ranks into @p order (position ->
+ *  rank); returns this member's position.  O(n^2), at set-up only. */
+int tutti_alg_ring_host_order(const tutti_alg_instance_t *inst, int *order);
+
 /** ((a mod n) + n) mod n. */
 static inline int tutti_alg_ring_mod(int a, int n)
 {

@@ -558,9 +558,18 @@ static void test_hier_two_by_two(void **state)
 
 static void test_hier_alternating(void **state)
 {
+    static char log[1 << 20];
+    char path[160];
     net_t *n = *state;
     net_up(n, 2);
     run_diffcheck(n, 4, 1, "1", "2", "of 2 hosts x 2,");
+    /* Ranks 0 and 2 share host 0: the flat ring keeps them together
+     * (host order 0 2 1 3), so rank 0 sends to 2 and receives from 3. */
+    snprintf(path, sizeof(path), "%s/log.0", n->dir);
+    read_file(path, log, sizeof(log));
+    if (strstr(log, "rank 0: ring 0 sends to 2, receives from 3") == NULL)
+        fail_msg("RingAllreduce on alternating hosts: no 'rank 0: ring 0 "
+                 "sends to 2, receives from 3' in %s", path);
 }
 
 static void test_hier_devices(void **state)
