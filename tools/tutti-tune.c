@@ -3,6 +3,8 @@
  * implementation of each collective over a size sweep (tutti-run -n N
  * tutti-perf -a IMPL, several rounds), and writes the selection rules that
  * pick the fastest per size as a YAML file Tutti loads (tune_result.c).
+ * With --model or --extrapolate it runs nothing and predicts instead, on
+ * a cluster of hosts, from the cost model of tune_model.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "tune.h"
+#include "tune_model.h"
 
 static void usage(FILE *out)
 {
@@ -23,6 +26,11 @@ static void usage(FILE *out)
         "usage: tutti-tune -n N [-c COLL[,COLL...]] [-b MIN] [-e MAX] [-f F]\n"
         "                  [-r ROUNDS] [--iters I] [-o FILE]\n"
         "                  [--tutti-run PATH] [--tutti-perf PATH]\n"
+        "       tutti-tune --model --hosts H --per-host L\n"
+        "                  [--intra LAT_US,GBPS] [--inter LAT_US,GBPS]\n"
+        "                  [-c COLL[,COLL...]] [-b MIN] [-e MAX] [-f F]\n"
+        "       tutti-tune --extrapolate [--intra LAT_US,GBPS]\n"
+        "                  [--inter LAT_US,GBPS] [-c COLL[,COLL...]]\n"
         "Times every cpu implementation of each collective on N processes\n"
         "of this host, over a sweep of sizes, and writes selection rules\n"
         "that pick the fastest per size.  Each implementation runs as\n"
@@ -32,7 +40,9 @@ static void usage(FILE *out)
         "run fails is reported and left out.\n"
         "  -n N                 processes (group members), 1 to 1024\n"
         "  -c, --collectives L  comma list (allreduce,broadcast,reduce,\n"
-        "                       allgather,gather,reduce_scatter,alltoall)\n"
+        "                       allgather,gather,reduce_scatter,alltoall;\n"
+        "                       the model: allreduce,allgather,\n"
+        "                       reduce_scatter,alltoall)\n"
         "  -b, --minbytes SIZE  smallest tutti-perf size; K/M/G suffixes (8)\n"
         "  -e, --maxbytes SIZE  largest (64M)\n"
         "  -f, --stepfactor F   size multiplier, above 1 (8)\n"
@@ -42,6 +52,22 @@ static void usage(FILE *out)
         "      --tutti-run PATH, --tutti-perf PATH\n"
         "                       the tools to run (default: beside\n"
         "                       tutti-tune, else found in PATH)\n"
+        "      --model          run nothing: predict each implementation's\n"
+        "                       time on H hosts of L members from a cost\n"
+        "                       model of two link classes\n"
+        "      --extrapolate    the model at 16, 64, 256 and 1024 members,\n"
+        "                       8 per host: Markdown tables and the\n"
+        "                       selection rules of its crossovers\n"
+        "      --hosts H        hosts, 1 to 1024 (--model needs it)\n"
+        "      --per-host L     members per host, 1 to 1024 (as --hosts)\n"
+        "      --intra LAT_US,GBPS\n"
+        "                       inside a host: latency per message step in\n"
+        "                       us, bandwidth per member pair in GB/s\n"
+        "                       (0.3,5: 2 processes of the development\n"
+        "                       host, tutti-perf -c allreduce, rounded)\n"
+        "      --inter LAT_US,GBPS\n"
+        "                       between hosts: latency, and bandwidth of a\n"
+        "                       host's link each way (25,1.25: 10 Gbit/s)\n"
         "  -h, --help           this text\n"
         "Sizes -b and -e are tutti-perf's (as nccl-tests counts them: for\n"
         "allgather, gather, reduce_scatter and alltoall n x count x type);\n"
@@ -50,7 +76,9 @@ static void usage(FILE *out)
         "Output: on stdout one line per collective and size, 'COLL BYTES\n"
         "WINNER IMPL=MEDIAN_US...'; the file (written only when every\n"
         "collective ran, and checked by loading it back) holds one rule\n"
-        "per size range with the medians it rests on in comments.\n"
+        "per size range with the medians it rests on in comments.  With\n"
+        "--model, per collective and size a line 'model COLL BYTES IMPL\n"
+        "PREDICTED_US' per implementation, then 'best COLL BYTES IMPL'.\n"
         "Exit status: 0; 1 if a collective had no implementation that ran\n"
         "or the file cannot be written; 2 on bad options or tools not\n"
         "found.\n");
@@ -63,12 +91,21 @@ static const tutti_collective_t default_colls[] = {
     TUTTI_COLL_ALLTOALL};
 #define NDEFAULT (int)(sizeof(default_colls) / sizeof(default_colls[0]))
 
+/* What tutti-tune does: measure, or predict (--model, --extrapolate). */
+enum { MODE_MEASURE, MODE_MODEL, MODE_EXTRAPOLATE };
+
 typedef struct {
     tune_sweep_t s;
     tutti_collective_t coll[TUTTI_COLL_COUNT];
     int ncolls;
     const char *run, *perf;  /* as given, or NULL */
     char run_path[PATH_MAX], perf_path[PATH_MAX];
+    int mode;
+    const char *mode_opt;    /* --model or --extrapolate, as given */
+    tune_cluster_t cl;       /* hosts, per_host: 0 until given */
+    /* The first option given of each kind, for the checks between them:
+     * measuring only, the model only, the size sweep. */
+    const char *measure_opt, *model_opt, *sweep_opt;
 } tune_opts_t;
 
 static int bad_value(const char *opt, const char *value, const char *want)
@@ -77,6 +114,10 @@ static int bad_value(const char *opt, const char *value, const char *want)
             value, want);
     return 2;
 }
+
+#define LINK_EXPECTED                                                    \
+    "LAT_US,GBPS: a latency in us (0 or more) and a bandwidth in GB/s "  \
+    "(above 0), e.g. 25,1.25"
 
 static int parse_int(const char *s, int min, int max, int *out)
 {
@@ -112,6 +153,26 @@ static int parse_colls(const char *list, tune_opts_t *o)
     return 0;
 }
 
+/* --intra, --inter: "LAT_US,GBPS", a latency of 0 or more and a bandwidth
+ * above 0. */
+static int parse_link(const char *opt, const char *value, tune_link_t *out)
+{
+    char *end;
+    const char *bw;
+    double a, b;
+
+    a = strtod(value, &end);
+    if (end == value || *end != ',' || !isfinite(a) || a < 0)
+        return bad_value(opt, value, LINK_EXPECTED);
+    bw = end + 1;
+    b = strtod(bw, &end);
+    if (end == bw || *end != '\0' || !isfinite(b) || !(b > 0))
+        return bad_value(opt, value, LINK_EXPECTED);
+    out->alpha_us = a;
+    out->beta_gbps = b;
+    return 0;
+}
+
 /* Rows tutti-perf prints for the sweep, as its loop counts them. */
 static int sweep_rows(const tune_sweep_t *s)
 {
@@ -123,6 +184,152 @@ static int sweep_rows(const tune_sweep_t *s)
     return rows;
 }
 
+/* Notes @p opt as the first of its kind in @p *first. */
+static void seen(const char **first, const char *opt)
+{
+    if (*first == NULL)
+        *first = opt;
+}
+
+/* --model or --extrapolate; the two exclude each other. */
+static int set_mode(tune_opts_t *o, int mode, const char *opt)
+{
+    if (o->mode != MODE_MEASURE && o->mode != mode) {
+        fprintf(stderr, "tutti-tune: %s and %s: expected one of them\n",
+                o->mode_opt, opt);
+        return 2;
+    }
+    o->mode = mode;
+    o->mode_opt = opt;
+    return 0;
+}
+
+/* The options of the model alone. */
+static int parse_model_opt(int c, tune_opts_t *o)
+{
+    switch (c) {
+    case 'M': return set_mode(o, MODE_MODEL, "--model");
+    case 'X': return set_mode(o, MODE_EXTRAPOLATE, "--extrapolate");
+    case 'H':
+        seen(&o->model_opt, "--hosts");
+        if (parse_int(optarg, 1, 1024, &o->cl.hosts) != 0)
+            return bad_value("--hosts", optarg, "hosts from 1 to 1024");
+        return 0;
+    case 'L':
+        seen(&o->model_opt, "--per-host");
+        if (parse_int(optarg, 1, 1024, &o->cl.per_host) != 0)
+            return bad_value("--per-host", optarg,
+                             "members per host from 1 to 1024");
+        return 0;
+    case 'A':
+        seen(&o->model_opt, "--intra");
+        return parse_link("--intra", optarg, &o->cl.intra);
+    default:
+        seen(&o->model_opt, "--inter");
+        return parse_link("--inter", optarg, &o->cl.inter);
+    }
+}
+
+/* The options of a measurement, and those both take. */
+static int parse_opt(int c, tune_opts_t *o)
+{
+    uint64_t v;
+    char *end;
+
+    switch (c) {
+    case 'n':
+        seen(&o->measure_opt, "-n");
+        if (parse_int(optarg, 1, 1024, &o->s.nprocs) != 0)
+            return bad_value("-n", optarg, "processes from 1 to 1024");
+        return 0;
+    case 'c': return parse_colls(optarg, o) != 0 ? 2 : 0;
+    case 'b':
+    case 'e':
+        seen(&o->sweep_opt, c == 'b' ? "-b" : "-e");
+        if (tutti_size_parse(optarg, &v) != TUTTI_OK || v > SIZE_MAX / 2)
+            return bad_value(c == 'b' ? "-b" : "-e", optarg,
+                             "bytes, with K, M or G (binary)");
+        *(c == 'b' ? &o->s.min_bytes : &o->s.max_bytes) = v;
+        return 0;
+    case 'f':
+        seen(&o->sweep_opt, "-f");
+        o->s.factor = strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(o->s.factor > 1.0) ||
+            !isfinite(o->s.factor))
+            return bad_value("-f", optarg, "a factor above 1");
+        return 0;
+    case 'r':
+        seen(&o->measure_opt, "-r");
+        if (parse_int(optarg, 1, TUNE_MAX_ROUNDS, &o->s.rounds) != 0)
+            return bad_value("-r", optarg, "rounds from 1 to 100");
+        return 0;
+    case 'I':
+        seen(&o->measure_opt, "--iters");
+        if (parse_int(optarg, 1, 1 << 30, &o->s.iters) != 0)
+            return bad_value("--iters", optarg, "1 or more calls");
+        return 0;
+    case 'o':
+        seen(&o->measure_opt, "-o");
+        o->s.out = optarg;
+        return 0;
+    case 'R':
+        seen(&o->measure_opt, "--tutti-run");
+        o->run = optarg;
+        return 0;
+    case 'P':
+        seen(&o->measure_opt, "--tutti-perf");
+        o->perf = optarg;
+        return 0;
+    case 'h': usage(stdout); exit(0);
+    default:
+        fprintf(stderr, "tutti-tune: see tutti-tune --help\n");
+        return 2;
+    }
+}
+
+/* What each mode needs and refuses: no option of another mode. */
+static int check_mode(const tune_opts_t *o)
+{
+    if (o->mode == MODE_MEASURE) {
+        if (o->model_opt != NULL) {
+            fprintf(stderr, "tutti-tune: %s is taken only with --model or "
+                    "--extrapolate; see tutti-tune --help\n", o->model_opt);
+            return 2;
+        }
+        if (o->s.nprocs == 0) {
+            fprintf(stderr, "tutti-tune: -n N is required: the processes "
+                    "to tune for; see tutti-tune --help\n");
+            return 2;
+        }
+        return 0;
+    }
+    if (o->measure_opt != NULL) {
+        fprintf(stderr, "tutti-tune: %s is not taken with %s, which runs "
+                "nothing: expected the model's options; see tutti-tune "
+                "--help\n", o->measure_opt, o->mode_opt);
+        return 2;
+    }
+    if (o->mode == MODE_EXTRAPOLATE &&
+        (o->cl.hosts || o->cl.per_host || o->sweep_opt)) {
+        fprintf(stderr, "tutti-tune: %s is not taken with --extrapolate, "
+                "whose shapes and sizes are fixed: expected --intra, "
+                "--inter or -c\n", o->sweep_opt ? o->sweep_opt :
+                o->cl.hosts ? "--hosts" : "--per-host");
+        return 2;
+    }
+    if (o->mode == MODE_MODEL && (!o->cl.hosts || !o->cl.per_host)) {
+        fprintf(stderr, "tutti-tune: --model needs --hosts H and "
+                "--per-host L: the shape to model\n");
+        return 2;
+    }
+    for (int j = 0; j < o->ncolls; j++)
+        if (!tune_model_knows(o->coll[j]))
+            return bad_value("-c", tutti_collective_name(o->coll[j]),
+                             "allreduce, allgather, reduce_scatter or "
+                             "alltoall (the collectives the model knows)");
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, tune_opts_t *o)
 {
     static const struct option longs[] = {
@@ -131,62 +338,26 @@ static int parse_args(int argc, char **argv, tune_opts_t *o)
         {"rounds", 1, 0, 'r'},      {"iters", 1, 0, 'I'},
         {"output", 1, 0, 'o'},      {"tutti-run", 1, 0, 'R'},
         {"tutti-perf", 1, 0, 'P'},  {"help", 0, 0, 'h'},
+        {"model", 0, 0, 'M'},       {"extrapolate", 0, 0, 'X'},
+        {"hosts", 1, 0, 'H'},       {"per-host", 1, 0, 'L'},
+        {"intra", 1, 0, 'A'},       {"inter", 1, 0, 'E'},
         {0, 0, 0, 0}};
-    int c, li;
-    uint64_t v;
-    char *end;
+    int c, li, rc;
 
     while ((c = getopt_long(argc, argv, "n:c:b:e:f:r:o:h", longs, &li)) !=
            -1) {
-        switch (c) {
-        case 'n':
-            if (parse_int(optarg, 1, 1024, &o->s.nprocs) != 0)
-                return bad_value("-n", optarg, "processes from 1 to 1024");
-            break;
-        case 'c':
-            if (parse_colls(optarg, o) != 0)
-                return 2;
-            break;
-        case 'b':
-        case 'e':
-            if (tutti_size_parse(optarg, &v) != TUTTI_OK || v > SIZE_MAX / 2)
-                return bad_value(c == 'b' ? "-b" : "-e", optarg,
-                                 "bytes, with K, M or G (binary)");
-            *(c == 'b' ? &o->s.min_bytes : &o->s.max_bytes) = v;
-            break;
-        case 'f':
-            o->s.factor = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(o->s.factor > 1.0) ||
-                !isfinite(o->s.factor))
-                return bad_value("-f", optarg, "a factor above 1");
-            break;
-        case 'r':
-            if (parse_int(optarg, 1, TUNE_MAX_ROUNDS, &o->s.rounds) != 0)
-                return bad_value("-r", optarg, "rounds from 1 to 100");
-            break;
-        case 'I':
-            if (parse_int(optarg, 1, 1 << 30, &o->s.iters) != 0)
-                return bad_value("--iters", optarg, "1 or more calls");
-            break;
-        case 'o': o->s.out = optarg; break;
-        case 'R': o->run = optarg; break;
-        case 'P': o->perf = optarg; break;
-        case 'h': usage(stdout); exit(0);
-        default:
-            fprintf(stderr, "tutti-tune: see tutti-tune --help\n");
-            return 2;
-        }
+        rc = strchr("MXHLAE", c) != NULL ? parse_model_opt(c, o)
+                                         : parse_opt(c, o);
+        if (rc != 0)
+            return rc;
     }
     if (optind < argc) {
         fprintf(stderr, "tutti-tune: unexpected argument '%s'; see "
                 "tutti-tune --help\n", argv[optind]);
         return 2;
     }
-    if (o->s.nprocs == 0) {
-        fprintf(stderr, "tutti-tune: -n N is required: the processes to "
-                "tune for; see tutti-tune --help\n");
-        return 2;
-    }
+    if ((rc = check_mode(o)) != 0)
+        return rc;
     if (o->s.min_bytes > o->s.max_bytes) {
         fprintf(stderr, "tutti-tune: -b %llu exceeds -e %llu: expected MIN "
                 "<= MAX\n", (unsigned long long)o->s.min_bytes,
@@ -447,10 +618,30 @@ static int check_output(const char *out)
     return 0;
 }
 
+/* --model, --extrapolate: the collectives given, else every one the model
+ * knows, in its table's order. */
+static int run_model(tune_opts_t *o)
+{
+    if (o->ncolls == 0)
+        for (int r = 0; r < tune_model_nrows; r++)
+            if (o->ncolls == 0 ||
+                o->coll[o->ncolls - 1] != tune_model_rows[r].coll)
+                o->coll[o->ncolls++] = tune_model_rows[r].coll;
+    if (o->mode == MODE_MODEL)
+        tune_model_print(stdout, &o->cl, o->coll, o->ncolls, o->s.min_bytes,
+                         o->s.max_bytes, o->s.factor);
+    else
+        tune_model_extrapolate(stdout, &o->cl.intra, &o->cl.inter, o->coll,
+                               o->ncolls);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    tune_opts_t o = {{0, 8, 64u << 20, 8.0, 20, 3, "tutti-tuned.yaml"},
-                     {0}, 0, NULL, NULL, "", ""};
+    tune_opts_t o = {
+        .s = {0, 8, 64u << 20, 8.0, 20, 3, "tutti-tuned.yaml"},
+        .cl = {0, 0, {TUNE_MODEL_INTRA_US, TUNE_MODEL_INTRA_GBPS},
+               {TUNE_MODEL_INTER_US, TUNE_MODEL_INTER_GBPS}}};
     static tune_coll_t colls[TUTTI_COLL_COUNT];
     tutti_context_params_t cp;
     tutti_context_t *ctx;
@@ -458,6 +649,8 @@ int main(int argc, char **argv)
 
     if (rc != 0)
         return rc;
+    if (o.mode != MODE_MEASURE)
+        return run_model(&o);
     if (o.ncolls == 0)
         for (o.ncolls = 0; o.ncolls < NDEFAULT; o.ncolls++)
             o.coll[o.ncolls] = default_colls[o.ncolls];
