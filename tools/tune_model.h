@@ -88,4 +88,10 @@ void tune_model_extrapolate(FILE *out, const tune_link_t *intra,
                             const tune_link_t *inter,
                             const tutti_collective_t *colls, int ncolls);
 
+/* tutti-tune --links (tune_links.c), run by every task of a job: rank 0
+ * times one peer on its host and one on another with messages of 8 bytes
+ * and of @p bytes, and prints both classes as --model's options.  Exit
+ * status 0, or 1 after saying why. */
+int tune_links_main(size_t bytes);
+
 #endif

@@ -31,6 +31,7 @@ static void usage(FILE *out)
         "                  [-c COLL[,COLL...]] [-b MIN] [-e MAX] [-f F]\n"
         "       tutti-tune --extrapolate [--intra LAT_US,GBPS]\n"
         "                  [--inter LAT_US,GBPS] [-c COLL[,COLL...]]\n"
+        "       tutti-tune --links [-e BYTES]   (as every task of a job)\n"
         "Times every cpu implementation of each collective on N processes\n"
         "of this host, over a sweep of sizes, and writes selection rules\n"
         "that pick the fastest per size.  Each implementation runs as\n"
@@ -68,6 +69,13 @@ static void usage(FILE *out)
         "      --inter LAT_US,GBPS\n"
         "                       between hosts: latency, and bandwidth of a\n"
         "                       host's link each way (25,1.25: 10 Gbit/s)\n"
+        "      --links          measure both classes on the job this task\n"
+        "                       is part of (run it under tutti-run, a\n"
+        "                       launcher or TUTTI_* variables): rank 0\n"
+        "                       times 8-byte round trips and one -e BYTES\n"
+        "                       message (16M) with a peer on its host and\n"
+        "                       one on another, and prints --intra and\n"
+        "                       --inter for --model\n"
         "  -h, --help           this text\n"
         "Sizes -b and -e are tutti-perf's (as nccl-tests counts them: for\n"
         "allgather, gather, reduce_scatter and alltoall n x count x type);\n"
@@ -92,7 +100,7 @@ static const tutti_collective_t default_colls[] = {
 #define NDEFAULT (int)(sizeof(default_colls) / sizeof(default_colls[0]))
 
 /* What tutti-tune does: measure, or predict (--model, --extrapolate). */
-enum { MODE_MEASURE, MODE_MODEL, MODE_EXTRAPOLATE };
+enum { MODE_MEASURE, MODE_MODEL, MODE_EXTRAPOLATE, MODE_LINKS };
 
 typedef struct {
     tune_sweep_t s;
@@ -210,6 +218,7 @@ static int parse_model_opt(int c, tune_opts_t *o)
     switch (c) {
     case 'M': return set_mode(o, MODE_MODEL, "--model");
     case 'X': return set_mode(o, MODE_EXTRAPOLATE, "--extrapolate");
+    case 'K': return set_mode(o, MODE_LINKS, "--links");
     case 'H':
         seen(&o->model_opt, "--hosts");
         if (parse_int(optarg, 1, 1024, &o->cl.hosts) != 0)
@@ -290,6 +299,16 @@ static int parse_opt(int c, tune_opts_t *o)
 /* What each mode needs and refuses: no option of another mode. */
 static int check_mode(const tune_opts_t *o)
 {
+    if (o->mode == MODE_LINKS) {
+        const char *other = o->measure_opt ? o->measure_opt : o->model_opt;
+        if (other == NULL && o->ncolls == 0 &&
+            (o->sweep_opt == NULL || strcmp(o->sweep_opt, "-e") == 0))
+            return 0;
+        fprintf(stderr, "tutti-tune: %s is not taken with --links, which "
+                "takes only -e (the large message); see tutti-tune "
+                "--help\n", other ? other : o->ncolls ? "-c" : o->sweep_opt);
+        return 2;
+    }
     if (o->mode == MODE_MEASURE) {
         if (o->model_opt != NULL) {
             fprintf(stderr, "tutti-tune: %s is taken only with --model or "
@@ -341,12 +360,12 @@ static int parse_args(int argc, char **argv, tune_opts_t *o)
         {"model", 0, 0, 'M'},       {"extrapolate", 0, 0, 'X'},
         {"hosts", 1, 0, 'H'},       {"per-host", 1, 0, 'L'},
         {"intra", 1, 0, 'A'},       {"inter", 1, 0, 'E'},
-        {0, 0, 0, 0}};
+        {"links", 0, 0, 'K'},       {0, 0, 0, 0}};
     int c, li, rc;
 
     while ((c = getopt_long(argc, argv, "n:c:b:e:f:r:o:h", longs, &li)) !=
            -1) {
-        rc = strchr("MXHLAE", c) != NULL ? parse_model_opt(c, o)
+        rc = strchr("MXKHLAE", c) != NULL ? parse_model_opt(c, o)
                                          : parse_opt(c, o);
         if (rc != 0)
             return rc;
@@ -649,6 +668,9 @@ int main(int argc, char **argv)
 
     if (rc != 0)
         return rc;
+    if (o.mode == MODE_LINKS)
+        return tune_links_main(o.sweep_opt ? (size_t)o.s.max_bytes
+                                           : (size_t)16 << 20);
     if (o.mode != MODE_MEASURE)
         return run_model(&o);
     if (o.ncolls == 0)

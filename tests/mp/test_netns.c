@@ -22,6 +22,7 @@
  *     exactly) on 2 hosts x 2 tasks with ranks in host order, on 2 hosts
  *     whose ranks alternate, and on 2 hosts x 1 task of 2 members; each
  *     Hierarchical* implementation must log that it saw 2 hosts x 2.
+ *   tutti-tune --links on 2 hosts x 2 tasks: both link classes timed.
  *
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip` (iproute2) and `unshare`
  * (util-linux); skipped, saying which command failed, where these are
@@ -579,6 +580,51 @@ static void test_hier_devices(void **state)
     run_diffcheck(n, 2, 0, "2", "3", "of 2 hosts x 2,");
 }
 
+/* tutti-tune --links on 2 hosts x 2 tasks: rank 0 times rank 1 (its
+ * host, shm) and rank 2 (the other host, tcp), each a positive latency
+ * and bandwidth, and prints them as --model's options. */
+static void test_tune_links(void **state)
+{
+    static char out[8192];
+    char secret[40], path[160];
+    int status[MAX_TASKS];
+    const char *argv[] = {TUTTI_TEST_BUILDDIR "/tools/tutti-tune", "--links",
+                          "-e", "1M", NULL};
+    net_t *n = *state;
+    net_up(n, 2);
+    memcpy(n->argv, argv, sizeof(argv));
+    job_begin(n, secret);
+    n->ntasks = 4;
+    for (int t = 0; t < 4; t++)
+        assert_true((n->pid[t] = start_task(n, t, 4, t / 2, t % 2, 2,
+                                            "shm,tcp", secret)) > 0);
+    job_wait(n, status);
+    snprintf(path, sizeof(path), "%s/out.0", n->dir);
+    read_file(path, out, sizeof(out));
+    for (int t = 0; t < 4; t++)
+        if (status[t] != 0)
+            fail_msg("tutti-tune --links task %d exited %d; task 0 printed:"
+                     "\n%s", t, status[t], out);
+    static const char *const want[] = {
+        "links: intra: rank 0 (tutti-netns-host0) <-> rank 1 "
+        "(tutti-netns-host0): latency ",
+        "links: inter: rank 0 (tutti-netns-host0) <-> rank 2 "
+        "(tutti-netns-host1): latency "};
+    for (int c = 0; c < 2; c++) {
+        const char *p = strstr(out, want[c]);
+        double lat = 0, bw = 0;
+        if (p == NULL ||
+            sscanf(p + strlen(want[c]), "%lf us, bandwidth %lf GB/s", &lat,
+                   &bw) != 2 || !(lat > 0) || !(bw > 0))
+            fail_msg("no '%s<positive> us, bandwidth <positive> GB/s' in:"
+                     "\n%s", want[c], out);
+    }
+    if (strstr(out, "links: tutti-tune --model --intra ") == NULL)
+        fail_msg("no line with --model's options in:\n%s", out);
+    print_message("%s", out);
+    n->passed = 1;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +641,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hier_alternating, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_hier_devices, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_tune_links, net_setup,
                                         net_teardown),
     };
     return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
