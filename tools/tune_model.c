@@ -126,7 +126,8 @@ static double hier_allreduce(const tune_cluster_t *cl, double s)
 /*
  * HierarchicalLeaderAllreduce, three steps:
  *   intra reduce to the host's leader, which receives the L-1 others'
- *     buffers in turn:                   (L-1) (alpha_i + S/beta_i)
+ *     buffers in one step (then reduces them):
+ *                                        alpha_i + (L-1) S/beta_i
  *   the leaders exchange their host sums directly, one step in which each
  *     sends S to the H-1 others over its link:
  *                                        alpha_e + (H-1) S/beta_e
@@ -137,7 +138,7 @@ static double hier_allreduce(const tune_cluster_t *cl, double s)
 static double leader_allreduce(const tune_cluster_t *cl, double s)
 {
     int h = cl->hosts, l = cl->per_host;
-    double t = (l - 1) * step(&cl->intra, s);
+    double t = l > 1 ? step(&cl->intra, (l - 1) * s) : 0;
 
     if (h > 1)
         t += step(&cl->inter, (h - 1) * s);
