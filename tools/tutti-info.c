@@ -14,6 +14,7 @@
 #include <tutti/tutti.h>
 
 #include "cuda_tools.h"
+#include "info_hosts.h"
 #include "info_resolve.h"
 
 static void usage(FILE *out)
@@ -197,6 +198,7 @@ static int explain(const tutti_context_t *ctx, tutti_select_query_t *q)
         return 1;
     }
     printf("=> %s\n", impl);
+    info_hosts_print(stdout, impl, q->group_size, q->num_hosts);
     return 0;
 }
 

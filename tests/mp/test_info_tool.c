@@ -253,6 +253,34 @@ static void test_explain_per_rank(void **state)
     assert_null(strstr(out, "18446744073709551615"));
 }
 
+/* --hosts: the explain names the hosts, and under a rule naming a
+ * hierarchical implementation says how its steps fall inside hosts and
+ * between them; hosts that cannot hold the group evenly are said so. */
+static void test_explain_hosts(void **state)
+{
+    char cmd[512], out[8192];
+    (void)state;
+    snprintf(cmd, sizeof(cmd), "TUTTI_ALGO=allreduce:HierarchicalAllreduce "
+             INFO " --explain allreduce --size 65536 --group-size 8 "
+             "--num-tasks 8 --hosts 4");
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    if (rc != 0) {
+        test_show(cmd, out);
+        fail_msg("exited %d", rc);
+    }
+    assert_non_null(strstr(out, "group of 8 over 8 tasks on 4 hosts:"));
+    assert_non_null(strstr(out, "=> HierarchicalAllreduce"));
+    assert_non_null(strstr(out, "hosts: 4 x 2 members, in host order"));
+    assert_non_null(strstr(out, "steps: HierarchicalAllreduce: 2 inside "
+                                "hosts, 6 between hosts;"));
+    snprintf(cmd, sizeof(cmd), INFO " --explain allreduce --size 65536 "
+             "--group-size 6 --num-tasks 6 --hosts 4");
+    rc = test_run(cmd, 1, out, sizeof(out));
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "hosts: 6 members on 4 hosts: not the "
+                                "same number on every host"));
+}
+
 /* The listing gives an implementation's former names (module ABI 1.2
  * aliases), and a rule that names one shows the implementation it selects
  * and the name it was written with. */
@@ -363,7 +391,7 @@ static void test_explain_cuda_falls_through(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[NCASES + 6];
+    struct CMUnitTest tests[NCASES + 7];
     size_t k = 0;
     for (; k < NCASES; k++)
         tests[k] = (struct CMUnitTest){cases[k].name, run_case, NULL, NULL,
@@ -371,6 +399,7 @@ int main(void)
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_refusals);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_help);
     tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_explain_per_rank);
+    tests[k++] = (struct CMUnitTest)cmocka_unit_test(test_explain_hosts);
     tests[k++] =
         (struct CMUnitTest)cmocka_unit_test(test_listing_names_former_names);
     tests[k++] =
