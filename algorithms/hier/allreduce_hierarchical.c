@@ -11,12 +11,15 @@
  * host; the H members with local index l then run a ring allreduce of
  * that shard between hosts (cut into H blocks), so L rings share each
  * host link, each carrying its shard; inside each host a ring allgather
- * of the shards ends it.  An out-of-place call first copies its input to
- * the output, where every phase then works.  One host: a ring allreduce
+ * of the shards ends it.  The input is read where it lies (the first
+ * send of each reduce-scatter leaves from it, each receipt reduces with
+ * it into the output), so no phase copies it first, and every byte of
+ * the output is written by some receipt.  One host: a ring allreduce
  * inside it; one member per host: a ring allreduce between hosts.
  */
 #include "hier.h"
 
+#define S TUTTI_ALG_HIER_SEND
 #define R TUTTI_ALG_HIER_RECV
 
 /* Shard @p j in bytes. */
@@ -51,22 +54,26 @@ static void build(tutti_alg_hier_state_t *s)
 
     if (s->inst->count == 0)
         return;
+    /* The input is read where it is: the first send of the reduce-scatter
+     * leaves from it, and each shard's one receipt reduces with it. */
     for (int k = 0; k < L - 1; k++) {
         tutti_alg_hier_step(sc, k == 0 ? "host reduce-scatter" : NULL);
         shard(s, l - k, &o, &n);
-        tutti_alg_hier_send(sc, right, 0, R, o, n);
+        tutti_alg_hier_send(sc, right, 0, k == 0 ? S : R, o, n);
         shard(s, l - k - 1, &o, &n);
-        tutti_alg_hier_recv_reduce(sc, left, 0, R, o, n);
+        tutti_alg_hier_recv_reduce(sc, left, 0, R, o, S, o, n);
     }
-    int own = (l + 1) % L;
+    /* The own shard's host sum: in the output, or (one member per host)
+     * still the input. */
+    int own = (l + 1) % L, part = L > 1 ? R : S;
     int up = t->up, down = t->down;
     for (int k = 0; k < H - 1; k++) {
         tutti_alg_hier_step(sc, k == 0 ? "reduce-scatter between hosts"
                                        : NULL);
         block(s, own, h - k, &o, &n);
-        tutti_alg_hier_send(sc, up, 0, R, o, n);
+        tutti_alg_hier_send(sc, up, 0, k == 0 ? part : R, o, n);
         block(s, own, h - k - 1, &o, &n);
-        tutti_alg_hier_recv_reduce(sc, down, 0, R, o, n);
+        tutti_alg_hier_recv_reduce(sc, down, 0, R, o, part, o, n);
     }
     for (int k = 0; k < H - 1; k++) {
         tutti_alg_hier_step(sc, k == 0 ? "allgather between hosts" : NULL);

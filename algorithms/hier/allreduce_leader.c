@@ -11,10 +11,14 @@
  * sum to every other leader and receives theirs; every leader reduces the
  * H host sums in host order, so all get the same bits, and sends the
  * result to its host's members.  The leader keeps max(L-1, H) buffers of
- * scratch.  An out-of-place call first copies its input to the output.
+ * scratch.  The others send their input as it lies; the leader first
+ * copies its own to its output (out of place), where it reduces.
  */
+#include <string.h>
+
 #include "hier.h"
 
+#define S TUTTI_ALG_HIER_SEND
 #define R TUTTI_ALG_HIER_RECV
 #define X TUTTI_ALG_HIER_SCRATCH
 
@@ -39,7 +43,7 @@ static void build(tutti_alg_hier_state_t *s)
         return;
     tutti_alg_hier_step(sc, "reduce to host leaders");
     if (l != 0)
-        tutti_alg_hier_send(sc, leader, 0, R, 0, B);
+        tutti_alg_hier_send(sc, leader, 0, S, 0, B);
     for (int j = 1; l == 0 && j < L; j++)
         tutti_alg_hier_recv(sc, tutti_alg_hier_rank(t, h, j), 0, X,
                             (size_t)(j - 1) * B, B);
@@ -72,8 +76,15 @@ static void build(tutti_alg_hier_state_t *s)
         tutti_alg_hier_send(sc, tutti_alg_hier_rank(t, h, j), 0, R, 0, B);
 }
 
+/* The leader reduces into its output: its own input goes there first. */
+static void begin(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
+{
+    if (s->topo.local == 0 && x->sendbuf != x->recvbuf && s->bytes > 0)
+        memcpy(x->recvbuf, x->sendbuf, s->bytes);
+}
+
 static const tutti_alg_hier_impl_t impl = {
     .name = "HierarchicalLeaderAllreduce", .scratch = scratch,
-    .build = build, .begin = tutti_alg_hier_copy_in};
+    .build = build, .begin = begin};
 
 TUTTI_ALG_HIER_DEFINE(tutti_alg_hier_allreduce_leader_ops, impl);

@@ -85,6 +85,8 @@ enum {
     TUTTI_ALG_HIER_SEND,    /* the caller's input (or a copy of it) */
     TUTTI_ALG_HIER_RECV,    /* the caller's output */
     TUTTI_ALG_HIER_SCRATCH, /* the instance's scratch */
+    TUTTI_ALG_HIER_RESULT,  /* where the output lands, if not at RECV
+                               (begin sets it; RECV by default) */
     TUTTI_ALG_HIER_BUFS
 };
 
@@ -116,10 +118,11 @@ void tutti_alg_hier_send(tutti_alg_hier_sched_t *s, int peer, uint32_t sub,
                          int buf, size_t off, size_t len);
 void tutti_alg_hier_recv(tutti_alg_hier_sched_t *s, int peer, uint32_t sub,
                          int buf, size_t off, size_t len);
-/** Receives and reduces into buf + off with what is there. */
+/** Receives into buf + off, reduced with what @p src holds at @p soff
+ *  (buf itself: with what is there). */
 void tutti_alg_hier_recv_reduce(tutti_alg_hier_sched_t *s, int peer,
-                                uint32_t sub, int buf, size_t off,
-                                size_t len);
+                                uint32_t sub, int buf, size_t off, int src,
+                                size_t soff, size_t len);
 /** Local work, done when the step starts (its receives not yet in). */
 void tutti_alg_hier_copy(tutti_alg_hier_sched_t *s, int buf, size_t off,
                          int src, size_t soff, size_t len);
@@ -168,7 +171,7 @@ void tutti_alg_hier_fini(void *state);
 
 /** Scratch of none. */
 size_t tutti_alg_hier_no_scratch(const tutti_alg_hier_state_t *s);
-/** begin of the allreduces: an out-of-place call's input to its output. */
+/** begin of the allreduces: a group of one copies its input out. */
 void tutti_alg_hier_copy_in(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x);
 
 /** Where rank (h, l)'s block of the instance's count lies in a buffer of

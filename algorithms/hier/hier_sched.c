@@ -95,9 +95,10 @@ void tutti_alg_hier_recv(tutti_alg_hier_sched_t *s, int peer, uint32_t sub,
 }
 
 void tutti_alg_hier_recv_reduce(tutti_alg_hier_sched_t *s, int peer,
-                                uint32_t sub, int buf, size_t off, size_t len)
+                                uint32_t sub, int buf, size_t off, int src,
+                                size_t soff, size_t len)
 {
-    add(s, OP_RECV_REDUCE, peer, sub, buf, off, buf, off, len);
+    add(s, OP_RECV_REDUCE, peer, sub, buf, off, src, soff, len);
 }
 
 void tutti_alg_hier_copy(tutti_alg_hier_sched_t *s, int buf, size_t off,
@@ -133,7 +134,8 @@ size_t tutti_alg_hier_no_scratch(const tutti_alg_hier_state_t *s)
 
 void tutti_alg_hier_copy_in(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
 {
-    if (x->sendbuf != x->recvbuf && s->bytes > 0)
+    if (s->inst->group_size == 1 && x->sendbuf != x->recvbuf &&
+        s->bytes > 0)
         memcpy(x->recvbuf, x->sendbuf, s->bytes);
 }
 
@@ -242,7 +244,7 @@ static tutti_status_t post_step(tutti_alg_hier_state_t *s,
                                o->len, &s->xfer[m++]);
             break;
         default: {
-            tutti_recv_reduce_t red = {at(s, o->buf, o->off)};
+            tutti_recv_reduce_t red = {at(s, o->src, o->soff)};
             st = x->core->recv(x, o->peer, o->tag, at(s, o->buf, o->off),
                                o->len, o->kind == OP_RECV_REDUCE ? &red
                                                                  : NULL,
@@ -300,6 +302,7 @@ tutti_status_t tutti_alg_hier_run(void *state, tutti_alg_exec_t *x)
     s->bufs[TUTTI_ALG_HIER_SEND] = (void *)x->sendbuf;
     s->bufs[TUTTI_ALG_HIER_RECV] = x->recvbuf;
     s->bufs[TUTTI_ALG_HIER_SCRATCH] = s->scratch;
+    s->bufs[TUTTI_ALG_HIER_RESULT] = x->recvbuf;
     s->step = 0;
     if (s->impl->begin != NULL)
         s->impl->begin(s, x);

@@ -7,19 +7,23 @@
  * memory, the same number of members on every host; a scratch of the
  * whole input (n blocks).
  *
- * The input is copied to scratch, where partial sums build up.  Inside
+ * Partial sums build up in scratch; the input is read where it lies (a
+ * block's first send leaves from it, each receipt reduces with it) and
+ * the last receipt lands in the output, so nothing is copied.  Inside
  * each host a ring passes columns of blocks (the blocks of every (g, j)
  * for one j), reducing on receipt, so member (h, l) ends with column l
  * summed over its host; the H members with local index l then run a ring
- * reduce-scatter of that column between hosts, leaving each its own block
- * summed over the group, which is copied to the output (at the member's
- * block in place, as the collective's in-place form says).
+ * reduce-scatter of that column between hosts, whose last receipt is the
+ * member's own block summed over the group, written to the output (at
+ * the member's block in place, as the collective's in-place form says).
  */
 #include <string.h>
 
 #include "hier.h"
 
+#define S TUTTI_ALG_HIER_SEND
 #define X TUTTI_ALG_HIER_SCRATCH
+#define OUT TUTTI_ALG_HIER_RESULT
 
 static size_t whole(const tutti_alg_hier_state_t *s)
 {
@@ -43,39 +47,46 @@ static void build(tutti_alg_hier_state_t *s)
         int rl = tutti_alg_hier_mod(l - k - 2, L);
         tutti_alg_hier_step(sc, k == 0 ? "inside hosts" : NULL);
         for (int g = 0; g < H; g++)
-            tutti_alg_hier_send(sc, right, (uint32_t)g, X, at(s, g, sl), c);
-        for (int g = 0; g < H; g++)
-            tutti_alg_hier_recv_reduce(sc, left, (uint32_t)g, X,
-                                       at(s, g, rl), c);
+            tutti_alg_hier_send(sc, right, (uint32_t)g, k == 0 ? S : X,
+                                at(s, g, sl), c);
+        for (int g = 0; g < H; g++) {
+            size_t o = at(s, g, rl);
+            if (H == 1 && rl == l) /* the own block, complete */
+                tutti_alg_hier_recv_reduce(sc, left, (uint32_t)g, OUT, 0, S,
+                                           o, c);
+            else
+                tutti_alg_hier_recv_reduce(sc, left, (uint32_t)g, X, o, S,
+                                           o, c);
+        }
     }
+    /* Column l's host sums: in scratch, or (one member per host) still
+     * the input. */
+    int part = L > 1 ? X : S;
     for (int k = 0; k < H - 1; k++) {
+        size_t so = at(s, tutti_alg_hier_mod(h - k - 1, H), l);
+        size_t ro = at(s, tutti_alg_hier_mod(h - k - 2, H), l);
         tutti_alg_hier_step(sc, k == 0 ? "between hosts" : NULL);
-        tutti_alg_hier_send(sc, up, 0, X,
-                            at(s, tutti_alg_hier_mod(h - k - 1, H), l), c);
-        tutti_alg_hier_recv_reduce(sc, down, 0, X,
-                                   at(s, tutti_alg_hier_mod(h - k - 2, H), l),
-                                   c);
+        tutti_alg_hier_send(sc, up, 0, k == 0 ? part : X, so, c);
+        if (k == H - 2) /* the own block, complete */
+            tutti_alg_hier_recv_reduce(sc, down, 0, OUT, 0, part, ro, c);
+        else
+            tutti_alg_hier_recv_reduce(sc, down, 0, X, ro, part, ro, c);
     }
 }
 
 static void begin(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
 {
-    if (s->bytes > 0)
-        memcpy(s->scratch, x->sendbuf, whole(s));
-}
-
-static void end(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
-{
     size_t mine = (size_t)s->inst->rank * s->bytes;
     char *out = x->recvbuf;
     if (x->sendbuf == x->recvbuf)
         out += mine;
-    if (s->bytes > 0)
-        memcpy(out, s->scratch + mine, s->bytes);
+    s->bufs[OUT] = out;
+    if (s->inst->group_size == 1 && x->sendbuf != x->recvbuf && s->bytes)
+        memcpy(out, x->sendbuf, s->bytes);
 }
 
 static const tutti_alg_hier_impl_t impl = {
     .name = "HierarchicalReduceScatter", .scratch = whole, .build = build,
-    .begin = begin, .end = end};
+    .begin = begin};
 
 TUTTI_ALG_HIER_DEFINE(tutti_alg_hier_reduce_scatter_hierarchical_ops, impl);

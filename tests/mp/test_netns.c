@@ -20,8 +20,9 @@
  *   Hierarchical collectives: tests/mp/diffcheck (every implementation
  *     by name and through selection, every output element checked
  *     exactly) on 2 hosts x 2 tasks with ranks in host order, on 2 hosts
- *     whose ranks alternate, and on 2 hosts x 1 task of 2 members; each
- *     Hierarchical* implementation must log that it saw 2 hosts x 2.
+ *     whose ranks alternate, on 2 hosts x 1 task of 2 members, and on 3
+ *     hosts x 1 task; each Hierarchical* implementation must log the grid
+ *     it saw (2 hosts x 2, or 3 hosts x 1).
  *   tutti-tune --links on 2 hosts x 2 tasks: both link classes timed.
  *
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), `ip` (iproute2) and `unshare`
@@ -580,6 +581,14 @@ static void test_hier_devices(void **state)
     run_diffcheck(n, 2, 0, "2", "3", "of 2 hosts x 2,");
 }
 
+/* One member per host (the phases inside hosts vanish), 3 hosts. */
+static void test_hier_one_per_host(void **state)
+{
+    net_t *n = *state;
+    net_up(n, 3);
+    run_diffcheck(n, 3, 0, "1", "4", "of 3 hosts x 1,");
+}
+
 /* tutti-tune --links on 2 hosts x 2 tasks: rank 0 times rank 1 (its
  * host, shm) and rank 2 (the other host, tcp), each a positive latency
  * and bandwidth, and prints them as --model's options. */
@@ -641,6 +650,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hier_alternating, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_hier_devices, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_hier_one_per_host, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_tune_links, net_setup,
                                         net_teardown),
