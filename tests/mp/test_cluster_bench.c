@@ -7,9 +7,17 @@
  *     (selection), two sizes, one round) exits 0 and prints its table:
  *     one row per size and implementation, positive times, the ring's
  *     ratio to itself 1.00;
- *   a longer sweep killed with SIGTERM while its tasks run exits 143.
+ *   a longer sweep killed with SIGTERM while its tasks run exits 143;
+ *   --model at 2 hosts x 2 ranks, 10 Gbit/s, allreduce RingAllreduce,
+ *     RecursiveDoublingAllreduce, HierarchicalLeaderAllreduce and
+ *     HierarchicalAllreduce at 8 B and 4 MiB, 3 rounds, exits 0 and its
+ *     model.tsv (predicted and measured times per size and
+ *     implementation) ranks as measured: at each size, every pair whose
+ *     predicted times differ by 1.5x or more is measured in the same
+ *     order (pairs predicted closer are printed as skipped), and at least
+ *     one pair is compared.
  *
- * After both, nothing of the run is left: no namespace tcb<pid>*, no
+ * After each, nothing of the run is left: no namespace tcb<pid>*, no
  * /dev/shm name of its jobs (tutti-tcb<pid>j*), no process of its jobs
  * (TUTTI_JOB_ID=tcb<pid>j* in the environment) or naming its namespaces.
  *
@@ -39,7 +47,11 @@
 
 #define CLUSTER TUTTI_TEST_SRCDIR "/bench/cluster"
 #define BUILD TUTTI_TEST_BUILDDIR
-#define RUN_LIMIT_S 90 /* the quick run takes about 10 s */
+#define RUN_LIMIT_S 90    /* the quick run takes about 10 s */
+#define MODEL_LIMIT_S 300 /* the model run took 22 s on 2 busy CPUs */
+#define MODEL_FACTOR 1.5  /* predictions this far apart must rank alike */
+#define MODEL_ALGS 4
+#define MODEL_SIZES 2
 
 typedef struct {
     char dir[64];    /* the script's outputs (-o) and its log */
@@ -329,11 +341,132 @@ static void test_sigterm(void **state)
     assert_clean(r);
 }
 
+static const char *const model_algs[MODEL_ALGS] = {
+    "RingAllreduce", "RecursiveDoublingAllreduce",
+    "HierarchicalLeaderAllreduce", "HierarchicalAllreduce"};
+static const long model_sizes[MODEL_SIZES] = {8, 4L << 20};
+
+/* The 2 x 2, 10 Gbit/s allreduce rows of model.tsv (hosts, per_host,
+ * rate, collective, bytes, algorithm, predicted_us, measured_us) into
+ * @p pred_out and @p meas_out by [size][algorithm] (entries still -1 are
+ * filled; others stay as they are). */
+static void read_model_tsv(const char *path,
+                           double pred_out[MODEL_SIZES][MODEL_ALGS],
+                           double meas_out[MODEL_SIZES][MODEL_ALGS])
+{
+    char line[512], rate[16], coll[32], alg[128];
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int hosts, per_host;
+        long bytes;
+        double pred, meas;
+        if (sscanf(line,
+                   "%d\t%d\t%15[^\t]\t%31[^\t]\t%ld\t%127[^\t]\t"
+                   "%lf\t%lf",
+                   &hosts, &per_host, rate, coll, &bytes, alg, &pred,
+                   &meas) != 8 ||
+            hosts != 2 || per_host != 2 || strcmp(rate, "10") != 0 ||
+            strcmp(coll, "allreduce") != 0)
+            continue;
+        for (int s = 0; s < MODEL_SIZES; s++)
+            for (int a = 0; a < MODEL_ALGS; a++)
+                if (bytes == model_sizes[s] &&
+                    strcmp(alg, model_algs[a]) == 0 && pred_out[s][a] < 0) {
+                    pred_out[s][a] = pred;
+                    meas_out[s][a] = meas;
+                }
+    }
+    fclose(f);
+}
+
+/* --model: the model ranks the implementations as they are measured,
+ * wherever it tells two apart by MODEL_FACTOR or more. */
+static void test_model_ranks(void **state)
+{
+    double pred[MODEL_SIZES][MODEL_ALGS], meas[MODEL_SIZES][MODEL_ALGS];
+    char path[160], first[512] = "";
+    int checked = 0, wrong = 0;
+    run_t *r = *state;
+    require_tools();
+    start(r, "--quick --hosts 2 --per-host 2 --rate 10 --collectives "
+             "allreduce --algorithms RingAllreduce,RecursiveDoublingAllreduce,"
+             "HierarchicalLeaderAllreduce,HierarchicalAllreduce -b 8 -e 4M "
+             "-f 524288 --rounds 3 --iters 10 --model");
+    time_t t0 = time(NULL);
+    int rc = finish(r, MODEL_LIMIT_S);
+    skip_if_no_hosts(r, rc);
+    if (rc != 0) {
+        show_log(r);
+        fail_msg("bench/cluster --model exited %d", rc);
+    }
+    print_message("bench/cluster --model: %ld s\n", (long)(time(NULL) - t0));
+    for (int s = 0; s < MODEL_SIZES; s++)
+        for (int a = 0; a < MODEL_ALGS; a++)
+            pred[s][a] = meas[s][a] = -1;
+    snprintf(path, sizeof(path), "%s/out/model.tsv", r->dir);
+    read_model_tsv(path, pred, meas);
+    for (int s = 0; s < MODEL_SIZES; s++)
+        for (int a = 0; a < MODEL_ALGS; a++)
+            if (pred[s][a] <= 0 || meas[s][a] <= 0) {
+                show_log(r);
+                fail_msg("%s: no row of %s at %ld B with positive predicted "
+                         "and measured times (%g, %g)",
+                         path, model_algs[a], model_sizes[s], pred[s][a],
+                         meas[s][a]);
+            }
+    for (int s = 0; s < MODEL_SIZES; s++)
+        for (int i = 0; i < MODEL_ALGS; i++)
+            for (int j = i + 1; j < MODEL_ALGS; j++) {
+                /* f: predicted faster, l: predicted slower */
+                int f = pred[s][i] <= pred[s][j] ? i : j, l = i + j - f;
+                double factor = pred[s][l] / pred[s][f];
+                if (factor < MODEL_FACTOR) {
+                    print_message("skipped %ld B: %s and %s predicted "
+                                  "within %.1fx (%.2f and %.2f us; measured "
+                                  "%.2f and %.2f us)\n",
+                                  model_sizes[s], model_algs[f], model_algs[l],
+                                  MODEL_FACTOR, pred[s][f], pred[s][l],
+                                  meas[s][f], meas[s][l]);
+                    continue;
+                }
+                int same = meas[s][f] < meas[s][l];
+                checked++;
+                print_message("%s %ld B: %s faster than %s, predicted %.2f "
+                              "< %.2f us (%.2fx), measured %.2f %s %.2f us\n",
+                              same ? "agrees" : "DISAGREES", model_sizes[s],
+                              model_algs[f], model_algs[l], pred[s][f],
+                              pred[s][l], factor, meas[s][f],
+                              same ? "<" : ">=", meas[s][l]);
+                if (!same && wrong++ == 0)
+                    snprintf(first, sizeof(first),
+                             "at %ld B the model predicts %s faster than %s "
+                             "(%.2f < %.2f us), measured %.2f >= %.2f us",
+                             model_sizes[s], model_algs[f], model_algs[l],
+                             pred[s][f], pred[s][l], meas[s][f], meas[s][l]);
+            }
+    if (wrong > 0) {
+        show_log(r);
+        fail_msg("%d of %d pairs predicted %.1fx apart are measured in the "
+                 "other order; the first: %s",
+                 wrong, checked, MODEL_FACTOR, first);
+    }
+    if (checked == 0) {
+        show_log(r);
+        fail_msg("the model told no pair apart by %.1fx: nothing compared",
+                 MODEL_FACTOR);
+    }
+    assert_clean(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_quick, run_setup, run_teardown),
         cmocka_unit_test_setup_teardown(test_sigterm, run_setup, run_teardown),
+        cmocka_unit_test_setup_teardown(test_model_ranks, run_setup,
+                                        run_teardown),
     };
     return test_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }
