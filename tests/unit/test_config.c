@@ -196,7 +196,7 @@ static void test_shipped_config(void **state)
         "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
     expect_printed(f, (const char *const[]){"shm.single_copy = off (file)\n",
         "tcp.connections = 2 (file)\n", NULL});
-    assert_int_equal(f->cfg.num_rules, 22);
+    assert_int_equal(f->cfg.num_rules, 39);
     r = f->cfg.rules;
     /* CUDA groups try NCCL first, one rule per collective it runs. */
     for (int i = 0; i < TUTTI_COLL_COUNT; i++) {
@@ -205,12 +205,24 @@ static void test_shipped_config(void **state)
         assert_int_equal(strncmp(tutti__config_rule_algo(&r[i]), "Nccl", 4),
                          0);
     }
-    r += TUTTI_COLL_COUNT; /* then the host's, for any device */
+    r += TUTTI_COLL_COUNT;
+    /* Then groups over several hosts: 17 rules, each for 2 hosts or more,
+     * the first recursive doubling up to 16K on 2-7 hosts. */
+    assert_string_equal(r[0].algorithm, "RecursiveDoublingAllreduce");
+    assert_int_equal(r[0].hosts_min, 2);
+    assert_int_equal(r[0].hosts_max, 7);
+    assert_int_equal(r[0].size_max, 16384);
+    assert_string_equal(r[1].algorithm, "HierarchicalAllreduce");
+    for (int i = 0; i < 17; i++)
+        assert_true(r[i].hosts_min >= 2);
+    r += 17; /* then the host's, for any device */
+    assert_true(r[0].hosts_min <= 1);
     /* Every collective has a rule for any size, so selection never fails
      * for a call the build can run. */
     for (int c = 0; c < TUTTI_COLL_COUNT; c++) {
         int catch_all = 0;
-        for (size_t i = 0; i < f->cfg.num_rules - TUTTI_COLL_COUNT; i++)
+        for (size_t i = 0; i < f->cfg.num_rules - TUTTI_COLL_COUNT - 17;
+             i++)
             catch_all |= (r[i].collectives & TUTTI_COLL_BIT(c)) &&
                          r[i].device_types == 0 && r[i].size_min == 0 &&
                          r[i].size_max == UINT64_MAX;
