@@ -64,8 +64,8 @@ typedef struct {
     char dir[64];                /* logs and outputs of the tasks */
     char job[48];
     int store;                   /* meet through a store of files */
-    const char *argv[8];         /* the worker and its arguments; none:
-                                    launch_worker */
+    const char *argv[16];        /* the worker and its arguments, NULL
+                                    ended; none: launch_worker */
     pid_t pid[MAX_TASKS];
     int passed;
 } net_t;
@@ -249,13 +249,13 @@ static pid_t start_task(const net_t *n, int t, int ntasks, int h, int lt,
     setenv("TUTTI_TIMEOUT", "60", 1);
     snprintf(host, sizeof(host), "tutti-netns-host%d", h);
     /* The worker and its arguments (n->argv), or launch_worker. */
-    const char *argv[24] = {"timeout", "-k", "5", "120", "ip", "netns",
+    const char *argv[32] = {"timeout", "-k", "5", "120", "ip", "netns",
                             "exec", n->ns[h], "unshare", "--uts", "sh", "-c",
                             "hostname \"$0\" && exec \"$@\"", host};
     int a = 14;
     if (n->argv[0] == NULL)
         argv[a++] = WORKER;
-    for (int i = 0; n->argv[i] != NULL && a < 23; i++)
+    for (int i = 0; i < 16 && n->argv[i] != NULL && a < 31; i++)
         argv[a++] = n->argv[i];
     argv[a] = NULL;
     execvp("timeout", (char *const *)argv);
@@ -420,6 +420,7 @@ static void run_diffcheck(net_t *n, int ntasks, int round_robin,
                           "--devices", devices,
                           "--max-bytes", "262144", NULL};
 
+    assert_true(sizeof(argv) <= sizeof(n->argv));
     memcpy(n->argv, argv, sizeof(argv));
     job_begin(n, secret);
     n->ntasks = ntasks;
@@ -601,6 +602,7 @@ static void test_tune_links(void **state)
                           "-e", "1M", NULL};
     net_t *n = *state;
     net_up(n, 2);
+    assert_true(sizeof(argv) <= sizeof(n->argv));
     memcpy(n->argv, argv, sizeof(argv));
     job_begin(n, secret);
     n->ntasks = 4;
