@@ -158,6 +158,7 @@ struct tutti_alg_hier_state {
     tutti_xfer_t *xfer;    /* sched.max_xfers */
     void *bufs[TUTTI_ALG_HIER_BUFS]; /* this execution's */
     size_t step;           /* this execution's */
+    size_t posted;         /* messages of that step posted, in xfer[] */
 };
 
 /** init_context of every implementation of the module. */

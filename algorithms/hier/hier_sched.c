@@ -218,14 +218,16 @@ static char *at(tutti_alg_hier_state_t *s, int buf, size_t off)
     return (char *)s->bufs[buf] + off;
 }
 
-/* Starts step s->step: its local work, then its messages. */
+/* Starts step s->step: its local work, then its messages, which
+ * s->posted counts (advance tests that many, no walk over the step). */
 static tutti_status_t post_step(tutti_alg_hier_state_t *s,
                                 tutti_alg_exec_t *x)
 {
     const tutti_alg_hier_sched_t *sc = &s->sched;
-    size_t k = s->step, m = 0;
+    size_t k = s->step;
     tutti_status_t st = TUTTI_OK;
 
+    s->posted = 0;
     if (sc->phase[k] != NULL)
         tutti_alg_exec_phase(x, sc->phase[k]);
     for (size_t i = sc->first[k]; i < sc->first[k + 1]; i++) {
@@ -241,14 +243,14 @@ static tutti_status_t post_step(tutti_alg_hier_state_t *s,
             break;
         case OP_SEND:
             st = x->core->send(x, o->peer, o->tag, at(s, o->buf, o->off),
-                               o->len, &s->xfer[m++]);
+                               o->len, &s->xfer[s->posted++]);
             break;
         default: {
             tutti_recv_reduce_t red = {at(s, o->src, o->soff)};
             st = x->core->recv(x, o->peer, o->tag, at(s, o->buf, o->off),
                                o->len, o->kind == OP_RECV_REDUCE ? &red
                                                                  : NULL,
-                               &s->xfer[m++]);
+                               &s->xfer[s->posted++]);
             break;
         }
         }
@@ -258,24 +260,13 @@ static tutti_status_t post_step(tutti_alg_hier_state_t *s,
     return TUTTI_OK;
 }
 
-/* Messages of step s->step. */
-static size_t step_xfers(const tutti_alg_hier_state_t *s)
-{
-    const tutti_alg_hier_sched_t *sc = &s->sched;
-    size_t m = 0;
-    for (size_t i = sc->first[s->step]; i < sc->first[s->step + 1]; i++)
-        m += sc->ops[i].kind <= OP_RECV_REDUCE;
-    return m;
-}
-
 /* Goes through the steps whose messages are done; OK after the last. */
 static tutti_status_t advance(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
 {
     tutti_status_t st;
     while (s->step < s->sched.nsteps) {
-        size_t m = step_xfers(s);
         int busy = 0;
-        for (size_t i = 0; i < m; i++) {
+        for (size_t i = 0; i < s->posted; i++) {
             st = x->core->test(x, &s->xfer[i]);
             if (st == TUTTI_INPROGRESS)
                 busy = 1;
