@@ -888,6 +888,66 @@ static void test_decision_reads_hosts(void **state)
     fixture_free(f);
 }
 
+/* A group whose hosts hold different numbers of members (2 on h0, 1 on
+ * h1): the hierarchical allreduce declines it, so selection goes on to
+ * the next rule, and a call that names it is refused with the counts. */
+static void test_uneven_hosts_declined(void **state)
+{
+    static tutti__ctrl_msg_t m;
+    static const char *const uneven[] = {"h0", "h0", "h1"};
+    static const char *const names[] = {"", "HierarchicalAllreduce"};
+    fixture_t *f = fixture(0);
+    tutti__strlist_t dirs = {NULL, 0}, all = {NULL, 0};
+    tutti__job_member_t g = {.group_key = 0x2c};
+    char path[400], want[600];
+    (void)state;
+    snprintf(path, sizeof(path), "%s/rules.yaml", f->tmp.dir);
+    test_write_file(path, "selection:\n"
+                    "  - { collective: allreduce, hosts: 2-,"
+                    " algorithm: HierarchicalAllreduce }\n"
+                    "  - { collective: allreduce,"
+                    " algorithm: RingAllreduce }\n");
+    assert_int_equal(tutti__config_load_file(&f->cfg, path), TUTTI_OK);
+    assert_int_equal(tutti__strlist_push(&dirs, TUTTI_TEST_BUILDDIR
+                                         "/algorithms/ring"), TUTTI_OK);
+    assert_int_equal(tutti__strlist_push(&dirs, TUTTI_TEST_BUILDDIR
+                                         "/algorithms/hier"), TUTTI_OK);
+    assert_int_equal(tutti__registry_load(&f->reg, &dirs, &all), TUTTI_OK);
+    tutti__strlist_free(&dirs);
+    form_on_hosts(f, 0x2c, uneven, 3);
+    assert_int_equal(tutti__coord_formed_find(f->job.coord, 0x2c)->num_hosts,
+                     2);
+    assert_int_equal(tutti__member_add(&f->job, &g), TUTTI_OK);
+    for (int c = 0; c < 2; c++) {
+        tutti__decision_t *d = NULL;
+        for (int r = 0; r < 3; r++) {
+            tutti__inst_payload_t *p = inst_frame(&m, 0x2c, 7 + c, r, r);
+            p->size = 3;
+            snprintf(p->algorithm, sizeof(p->algorithm), "%s", names[c]);
+            d = propose(f, &m, &g);
+            if (r < 2)
+                assert_null(d);
+        }
+        assert_non_null(d);
+        if (c == 0) {
+            assert_int_equal(d->status, TUTTI_OK);
+            assert_string_equal(d->algorithm, "RingAllreduce");
+            snprintf(want, sizeof(want), "rule %s:3", path);
+            assert_string_equal(d->detail, want);
+        } else {
+            assert_int_equal(d->status, TUTTI_ERR_UNSUPPORTED);
+            if (strstr(d->detail, "hosts hold different numbers of members "
+                       "(rank 0's host 2, rank 2's host 1); expected the "
+                       "same number on every host") == NULL)
+                fail_msg("refusal '%s' does not give the hosts' counts",
+                         d->detail);
+        }
+        free(d);
+    }
+    tutti__member_remove(&f->job, &g);
+    fixture_free(f);
+}
+
 static void test_inst_bound(void **state)
 {
     static tutti__ctrl_msg_t m;
@@ -940,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_inst_checks),
         cmocka_unit_test(test_inst_bound),
         cmocka_unit_test(test_decision_reads_hosts),
+        cmocka_unit_test(test_uneven_hosts_declined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
