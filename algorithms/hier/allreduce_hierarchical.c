@@ -17,6 +17,8 @@
  * the output is written by some receipt.  One host: a ring allreduce
  * inside it; one member per host: a ring allreduce between hosts.
  */
+#include <string.h>
+
 #include "hier.h"
 
 #define S TUTTI_ALG_HIER_SEND
@@ -91,8 +93,16 @@ static void build(tutti_alg_hier_state_t *s)
     }
 }
 
+/* A group of one has no step: its input is the output. */
+static void begin(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
+{
+    if (s->inst->group_size == 1 && x->sendbuf != x->recvbuf &&
+        s->bytes > 0)
+        memcpy(x->recvbuf, x->sendbuf, s->bytes);
+}
+
 static const tutti_alg_hier_impl_t impl = {
     .name = "HierarchicalAllreduce", .scratch = tutti_alg_hier_no_scratch, .build = build,
-    .begin = tutti_alg_hier_copy_in};
+    .begin = begin};
 
 TUTTI_ALG_HIER_DEFINE(tutti_alg_hier_allreduce_hierarchical_ops, impl);

@@ -172,8 +172,6 @@ void tutti_alg_hier_fini(void *state);
 
 /** Scratch of none. */
 size_t tutti_alg_hier_no_scratch(const tutti_alg_hier_state_t *s);
-/** begin of the allreduces: a group of one copies its input out. */
-void tutti_alg_hier_copy_in(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x);
 
 /** Where rank (h, l)'s block of the instance's count lies in a buffer of
  *  one block per rank, in bytes. */

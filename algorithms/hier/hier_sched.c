@@ -132,13 +132,6 @@ size_t tutti_alg_hier_no_scratch(const tutti_alg_hier_state_t *s)
     return 0;
 }
 
-void tutti_alg_hier_copy_in(tutti_alg_hier_state_t *s, tutti_alg_exec_t *x)
-{
-    if (s->inst->group_size == 1 && x->sendbuf != x->recvbuf &&
-        s->bytes > 0)
-        memcpy(x->recvbuf, x->sendbuf, s->bytes);
-}
-
 /* ---- an instance ------------------------------------------------------ */
 
 void tutti_alg_hier_fini(void *state)
