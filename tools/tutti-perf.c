@@ -63,8 +63,11 @@ typedef struct {
     int check;
     int inplace;
     int cuda;      /* --device cuda */
+    int memory;    /* --memory: MEM_HEAP, MEM_REGISTERED, MEM_MIXED */
     perf_format_t format;
 } options_t;
+
+enum { MEM_HEAP, MEM_REGISTERED, MEM_MIXED };
 
 static double bus_factor(tutti_collective_t coll, int n)
 {
@@ -114,6 +117,11 @@ static void usage(FILE *out)
         "                         and \"rows\", an array of one object per\n"
         "                         size keyed by the column names; \"error\"\n"
         "                         when a call failed before the last size\n"
+        "      --memory heap|registered|mixed\n"
+        "                         where cpu buffers come from (heap):\n"
+        "                         registered is tutti_mem_alloc's shared\n"
+        "                         memory, read by peers in place; mixed:\n"
+        "                         registered on even ranks, heap on odd\n"
         "  -h, --help             this text\n"
         "Collectives, with n ranks and count elements per rank (the call's\n"
         "count): what a size means (as in nccl-tests) and the bus bandwidth\n"
@@ -165,7 +173,7 @@ static int parse_int(const char *s, int min, int *out)
     return 0;
 }
 
-enum { OPT_CSV = 256, OPT_JSON };
+enum { OPT_CSV = 256, OPT_JSON, OPT_MEMORY };
 
 static int parse_args(int argc, char **argv, options_t *o)
 {
@@ -178,6 +186,7 @@ static int parse_args(int argc, char **argv, options_t *o)
         {"algorithm", 1, 0, 'a'},  {"check", 1, 0, 'C'},
         {"device", 1, 0, 'D'},     {"help", 0, 0, 'h'},
         {"csv", 0, 0, OPT_CSV},    {"json", 0, 0, OPT_JSON},
+        {"memory", 1, 0, OPT_MEMORY},
         {0, 0, 0, 0}};
     int c, bad = 0, formats = 0;
     char *end;
@@ -201,6 +210,16 @@ static int parse_args(int argc, char **argv, options_t *o)
         case 'D': o->cuda = strcmp(optarg, "cuda") == 0;
                   bad = !o->cuda && strcmp(optarg, "cpu") != 0; break;
         case OPT_CSV: o->format = PERF_FORMAT_CSV; formats |= 1; break;
+        case OPT_MEMORY:
+            o->memory = strcmp(optarg, "registered") == 0 ? MEM_REGISTERED
+                        : strcmp(optarg, "mixed") == 0    ? MEM_MIXED
+                                                          : MEM_HEAP;
+            if (o->memory == MEM_HEAP && strcmp(optarg, "heap") != 0) {
+                fprintf(stderr, "tutti-perf: --memory '%s': expected heap, "
+                        "registered or mixed\n", optarg);
+                return -1;
+            }
+            break;
         case OPT_JSON: o->format = PERF_FORMAT_JSON; formats |= 2; break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
@@ -238,6 +257,7 @@ typedef struct {
     char *sendbuf, *recvbuf; /* each holds the largest size; with cuda,
                                 the host's side of the data */
     size_t cap;              /* bytes in each */
+    int registered;          /* they are tutti_mem_alloc's */
     int *perm;               /* permute: rank r sends to r+1 mod n */
     int rank, size;
     char impl[64];           /* what the last execution ran */
@@ -505,8 +525,25 @@ static int setup_buffers(bench_t *b)
      * bytes, which never exceed -e. */
     size_t need = b->o->max_bytes > 64 ? b->o->max_bytes : 64;
     b->cap = (need + 63) / 64 * 64;
-    b->sendbuf = aligned_alloc(64, b->cap);
-    b->recvbuf = aligned_alloc(64, b->cap);
+    b->registered = b->o->memory == MEM_REGISTERED ||
+                    (b->o->memory == MEM_MIXED && b->rank % 2 == 0);
+    if (b->registered) {
+        void *s = NULL, *r = NULL;
+        tutti_status_t st = tutti_mem_alloc(b->cap, &s);
+        if (st == TUTTI_OK)
+            st = tutti_mem_alloc(b->cap, &r);
+        if (st != TUTTI_OK) {
+            fprintf(stderr, "tutti-perf: --memory: %s\n",
+                    tutti_last_error());
+            tutti_mem_free(s);
+            return -1;
+        }
+        b->sendbuf = s;
+        b->recvbuf = r;
+    } else {
+        b->sendbuf = aligned_alloc(64, b->cap);
+        b->recvbuf = aligned_alloc(64, b->cap);
+    }
     b->perm = malloc((size_t)b->size * sizeof(*b->perm));
     if (b->sendbuf == NULL || b->recvbuf == NULL || b->perm == NULL) {
         fprintf(stderr, "tutti-perf: cannot allocate 2 x %zu bytes\n",
@@ -576,7 +613,7 @@ err:
 int main(int argc, char **argv)
 {
     options_t o = {TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, TUTTI_OP_SUM, 0, 8,
-                   64u << 20, 2.0, 20, 5, NULL, 1, 0, 0,
+                   64u << 20, 2.0, 20, 5, NULL, 1, 0, 0, MEM_HEAP,
                    PERF_FORMAT_TABLE};
     bench_t b = {0};
     tutti_status_t st;
@@ -608,8 +645,13 @@ int main(int argc, char **argv)
     if (setup_buffers(&b) == 0)
         rc = run_sweep(&b);
     free(b.perm);
-    free(b.sendbuf);
-    free(b.recvbuf);
+    if (b.registered) {
+        tutti_mem_free(b.sendbuf);
+        tutti_mem_free(b.recvbuf);
+    } else {
+        free(b.sendbuf);
+        free(b.recvbuf);
+    }
     tool_cuda_free(b.dsend);
     tool_cuda_free(b.drecv);
 out_groups:

@@ -56,4 +56,6 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .chan_set_single_copy_range = tutti__chan_api_set_single_copy_range,
     .store_set = tutti__store_set,
     .store_get = tutti__store_get,
+    .chan_enable_mapped = tutti__chan_api_enable_mapped,
+    .chan_set_mapped_min = tutti__chan_api_set_mapped_min,
 };

@@ -2,6 +2,7 @@
  * descriptors between processes (chan.h). */
 #define _GNU_SOURCE /* process_vm_readv */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #define FRAG_SC 1u     /* a single-copy descriptor: no data in the slot */
 #define FRAG_SUM 2u    /* sum holds the sender's checksum of the data */
 #define FRAG_INLINE 4u /* the whole message is in the header's line */
+#define FRAG_MAP 8u    /* with FRAG_SC: the buffer lies in a registered
+                          region, described in the slot's data */
 
 /* Bytes a message may have to travel inside its fragment header. */
 #define FRAG_INLINE_MAX 32
@@ -131,6 +134,7 @@ tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
     ep->pid = (int)getpid();
     ep->sc_min = TUTTI_CHAN_SC_MIN;
     ep->sc_max = SIZE_MAX;
+    ep->map_min = TUTTI_CHAN_MAP_MIN;
     const char *hook = getenv("TUTTI_TEST_CORRUPT");
     int hook_rank;
     unsigned long long hook_at;
@@ -153,6 +157,17 @@ void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify)
 
 void tutti__chan_ep_fini(tutti__chan_ep_t *ep)
 {
+    const tutti__chan_stats_t *s = &ep->stats;
+    if (ep->peers != NULL)
+        tutti__log(TUTTI_LOG_DEBUG, ep->tp_name,
+                   "rank %d: received %llu message(s) by single copy (%llu "
+                   "of them from registered memory) and %llu of %d+ bytes "
+                   "through the slots; sent %llu by single copy (%llu "
+                   "registered)", ep->rank, (unsigned long long)s->sc_in,
+                   (unsigned long long)s->map_in,
+                   (unsigned long long)s->ring_large_in, TUTTI_CHAN_SC_MIN,
+                   (unsigned long long)s->sc_out,
+                   (unsigned long long)s->map_out);
     /* Messages nobody received (a group left mid-operation) die here. */
     for (int i = 0; ep->peers != NULL && i < ep->size; i++) {
         tutti__chan_unexp_t *u = ep->peers[i].unexp;
@@ -161,6 +176,7 @@ void tutti__chan_ep_fini(tutti__chan_ep_t *ep)
             free(u);
             u = next;
         }
+        tutti__chan_maps_destroy(ep->peers[i].maps);
     }
     free(ep->peers);
     ep->peers = NULL;
@@ -315,15 +331,32 @@ static int goes_single_copy(const tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     if (op->len < ep->sc_min || op->len > ep->sc_max || op->done != 0)
         return 0;
     if (!p->out_sc_ok)
-        p->out_sc_ok = atomic_load_explicit(&p->out->sc_accept,
-                                            memory_order_acquire) != 0;
+        p->out_sc_ok = (atomic_load_explicit(&p->out->sc_accept,
+                                             memory_order_acquire) &
+                        TUTTI_CHAN_ACCEPT_READV) != 0;
     return p->out_sc_ok;
 }
 
-/* Writes the descriptor of @p op into slot @p h; the op waits on the
- * peer's reading (scq) from now on. */
+/* True if @p op goes to @p p as a mapped descriptor: its buffer lies in
+ * registered region @p r (filled then). */
+static int goes_mapped(const tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                       const tutti_tp_op_t *op, tutti__mem_region_t *r)
+{
+    if (op->len < ep->map_min || op->done != 0)
+        return 0;
+    if (!p->out_map_ok)
+        p->out_map_ok = (atomic_load_explicit(&p->out->sc_accept,
+                                              memory_order_acquire) &
+                         TUTTI_CHAN_ACCEPT_MAPPED) != 0;
+    return p->out_map_ok && tutti__mem_find(op->sbuf, op->len, r);
+}
+
+/* Writes the descriptor of @p op into slot @p h, naming region @p r
+ * (NULL: read with process_vm_readv); the op waits on the peer's reading
+ * (scq) from now on. */
 static void post_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                            tutti_tp_op_t *op, frag_hdr_t *h)
+                            tutti_tp_op_t *op, frag_hdr_t *h,
+                            const tutti__mem_region_t *r)
 {
     h->key = op->key;
     h->u.x.msg_len = op->len;
@@ -332,6 +365,11 @@ static void post_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     h->flags = FRAG_SC;
     h->u.x.sc_addr = (uint64_t)(uintptr_t)op->sbuf;
     h->u.x.sc_pid = ep->pid;
+    if (r != NULL) {
+        memcpy(slot_data(h), r, sizeof(*r));
+        h->flags |= FRAG_MAP;
+        ep->stats.map_out++;
+    }
     if (ep->verify) {
         h->u.x.sum = tutti__csum(op->sbuf, op->len);
         h->flags |= FRAG_SUM;
@@ -375,8 +413,10 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
         }
         tutti_tp_op_t *op = p->sendq;
         frag_hdr_t *h = slot_at(ep, p->out, p->out_head);
-        if (goes_single_copy(ep, p, op)) {
-            post_descriptor(ep, p, op, h);
+        tutti__mem_region_t r;
+        int mapped = goes_mapped(ep, p, op, &r);
+        if (mapped || goes_single_copy(ep, p, op)) {
+            post_descriptor(ep, p, op, h, mapped ? &r : NULL);
             frag_publish(h, p->out_head++);
             moved++;
             continue;
@@ -486,10 +526,15 @@ static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
 }
 
 /* Reads @p len bytes at offset @p off of the message descriptor @p f names
- * into @p dst.  Returns 0, or the errno of the failure. */
+ * into @p dst: from @p src, where the message lies mapped in this process,
+ * else with process_vm_readv.  Returns 0, or the errno of the failure. */
 static int sc_read(const tutti__chan_peer_t *p, const frag_t *f,
-                   uint64_t off, char *dst, size_t len)
+                   const char *src, uint64_t off, char *dst, size_t len)
 {
+    if (src != NULL) {
+        memcpy(dst, src + off, len);
+        return 0;
+    }
     while (len > 0) {
         struct iovec local = {dst, len};
         struct iovec remote = {
@@ -575,19 +620,25 @@ static tutti_status_t check_read(tutti__chan_ep_t *ep, const frag_t *f,
     return check_sum(ep, f, peer, 0, f->msg_len, tutti__csum(data, f->msg_len));
 }
 
-/* Reads the message descriptor @p f names into receive @p op: straight into
- * its buffer, or bounce block by bounce block, each reduced into it (and,
- * where the endpoint checks, summed into @p sum before). */
+/* Reads the message descriptor @p f names (mapped at @p src, or NULL)
+ * into receive @p op: straight into its buffer; reduced straight from
+ * @p src where nothing is checked; or bounce block by bounce block, each
+ * reduced into it (and, where the endpoint checks, summed into @p sum
+ * before). */
 static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
-                      const frag_t *f, int peer, tutti_tp_op_t *op,
-                      tutti__csum_t *sum)
+                      const frag_t *f, const char *src, int peer,
+                      tutti_tp_op_t *op, tutti__csum_t *sum)
 {
     if (op->reduce.fn == NULL)
-        return sc_read(p, f, 0, op->rbuf, op->len);
+        return sc_read(p, f, src, 0, op->rbuf, op->len);
+    if (src != NULL && !ep->check) {
+        deliver(op, 0, src, op->len);
+        return 0;
+    }
     for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
         size_t n = op->len - off < TUTTI_CHAN_SC_BOUNCE
                        ? (size_t)(op->len - off) : TUTTI_CHAN_SC_BOUNCE;
-        int err = sc_read(p, f, off, ep->bounce, n);
+        int err = sc_read(p, f, src, off, ep->bounce, n);
         if (err != 0)
             return err;
         if (ep->check) {
@@ -600,17 +651,23 @@ static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
 }
 
 /* A single-copy read from @p peer failed (@p err: errno, or -1: the
- * descriptor names another process).  Its channel is taken no further:
+ * descriptor names another process; @p mapped: of registered memory, the
+ * mapping failed).  Its channel is taken no further:
  * what waits on it stays in progress and fails the way a silent peer's
  * transfers do, when the group learns why (the peer's task is gone, an
  * abort) or times out; the likely cause, a sender that failed, exited or
  * freed its buffer first, is then named there.  The read's own cause is
  * logged here. */
 static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
-                      const frag_t *f, int err)
+                      const frag_t *f, int err, int mapped)
 {
-    char why[128];
-    if (err > 0)
+    char why[160];
+    if (err > 0 && mapped)
+        snprintf(why, sizeof(why), "mapping its registered memory "
+                 "(/proc/%d/fd/%d): %s", (int)f->h->u.x.sc_pid,
+                 (int)((const tutti__mem_region_t *)slot_data(f->h))->fd,
+                 strerror(err));
+    else if (err > 0)
         snprintf(why, sizeof(why), "process_vm_readv: %s", strerror(err));
     else
         snprintf(why, sizeof(why), "its descriptor names pid %d",
@@ -620,7 +677,8 @@ static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
                "rank %d: cannot read a %llu-byte message from rank %d (pid "
                "%d, instance 0x%llx step %u tag %u) by single copy: %s; "
                "nothing more is taken from rank %d", ep->rank,
-               (unsigned long long)f->msg_len, peer, p->sc_pid,
+               (unsigned long long)f->msg_len, peer,
+               (int)f->h->u.x.sc_pid,
                (unsigned long long)f->key.instance, f->key.step, f->key.tag,
                why, peer);
 }
@@ -632,16 +690,33 @@ static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
 static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                               const frag_t *f, int peer)
 {
-    int err = f->h->u.x.sc_pid != p->sc_pid ? -1 : 0;
+    int mapped = (f->flags & FRAG_MAP) != 0;
+    int err = f->h->u.x.sc_pid != (mapped ? p->map_pid : p->sc_pid) ? -1 : 0;
+    const char *src = NULL;
+    if (mapped && err == 0 && !p->discarding) {
+        tutti__mem_region_t r;
+        memcpy(&r, slot_data(f->h), sizeof(r));
+        /* A peer of this process: its buffer is where it says. */
+        const char *base = p->map_pid == ep->pid
+            ? (const char *)(uintptr_t)r.base
+            : tutti__chan_map_get(p->maps, p->map_pid, &r, &err);
+        if (base != NULL && (f->h->u.x.sc_addr < r.base ||
+                             f->h->u.x.sc_addr - r.base > r.size ||
+                             r.size - (f->h->u.x.sc_addr - r.base) <
+                                 f->msg_len))
+            err = ERANGE; /* a descriptor outside its own region */
+        else if (base != NULL)
+            src = base + (f->h->u.x.sc_addr - r.base);
+    }
     if (p->discarding) {
         p->discarding = 0;
         p->discard_left = 0;
     } else if (p->filling != NULL) {
         tutti__chan_unexp_t *u = p->filling;
         if (err == 0)
-            err = sc_read(p, f, 0, u->data, u->msg_len);
+            err = sc_read(p, f, src, 0, u->data, u->msg_len);
         if (err != 0) {
-            sc_freeze(ep, p, peer, f, err);
+            sc_freeze(ep, p, peer, f, err, mapped);
             return 0;
         }
         u->got = u->msg_len;
@@ -655,9 +730,9 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         tutti__csum_t sum;
         tutti__csum_init(&sum);
         if (err == 0)
-            err = sc_read_op(ep, p, f, peer, op, &sum);
+            err = sc_read_op(ep, p, f, src, peer, op, &sum);
         if (err != 0) {
-            sc_freeze(ep, p, peer, f, err);
+            sc_freeze(ep, p, peer, f, err, mapped);
             return 0;
         }
         if (ep->check && op->reduce.fn == NULL)
@@ -669,6 +744,7 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         op->status = st;
         ep->stats.sc_in++;
     }
+    ep->stats.map_in += mapped;
     p->in_sc_done++;
     atomic_store_explicit(&p->in->sc_done, p->in_sc_done,
                           memory_order_release);
@@ -800,9 +876,57 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
                             "rank %d: no memory for a %d-byte bounce block",
                             ep->rank, TUTTI_CHAN_SC_BOUNCE);
     ep->peers[peer].sc_pid = peer_pid;
-    atomic_store_explicit(&ep->peers[peer].in->sc_accept, 1,
-                          memory_order_release);
+    atomic_fetch_or_explicit(&ep->peers[peer].in->sc_accept,
+                             TUTTI_CHAN_ACCEPT_READV, memory_order_release);
     return TUTTI_OK;
+}
+
+tutti_status_t tutti__chan_enable_mapped(tutti__chan_ep_t *ep, int peer,
+                                         int peer_pid)
+{
+    if (peer < 0 || peer >= ep->size || peer == ep->rank ||
+        ep->peers[peer].in == NULL || peer_pid <= 0)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
+                            "rank %d: mapping the memory of rank %d (pid "
+                            "%d): not an attached peer of a group of %d",
+                            ep->rank, peer, peer_pid, ep->size);
+    tutti__chan_peer_t *p = &ep->peers[peer];
+    if (p->map_pid == peer_pid)
+        return TUTTI_OK;
+    if (peer_pid == ep->pid)
+        goto accept; /* threads of one process: nothing to map */
+    /* Opening the peer's descriptors takes the kernel's read check on it
+     * (same user, dumpable), not the attach check process_vm_readv needs,
+     * so this works under Yama where single copy does not. */
+    char path[40];
+    snprintf(path, sizeof(path), "/proc/%d/fd", peer_pid);
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        tutti__log(TUTTI_LOG_INFO, ep->tp_name, "rank %d: no mapped reads "
+                   "from rank %d: %s: %s", ep->rank, peer, path,
+                   strerror(errno));
+        return TUTTI_ERR_UNSUPPORTED;
+    }
+    close(fd);
+    if (p->maps == NULL && (p->maps = tutti__chan_maps_create()) == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
+                            "rank %d: no memory for rank %d's mappings",
+                            ep->rank, peer);
+accept:
+    if (ep->bounce == NULL &&
+        (ep->bounce = malloc(TUTTI_CHAN_SC_BOUNCE)) == NULL)
+        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
+                            "rank %d: no memory for a %d-byte bounce block",
+                            ep->rank, TUTTI_CHAN_SC_BOUNCE);
+    p->map_pid = peer_pid;
+    atomic_fetch_or_explicit(&p->in->sc_accept, TUTTI_CHAN_ACCEPT_MAPPED,
+                             memory_order_release);
+    return TUTTI_OK;
+}
+
+void tutti__chan_set_mapped_min(tutti__chan_ep_t *ep, size_t min)
+{
+    ep->map_min = min;
 }
 
 void tutti__chan_set_single_copy_range(tutti__chan_ep_t *ep, size_t min,

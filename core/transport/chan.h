@@ -46,6 +46,19 @@
  * with single copy off or not permitted) carry every message through the
  * slots as before.
  *
+ * Mapped descriptors (registered memory, base/mem.h): a receiver that can
+ * open its peer's /proc/<pid>/fd (tutti__chan_enable_mapped()) sets the
+ * MAPPED bit of sc_accept; the sender then posts a message of map_min
+ * bytes or more whose buffer lies in a registered region as a descriptor
+ * that also names the region (serial, base, size, file offset and the
+ * sender's descriptor of the file, in the slot's data).  The receiver maps
+ * the region once (chan_map.c: up to TUTTI_CHAN_MAPS per peer, the least
+ * recently used unmapped first) and copies the message, or reduces it into
+ * its own data, straight from the mapping: one pass, no system call.  It
+ * finishes the descriptor as a process_vm_readv one, so the sender's
+ * completion is the same.  Under verify a reduced message goes through
+ * the bounce block, so that what is summed is what is reduced.
+ *
  * Verify (`verify: checksum`, shm): the sender writes the checksum of each
  * fragment (base/checksum.h) into its header, just after copying it into
  * the slot while it is in cache, and of a single-copy message into its
@@ -64,6 +77,7 @@
 
 #include <tutti/transport.h>
 
+#include "base/mem.h"
 #include "transport/bell.h"
 
 #define TUTTI_CACHELINE 64
@@ -78,6 +92,16 @@
  * cache); a multiple of every element size. */
 #define TUTTI_CHAN_SC_BOUNCE (128 * 1024)
 
+/* Bytes of a registered message a sender maps out by default (below, the
+ * descriptor's round trip costs more than the second copy it saves). */
+#define TUTTI_CHAN_MAP_MIN (16 * 1024)
+/* Regions of one peer a receiver keeps mapped. */
+#define TUTTI_CHAN_MAPS 16
+
+/* sc_accept's bits: what the receiver reads in place of slot data. */
+#define TUTTI_CHAN_ACCEPT_READV 1u  /* process_vm_readv descriptors */
+#define TUTTI_CHAN_ACCEPT_MAPPED 2u /* descriptors of registered memory */
+
 /* One channel's header; its slots follow.  Both lines are written only by
  * the receiver and read by the sender: what it consumed, and (the second)
  * single copy, above.  What the sender wrote is told by each slot's own
@@ -87,7 +111,7 @@ typedef struct {
     _Atomic uint64_t tail; /* fragments consumed (consumer) */
     char pad1[TUTTI_CACHELINE - sizeof(uint64_t)];
     _Atomic uint64_t sc_done;   /* descriptors the receiver finished */
-    _Atomic uint32_t sc_accept; /* 1: the receiver reads descriptors */
+    _Atomic uint32_t sc_accept; /* TUTTI_CHAN_ACCEPT_* */
     char pad2[TUTTI_CACHELINE - sizeof(uint64_t) - sizeof(uint32_t)];
 } tutti__chan_t;
 
@@ -110,6 +134,28 @@ typedef struct tutti__chan_unexp {
     char data[];                 /* msg_len bytes */
 } tutti__chan_unexp_t;
 
+/* A receiver's mapping of one of its peer's registered regions. */
+typedef struct {
+    uint64_t serial;             /* the region's, in the peer */
+    char *addr;                  /* NULL: unused entry */
+    size_t len;
+    uint64_t used;               /* clock of the last use */
+} tutti__chan_map_t;
+
+typedef struct {
+    tutti__chan_map_t m[TUTTI_CHAN_MAPS];
+    uint64_t clock;
+    uint64_t mapped;             /* regions mapped so far */
+} tutti__chan_maps_t;
+
+/* chan_map.c.  _get returns where region @p r of process @p pid lies in
+ * this process, mapping it on first use; NULL with the errno in @p err_out
+ * if it cannot be mapped. */
+tutti__chan_maps_t *tutti__chan_maps_create(void);
+void tutti__chan_maps_destroy(tutti__chan_maps_t *maps);
+const char *tutti__chan_map_get(tutti__chan_maps_t *maps, int pid,
+                                const tutti__mem_region_t *r, int *err_out);
+
 typedef struct {
     tutti__chan_t *out;          /* this member -> peer */
     tutti__chan_t *in;           /* peer -> this member */
@@ -128,8 +174,11 @@ typedef struct {
     int sc_pid;                  /* peer's pid, 0: we do not read it */
     uint64_t in_sc_done;         /* descriptors we finished */
     int sc_frozen;               /* a read failed: nothing more taken */
+    int map_pid;                 /* peer's pid, 0: we do not map it */
+    tutti__chan_maps_t *maps;    /* its regions we mapped */
     /* as sender on out: */
-    int out_sc_ok;               /* peer set out->sc_accept */
+    int out_sc_ok;               /* peer set out->sc_accept's READV */
+    int out_map_ok;              /* peer set out->sc_accept's MAPPED */
     uint64_t sc_acked;           /* finished descriptors we completed */
     tutti_tp_op_t *scq, *scq_tail; /* sends the peer is reading, in order */
     tutti__bell_t *bell;         /* the peer's doorbell, or NULL: rung
@@ -142,6 +191,8 @@ typedef struct {
     uint64_t sc_out;             /* messages sent as descriptors */
     uint64_t ring_large_in;      /* of TUTTI_CHAN_SC_MIN+ bytes through
                                     the slots */
+    uint64_t map_in;             /* messages read from a mapped region */
+    uint64_t map_out;            /* sent as mapped descriptors */
 } tutti__chan_stats_t;
 
 typedef struct {
@@ -167,6 +218,8 @@ typedef struct {
                                     cannot sleep */
     size_t sc_min, sc_max;       /* lengths sent by single copy (to peers
                                     that accept it), inclusive */
+    size_t map_min;              /* registered messages of this many bytes
+                                    or more go as mapped descriptors */
 } tutti__chan_ep_t;
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
@@ -182,6 +235,15 @@ int tutti__chan_progress(tutti__chan_ep_t *ep);
  * after the peer's channels are attached. */
 tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
                                               int peer_pid);
+/* This member can map @p peer's registered memory (process @p peer_pid):
+ * let the peer send it as mapped descriptors.  Probes /proc/<pid>/fd;
+ * TUTTI_ERR_UNSUPPORTED (not recorded) where the kernel refuses, and the
+ * peer's messages keep to the slots. */
+tutti_status_t tutti__chan_enable_mapped(tutti__chan_ep_t *ep, int peer,
+                                         int peer_pid);
+/* Registered messages of @p min bytes or more go mapped (TUTTI_CHAN_MAP_MIN
+ * until this is called; SIZE_MAX: none). */
+void tutti__chan_set_mapped_min(tutti__chan_ep_t *ep, size_t min);
 /* Checksums on (TUTTI_TP_VERIFY_CHECKSUM) or off for what @p ep sends and
  * receives from now on. */
 void tutti__chan_set_verify(tutti__chan_ep_t *ep, int verify);
@@ -234,5 +296,8 @@ void tutti__chan_api_attach_bell(tutti_chan_ep_t *ep, int rank, void *bell);
 int tutti__chan_api_sleep(tutti_chan_ep_t *ep, double seconds);
 void tutti__chan_api_set_single_copy_range(tutti_chan_ep_t *ep, size_t min,
                                            size_t max);
+tutti_status_t tutti__chan_api_enable_mapped(tutti_chan_ep_t *ep, int peer,
+                                             int peer_pid);
+void tutti__chan_api_set_mapped_min(tutti_chan_ep_t *ep, size_t min);
 
 #endif

@@ -53,13 +53,6 @@ void tutti__chan_api_destroy(tutti_chan_ep_t *ep)
 {
     if (ep == NULL)
         return;
-    const tutti__chan_stats_t *s = &ep->chan.stats;
-    tutti__log(TUTTI_LOG_DEBUG, ep->chan.tp_name,
-               "rank %d: received %llu message(s) by single copy and %llu of "
-               "%d+ bytes through the slots; sent %llu by single copy",
-               ep->chan.rank, (unsigned long long)s->sc_in,
-               (unsigned long long)s->ring_large_in, TUTTI_CHAN_SC_MIN,
-               (unsigned long long)s->sc_out);
     tutti__chan_ep_fini(&ep->chan);
     free(ep);
 }
@@ -118,4 +111,15 @@ void tutti__chan_api_set_single_copy_range(tutti_chan_ep_t *ep, size_t min,
                                            size_t max)
 {
     tutti__chan_set_single_copy_range(&ep->chan, min, max);
+}
+
+tutti_status_t tutti__chan_api_enable_mapped(tutti_chan_ep_t *ep, int peer,
+                                             int peer_pid)
+{
+    return tutti__chan_enable_mapped(&ep->chan, peer, peer_pid);
+}
+
+void tutti__chan_api_set_mapped_min(tutti_chan_ep_t *ep, size_t min)
+{
+    tutti__chan_set_mapped_min(&ep->chan, min);
 }

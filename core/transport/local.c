@@ -230,6 +230,13 @@ static tutti_status_t local_connect(const tutti_tp_group_t *g,
             continue;
         ep->chan.peers[r].out = mesh_chan(ep->mesh, g->rank, r);
         ep->chan.peers[r].in = mesh_chan(ep->mesh, r, g->rank);
+        /* Registered memory: a peer reads this member's buffer where it
+         * lies, as between processes (chan.h, mapped descriptors). */
+        st = tutti__chan_enable_mapped(&ep->chan, r, ep->chan.pid);
+        if (st != TUTTI_OK) {
+            local_disconnect((tutti_tp_ep_t *)ep);
+            return st;
+        }
     }
     if (g->size >= offsetof(tutti_tp_group_t, sleep) + sizeof(g->sleep) &&
         g->sleep) {

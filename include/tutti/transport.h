@@ -31,9 +31,9 @@
  * chan_set_verify; 2.3 the group's sleep, the core's doorbells
  * (chan_attach_bell, chan_sleep), chan_set_single_copy_range and the
  * transport's optional sleep; 2.4 the group's store and secret and the
- * core's store_set and store_get (read
- * each where the size of its table covers it); the loader reads a 2.0
- * descriptor by its size.
+ * core's store_set and store_get; 2.5 the core's chan_enable_mapped and
+ * chan_set_mapped_min (registered memory; read each where the size of its
+ * table covers it); the loader reads a 2.0 descriptor by its size.
  *
  * ABI growth rule, kept by every field added since 2.0: a field added to
  * a table a module fills means, when it is zero or NULL, what the module
@@ -71,7 +71,7 @@ extern "C" {
 #endif
 
 #define TUTTI_TP_ABI_MAJOR 2
-#define TUTTI_TP_ABI_MINOR 4
+#define TUTTI_TP_ABI_MINOR 5
 
 /** tutti_tp_group_t.verify: what a transport checks of the bytes it
  *  moves (the core's `verify` setting). */
@@ -217,6 +217,22 @@ typedef struct {
     tutti_status_t (*store_get)(const void *store, const char *key,
                                 void *buf, size_t cap, size_t *len_out,
                                 double timeout);
+    /* ABI 2.5: */
+    /** Registered memory (tutti_mem_alloc, tutti_mem_register): this
+     *  member maps the registered regions of @p peer's process
+     *  @p peer_pid (another process of this host), so the peer may send
+     *  its messages from registered buffers as descriptors, which this
+     *  member copies or reduces straight from its mapping of the peer's
+     *  buffer; the peer's send completes once that is done.  Call after
+     *  chan_attach() for that peer.  TUTTI_ERR_UNSUPPORTED (not an error:
+     *  logged at info) where the kernel does not let this process open
+     *  the peer's /proc/<pid>/fd; that peer's messages keep to the
+     *  slots. */
+    tutti_status_t (*chan_enable_mapped)(tutti_chan_ep_t *ep, int peer,
+                                         int peer_pid);
+    /** Registered messages of @p min_bytes or more go as descriptors
+     *  (16 KiB without this call; SIZE_MAX: none). */
+    void (*chan_set_mapped_min)(tutti_chan_ep_t *ep, size_t min_bytes);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */

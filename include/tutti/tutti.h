@@ -482,6 +482,51 @@ tutti_status_t tutti_allgatherv(tutti_group_t *group, const void *sendbuf,
                                 size_t *recv_total_out);
 tutti_status_t tutti_barrier(tutti_group_t *group);
 
+/* ---- registered memory ---------------------------------------------------- */
+
+/**
+ * Buffers the other processes of this host can read in place.  A message
+ * of shm.registered_min bytes or more (16K shipped) sent from registered
+ * memory to a member of the same host in another process goes as a
+ * descriptor of the buffer: the receiver maps the region once (through
+ * /proc/<pid>/fd; cached, at most 16 regions per peer) and then copies
+ * each such message, or reduces it into its own data, straight from the
+ * sender's buffer, so each block is copied once where the slots copy it
+ * twice; the send completes when the receiver has read it.  Whether a
+ * buffer is registered is looked up per message, so registered,
+ * unregistered and mixed members work together, each send going the way
+ * its own buffer allows; receive buffers need no registration.  Other
+ * transports (tcp, threads of one process) move registered memory as any
+ * other.  The table is the process's: every context and group of it sees
+ * the same regions.  Free or deregister a buffer only once no request
+ * using it is in progress; a peer that mapped it keeps its pages until it
+ * leaves the group or maps 16 newer regions of this process.
+ */
+/** Allocate @p size bytes (rounded up to pages, zero-filled) of shared
+ *  memory, registered.  TUTTI_ERR_INVALID_ARG (size 0, ptr_out NULL),
+ *  TUTTI_ERR_NO_MEMORY, or TUTTI_ERR_IO naming the system call. */
+tutti_status_t tutti_mem_alloc(size_t size, void **ptr_out);
+/** Free what tutti_mem_alloc returned (NULL: nothing).  Any other pointer:
+ *  TUTTI_ERR_INVALID_ARG. */
+tutti_status_t tutti_mem_free(void *ptr);
+/** Register @p size bytes at @p ptr that the program already has, where
+ *  the platform lets other processes map them: memory mapped MAP_SHARED
+ *  from a file (a file of /dev/shm, a memfd, a file on disk), the pages
+ *  that hold the range (the whole range within one mapping).  Private
+ *  memory (malloc, the stack, a numpy array's own data, MAP_PRIVATE) is
+ *  refused with TUTTI_ERR_UNSUPPORTED, naming the mapping: allocate it
+ *  with tutti_mem_alloc instead.  A range inside a region registered
+ *  already returns TUTTI_OK and adds nothing; one that overlaps a region
+ *  without lying inside it is TUTTI_ERR_INVALID_ARG. */
+tutti_status_t tutti_mem_register(void *ptr, size_t size);
+/** Remove the registration that holds @p ptr (NULL: nothing);
+ *  TUTTI_ERR_INVALID_ARG for memory of tutti_mem_alloc (free it) or
+ *  none registered. */
+tutti_status_t tutti_mem_deregister(void *ptr);
+/** 1 if the @p size bytes at @p ptr (1 byte for size 0) lie in one
+ *  registered region, else 0. */
+int tutti_mem_registered(const void *ptr, size_t size);
+
 /* ---- point-to-point ------------------------------------------------------- */
 
 /**

@@ -52,12 +52,21 @@ typedef struct {
     size_t max_count, max_bytes;
     double timeout;
     int phase, max_failures, mixed, verbose;
+    int memory;              /* MEM_* */
 } options_t;
+
+/* --memory: where a member's send and receive buffers come from. */
+enum {
+    MEM_HEAP,       /* aligned_alloc */
+    MEM_REGISTERED, /* tutti_mem_alloc: peers read them in place */
+    MEM_MIXED       /* either, chosen per member and call from the seed */
+};
 
 /* A growing buffer with GUARD bytes before and after the data. */
 typedef struct {
     unsigned char *base;
     size_t cap;
+    int registered;          /* base is tutti_mem_alloc's */
 } arena_t;
 
 typedef struct {
@@ -70,6 +79,7 @@ typedef struct {
     int rank, n;
     dc_plan_env_t env;
     arena_t a, b, w;
+    arena_t ra, rb;          /* a and b in registered memory */
     long calls, wrong, failures, reports;
     long long elements;
     int ok;
@@ -127,15 +137,42 @@ static unsigned char *arena_get(arena_t *a, size_t bytes)
 {
     size_t want = bytes + 2 * GUARD;
     if (want > a->cap) {
-        free(a->base);
         a->cap = (want + 4095) / 4096 * 4096;
-        a->base = aligned_alloc(64, a->cap);
+        if (a->registered) {
+            void *p = NULL;
+            tutti_mem_free(a->base);
+            if (tutti_mem_alloc(a->cap, &p) != TUTTI_OK)
+                p = NULL;
+            a->base = p;
+        } else {
+            free(a->base);
+            a->base = aligned_alloc(64, a->cap);
+        }
         if (a->base == NULL) {
             a->cap = 0;
             return NULL;
         }
     }
     return a->base + GUARD;
+}
+
+static void arena_free(arena_t *a)
+{
+    if (a->registered)
+        tutti_mem_free(a->base);
+    else
+        free(a->base);
+    a->base = NULL;
+    a->cap = 0;
+}
+
+/* Whether member @p r's buffers of call @p k are registered memory. */
+static int uses_registered(const member_t *m, long k, int r)
+{
+    if (m->opt->memory != MEM_MIXED)
+        return m->opt->memory == MEM_REGISTERED;
+    return (dc_hash3(m->opt->seed ^ 0x6d656dULL, (uint64_t)k,
+                     (uint64_t)r) & 1) != 0;
 }
 
 /* Poisons a buffer of @p len bytes and both its guards. */
@@ -506,10 +543,12 @@ static int run_call_in(member_t *m, const dc_call_t *c, result_t *rp)
         }
         return 0;
     }
-    if (!L.a_null && (pa = arena_get(&m->a, L.a_len * es)) == NULL)
+    int reg = uses_registered(m, c->index, r);
+    if (!L.a_null &&
+        (pa = arena_get(reg ? &m->ra : &m->a, L.a_len * es)) == NULL)
         goto no_memory;
     if (!L.in_place && !L.b_null &&
-        (pb = arena_get(&m->b, L.b_len * es)) == NULL)
+        (pb = arena_get(reg ? &m->rb : &m->b, L.b_len * es)) == NULL)
         goto no_memory;
     if (pa != NULL) {
         poison_all(pa, L.a_len * es, seed_a);
@@ -672,7 +711,8 @@ static void usage(void)
             "                 [--devices D] [--max-count N] [--max-bytes B] "
             "[--timeout S]\n"
             "                 [--phase N] [--max-failures N] [--no-mixed] "
-            "[--verbose]\n");
+            "[--verbose]\n"
+            "                 [--memory heap|registered|mixed]\n");
 }
 
 static int parse_size(const char *text, size_t *out)
@@ -706,7 +746,7 @@ static int parse_only(char *list, options_t *o)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     *o = (options_t){1, 0, 200, NULL, 0, 1, (size_t)1 << 21 | 1,
-                     (size_t)64 << 20, 60, 64, 10, 1, 0};
+                     (size_t)64 << 20, 60, 64, 10, 1, 0, MEM_HEAP};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1;
@@ -733,6 +773,14 @@ static int parse_options(int argc, char **argv, options_t *o)
             o->phase = atoi(v);
         else if (strcmp(a, "--max-failures") == 0 && v)
             o->max_failures = atoi(v);
+        else if (strcmp(a, "--memory") == 0 && v) {
+            o->memory = strcmp(v, "registered") == 0 ? MEM_REGISTERED
+                        : strcmp(v, "mixed") == 0    ? MEM_MIXED
+                        : strcmp(v, "heap") == 0     ? MEM_HEAP
+                                                     : -1;
+            if (o->memory < 0)
+                return -1;
+        }
         else {
             takes = 0;
             if (strcmp(a, "--no-mixed") == 0)
@@ -794,6 +842,7 @@ int main(int argc, char **argv)
         m[d].impls = impls;
         m[d].nimpls = nimpls;
         m[d].device = d;
+        m[d].ra.registered = m[d].rb.registered = 1;
     }
     if (test_threads(o.devices, member_main, m, sizeof(m[0])) != 0)
         ok = 0;
@@ -803,9 +852,11 @@ int main(int argc, char **argv)
             (unsigned long long)o.seed, m[d].calls, m[d].elements,
             m[d].wrong, m[d].failures);
         ok &= m[d].wrong == 0 && m[d].failures == 0 && m[d].rank >= 0;
-        free(m[d].a.base);
-        free(m[d].b.base);
-        free(m[d].w.base);
+        arena_free(&m[d].a);
+        arena_free(&m[d].b);
+        arena_free(&m[d].w);
+        arena_free(&m[d].ra);
+        arena_free(&m[d].rb);
     }
     tutti_context_destroy(ctx);
     free(m);

@@ -1,8 +1,10 @@
 /*
  * tutti-conformance as a module author runs it, on real .so files: the
- * shipped ring and tree modules and the module template pass it (every
- * implementation they declare: the matrix in groups of 1 to 5 members, a
- * peer that stops, an abort); a planted broken module (tests/modules/
+ * shipped ring, tree and hier modules and the module template pass it
+ * (every implementation they declare: the matrix in groups of 1 to 5
+ * members, a peer that stops, an abort), the shipped modules also with
+ * registered memory (--memory registered) and with registered and heap
+ * members mixed; a planted broken module (tests/modules/
  * mod_tail.c: an allreduce that never reduces the last bytes % 8 bytes)
  * fails it, and each failure the kit prints names a case the bug really
  * breaks, with the command that reproduces it; a module the loader refuses
@@ -123,6 +125,43 @@ static void test_hier_passes(void **state)
     (void)state;
     run_kit("", B "/algorithms/hier/.libs/alg_hier.so", 0);
     expect_module_passed("hier", "tutti-conformance alg_hier.so");
+}
+
+/* Registered memory (tutti_mem_alloc) for every member's buffers, and
+ * mixed (registered on even ranks): each implementation of the shipped
+ * modules, every collective, read by peers in place where registered. */
+static void modules_with_memory(const char *opt, int members_all)
+{
+    static const char *const mods[] = {"ring", "tree", "hier"};
+    char o[96], path[256], what[128];
+    for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
+        snprintf(o, sizeof(o), "--memory %s%s", opt,
+                 members_all ? "" : " -n 2,3");
+        snprintf(path, sizeof(path), B "/algorithms/%s/.libs/alg_%s.so",
+                 mods[i], mods[i]);
+        snprintf(what, sizeof(what), "tutti-conformance %s alg_%s.so", o,
+                 mods[i]);
+        run_kit(o, path, 0);
+        if (members_all) {
+            expect_module_passed(mods[i], what);
+        } else if (strstr(out, "[  FAILED  ]") != NULL ||
+                   strstr(out, "[  PASSED  ]") == NULL) {
+            test_show(what, out);
+            fail_msg("%s: expected every test passed", what);
+        }
+    }
+}
+
+static void test_registered_passes(void **state)
+{
+    (void)state;
+    modules_with_memory("registered", 1);
+}
+
+static void test_mixed_memory_passes(void **state)
+{
+    (void)state;
+    modules_with_memory("mixed", 0);
 }
 
 static void test_template_passes(void **state)
@@ -272,6 +311,9 @@ static void test_usage(void **state)
     assert_non_null(strstr(out, "--timeout 'x': expected seconds"));
     run_kit("", "", 2);
     assert_non_null(strstr(out, "usage: tutti-conformance"));
+    run_kit("--memory pinned", B "/algorithms/ring/.libs/alg_ring.so", 2);
+    assert_non_null(strstr(out, "--memory 'pinned': expected heap, "
+                                "registered or mixed"));
     run_kit("--only NoSuchImpl", B "/algorithms/ring/.libs/alg_ring.so", 1);
     assert_non_null(strstr(out, "declares no implementation named "
                                 "NoSuchImpl"));
@@ -288,6 +330,8 @@ int main(void)
         cmocka_unit_test(test_ring_passes),
         cmocka_unit_test(test_tree_passes),
         cmocka_unit_test(test_hier_passes),
+        cmocka_unit_test(test_registered_passes),
+        cmocka_unit_test(test_mixed_memory_passes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

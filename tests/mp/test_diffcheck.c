@@ -1,7 +1,8 @@
 /*
  * The differential client (tests/mp/diffcheck) on a short seed in every
  * configuration: shm between 2, 3, 4 and 5 processes, tcp between 3, shm
- * with single copy, threads of one process (1 x 3), tasks with several
+ * with single copy, registered memory between 3 and registered and heap
+ * members mixed between 4, threads of one process (1 x 3), tasks with several
  * devices (2 x 2, 3 x 2), and Open MPI's mpirun (skipped where it is
  * missing).  Every member must report calls and checked elements, no wrong
  * element and no failure.  tests/run-diffcheck runs many seeds (--long).
@@ -114,17 +115,23 @@ static void run_config(const char *name, int cfg, const char *prefix,
 
 /* @p nprocs processes of @p devices members each under tutti-run, with
  * @p env set; nothing may be left in /dev/shm. */
-static void launch(const char *name, int cfg, const char *env, int nprocs,
-                   int devices)
+static void launch_with(const char *name, int cfg, const char *env,
+                        int nprocs, int devices, const char *more)
 {
-    char prefix[512], extra[32], job[64], names[96];
+    char prefix[512], extra[96], job[64], names[96];
     snprintf(job, sizeof(job), "dc%d-%ld", cfg, (long)getpid());
     snprintf(prefix, sizeof(prefix), "%s %s --timeout 300 --grace 60 "
              "--job-id %s -n %d", env, RUN, job, nprocs);
-    snprintf(extra, sizeof(extra), "--devices %d", devices);
+    snprintf(extra, sizeof(extra), "--devices %d %s", devices, more);
     run_config(name, cfg, prefix, extra, nprocs * devices);
     snprintf(names, sizeof(names), "tutti-%s-", job);
     assert_int_equal(test_shm_names_with(names), 0);
+}
+
+static void launch(const char *name, int cfg, const char *env, int nprocs,
+                   int devices)
+{
+    launch_with(name, cfg, env, nprocs, devices, "");
 }
 
 static void test_shm_2(void **s) { (void)s; launch("shm 2", 0, "", 2, 1); }
@@ -155,6 +162,21 @@ static void test_tasks_3x2(void **s)
 {
     (void)s;
     launch("3 tasks x 2 devices", 7, "", 3, 2);
+}
+
+/* Registered memory (tutti_mem_alloc): every member's buffers, and each
+ * member's choice per call (mixed), read by peers in place. */
+static void test_registered_3(void **s)
+{
+    (void)s;
+    launch_with("shm registered 3", 10, "", 3, 1, "--memory registered");
+}
+
+static void test_registered_mixed_4(void **s)
+{
+    (void)s;
+    launch_with("shm registered/heap mixed 4", 11, "", 4, 1,
+                "--memory mixed");
 }
 
 /* One process, three members (threads): the local transport. */
@@ -194,6 +216,8 @@ int main(void)
         cmocka_unit_test(test_shm_5),
         cmocka_unit_test(test_tcp_3),
         cmocka_unit_test(test_single_copy_3),
+        cmocka_unit_test(test_registered_3),
+        cmocka_unit_test(test_registered_mixed_4),
         cmocka_unit_test(test_threads_1x3),
         cmocka_unit_test(test_tasks_2x2),
         cmocka_unit_test(test_tasks_3x2),

@@ -8,11 +8,14 @@
  * tutti-run's final sweep having to remove any; stale segments of a job id
  * removed by the next start of that job; shm.slots and shm.slot_size
  * reaching the module (the debug line each endpoint writes at connect:
- * "channels of S slots of B bytes").
+ * "channels of S slots of B bytes"); registered memory (tutti_mem_alloc,
+ * through tutti-perf --memory) read in place by every collective, with
+ * verify on, with registered and heap members mixed, and shm.registered
+ * off (asserted unused).
  *
  * Which path moved the data comes from the debug line each channel
- * endpoint writes at teardown ("received N message(s) by single copy and
- * M of 65536+ bytes through the slots"), and the shm module's info line
+ * endpoint writes at teardown ("received N message(s) by single copy (R of
+ * them from registered memory) and M of 65536+ bytes through the slots"), and the shm module's info line
  * when a probe fails ("no single copy from rank R (pid P):
  * process_vm_readv: <errno text>").
  */
@@ -51,7 +54,7 @@
 
 /* tutti-run's line when its final sweep had to remove segments. */
 #define SWEEP_LINE "tutti-run: removed"
-#define SC_LINE "message(s) by single copy and "
+#define SC_LINE "message(s) by single copy ("
 #define NO_SC_LINE "no single copy from rank "
 
 /* Nothing of job @p job is left in /dev/shm. */
@@ -65,6 +68,7 @@ static void expect_no_segments(const char *job)
 /* Totals of the channels' teardown lines in log @p path. */
 typedef struct {
     long long sc_in, ring_large_in, sc_out, endpoints;
+    long long map_in, map_out; /* of sc_in and sc_out: registered */
     char no_sc[512];    /* the probe's failure line, if any */
 } paths_t;
 
@@ -76,14 +80,17 @@ static void read_paths(const char *path, paths_t *p)
     assert_non_null(f);
     while (fgets(line, sizeof(line), f) != NULL) {
         const char *at = strstr(line, "received ");
-        long long a, b, c;
+        long long a, b, c, d, e;
         if (at != NULL && strstr(at, SC_LINE) != NULL &&
-            sscanf(at, "received %lld message(s) by single copy and %lld of "
-                   "%*d+ bytes through the slots; sent %lld", &a, &b,
-                   &c) == 3) {
+            sscanf(at, "received %lld message(s) by single copy (%lld of "
+                   "them from registered memory) and %lld of %*d+ bytes "
+                   "through the slots; sent %lld by single copy (%lld "
+                   "registered)", &a, &d, &b, &c, &e) == 5) {
             p->sc_in += a;
             p->ring_large_in += b;
             p->sc_out += c;
+            p->map_in += d;
+            p->map_out += e;
             p->endpoints++;
         }
         if ((at = strstr(line, NO_SC_LINE)) != NULL && p->no_sc[0] == '\0')
@@ -191,6 +198,87 @@ static void single_copy_off(int n)
     if (!test_file_has(log, "single copy off (shm.single_copy)"))
         fail_msg("no 'single copy off (shm.single_copy)' in %s", log);
     unlink(log);
+}
+
+/* Registered memory (tutti_mem_alloc through tutti-perf --memory) on
+ * @p n processes with single copy off, @p memory "registered" or "mixed",
+ * @p env added: every collective exact at sizes around shm's 16 KiB
+ * threshold and above; the paths to @p p. */
+static void registered_sizes(const char *env, const char *memory, int n,
+                             paths_t *p)
+{
+    static const char *const colls[] = {"allreduce", "broadcast",
+                                        "allgather", "reduce_scatter",
+                                        "alltoall"};
+    char log[96], e[160], sizes[96];
+    snprintf(log, sizeof(log), "/tmp/tutti-shm-reg%d-%ld.log", n,
+             (long)getpid());
+    unlink(log);
+    snprintf(e, sizeof(e), "TUTTI_SHM_SINGLE_COPY=off %s", env);
+    for (size_t i = 0; i < sizeof(colls) / sizeof(colls[0]); i++) {
+        snprintf(sizes, sizeof(sizes), "--memory %s -b 4000 -e 4M -f 32",
+                 memory);
+        perf_exact(e, n, colls[i], "int32", sizes, log, 3);
+        snprintf(sizes, sizeof(sizes), "--memory %s -b 1048579 -e 1048579",
+                 memory);
+        perf_exact(e, n, colls[i], "uint8", sizes, log, 1);
+    }
+    read_paths(log, p);
+    print_message("%d processes, %s memory%s%s: %lld messages read in "
+                  "place, %lld large ones through the slots\n", n, memory,
+                  env[0] ? ", " : "", env, p->map_in, p->ring_large_in);
+    assert_true(p->endpoints > 0);
+    unlink(log);
+}
+
+static void registered(int n)
+{
+    paths_t p;
+    registered_sizes("", "registered", n, &p);
+    assert_true(p.map_in > 0);
+    assert_int_equal(p.map_in, p.map_out);
+    assert_int_equal(p.map_in, p.sc_in); /* nothing by process_vm_readv */
+    /* From 3 members, RingReduceScatter out of place forwards partials
+     * from scratch of its own, which is not registered: only those keep
+     * to the slots. */
+    if (n == 2)
+        assert_int_equal(p.ring_large_in, 0);
+}
+
+static void test_registered_2(void **s) { (void)s; registered(2); }
+static void test_registered_3(void **s) { (void)s; registered(3); }
+
+/* verify: checksum: a reduced message from a mapping goes through the
+ * bounce block and is summed there; still exact. */
+static void test_registered_verify(void **state)
+{
+    paths_t p;
+    (void)state;
+    registered_sizes("TUTTI_VERIFY=checksum", "registered", 3, &p);
+    assert_true(p.map_in > 0);
+    assert_int_equal(p.map_in, p.map_out);
+}
+
+/* Even ranks registered, odd ones heap: each send goes its own way. */
+static void test_registered_mixed(void **state)
+{
+    paths_t p;
+    (void)state;
+    registered_sizes("", "mixed", 3, &p);
+    assert_true(p.map_in > 0);
+    assert_int_equal(p.map_in, p.map_out);
+    assert_true(p.ring_large_in > 0);
+}
+
+/* shm.registered off: registered memory moves through the slots. */
+static void test_registered_off(void **state)
+{
+    paths_t p;
+    (void)state;
+    registered_sizes("TUTTI_SHM_REGISTERED=off", "registered", 2, &p);
+    assert_int_equal(p.map_in, 0);
+    assert_int_equal(p.map_out, 0);
+    assert_true(p.ring_large_in > 0);
 }
 
 static void test_single_copy_on_2(void **s) { (void)s; single_copy_on(2); }
@@ -463,6 +551,11 @@ int main(void)
         cmocka_unit_test(test_single_copy_off_3),
         cmocka_unit_test(test_single_copy_refused),
         cmocka_unit_test(test_single_copy_range_refused),
+        cmocka_unit_test(test_registered_2),
+        cmocka_unit_test(test_registered_3),
+        cmocka_unit_test(test_registered_verify),
+        cmocka_unit_test(test_registered_mixed),
+        cmocka_unit_test(test_registered_off),
         cmocka_unit_test(test_slots_and_slot_size),
         cmocka_unit_test(test_no_segments_after_abort),
         cmocka_unit_test(test_no_segments_after_kill),

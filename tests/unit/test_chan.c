@@ -18,8 +18,19 @@
  * receiver has read; plain, reduce-on-receive through the bounce block,
  * buffered (read into the record at once), size mismatch, and a failed
  * read that freezes the channel from that peer.
+ *
+ * Mapped descriptors (registered memory, tutti_mem_alloc): enabled for a
+ * peer of this process (read where it lies), a registered buffer of
+ * registered_min bytes or more goes as a descriptor, a heap one through
+ * the slots; reduce-on-receive straight from the sender's buffer, and
+ * under verify through the bounce block; a descriptor outside its own
+ * region freezes the channel.  The receiver's cache of mappings of another
+ * process's regions (through /proc/<pid>/fd, this process standing in):
+ * one mapping per region, the least recently used unmapped past
+ * TUTTI_CHAN_MAPS, refused for a descriptor that names no such file.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -708,9 +719,168 @@ static void test_sc_read_fails(void **state)
     free(dst);
 }
 
+/* ---- mapped descriptors (registered memory) ------------------------------ */
+
+static int setup_map(void **state)
+{
+    if (setup(state) != 0)
+        return -1;
+    pair_t *pp = *state;
+    for (int i = 0; i < 2; i++) {
+        if (tutti__chan_enable_mapped(&pp->ep[i], 1 - i, getpid()) !=
+            TUTTI_OK)
+            return -1;
+    }
+    return 0;
+}
+
+/* @p len bytes of registered memory holding pattern @p seed. */
+static unsigned char *reg_pattern(size_t len, unsigned seed)
+{
+    void *p = NULL;
+    assert_int_equal(tutti_mem_alloc(len ? len : 1, &p), TUTTI_OK);
+    fill(p, len, seed);
+    return p;
+}
+
+/* Registered buffers of map_min bytes and more go as descriptors, read
+ * where they lie; smaller ones and heap ones through the slots; the send
+ * completes once the receiver has read. */
+static void test_map_matched(void **state)
+{
+    pair_t *pp = *state;
+    static const size_t sizes[] = {TUTTI_CHAN_MAP_MIN - 1, TUTTI_CHAN_MAP_MIN,
+                                   (1u << 20) + 3};
+    uint32_t tag = 700;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        for (int recv_first = 0; recv_first < 2; recv_first++) {
+            unsigned char *src = reg_pattern(sizes[i], tag);
+            unsigned char *want = pattern(sizes[i], tag);
+            unsigned char *dst = calloc(1, sizes[i] + 1);
+            tutti_tp_op_t s, r;
+            if (recv_first)
+                post_recv(pp, &r, tag, dst, sizes[i]);
+            post_send(pp, &s, tag, src, sizes[i]);
+            settle(pp);
+            if (!recv_first) {
+                if (sizes[i] >= TUTTI_CHAN_MAP_MIN) /* waits for a reader */
+                    assert_int_equal(s.status, TUTTI_INPROGRESS);
+                post_recv(pp, &r, tag, dst, sizes[i]);
+                settle(pp);
+            }
+            assert_int_equal(s.status, TUTTI_OK);
+            expect_arrived(&r, dst, want, sizes[i]);
+            assert_int_equal(tutti_mem_free(src), TUTTI_OK);
+            tag++;
+        }
+    }
+    assert_int_equal(pp->ep[0].stats.map_out, 4);
+    assert_int_equal(pp->ep[1].stats.map_in, 4);
+    /* heap memory of the same size: the slots */
+    transfer(pp, tag++, (1u << 20) + 3, 1);
+    assert_int_equal(pp->ep[1].stats.map_in, 4);
+    assert_int_equal(pp->ep[1].stats.ring_large_in, 1);
+}
+
+/* Reduce-on-receive straight from the sender's registered buffer, and,
+ * with verify on, through the bounce block (summed there). */
+static void test_map_reduce(void **state)
+{
+    pair_t *pp = *state;
+    for (int verify = 0; verify < 2; verify++) {
+        tutti_tp_op_t s, r;
+        sum_t m;
+        sum_init(&m, 2 * TUTTI_CHAN_SC_BOUNCE / 4 + 777, 1000, 2.0f);
+        void *reg = NULL;
+        assert_int_equal(tutti_mem_alloc(m.len, &reg), TUTTI_OK);
+        memcpy(reg, m.in, m.len);
+        tutti__chan_set_verify(&pp->ep[0], verify);
+        tutti__chan_set_verify(&pp->ep[1], verify);
+        post_send(pp, &s, (uint32_t)(800 + verify), reg, m.len);
+        post_sum_recv(pp, &r, (uint32_t)(800 + verify), m.out, m.local,
+                      m.len);
+        settle(pp);
+        assert_int_equal(s.status, TUTTI_OK);
+        assert_int_equal(r.status, TUTTI_OK);
+        sum_check_free(&m);
+        assert_int_equal(pp->ep[1].stats.map_in, verify + 1);
+        assert_int_equal(tutti_mem_free(reg), TUTTI_OK);
+    }
+}
+
+/* A descriptor whose address lies outside the region it names (a peer's
+ * lie) is not read: the channel from that peer freezes. */
+static void test_map_outside_region(void **state)
+{
+    pair_t *pp = *state;
+    unsigned char *src = reg_pattern(TUTTI_CHAN_MAP_MIN, 5);
+    unsigned char *dst = calloc(1, TUTTI_CHAN_MAP_MIN);
+    tutti_tp_op_t s, r;
+    post_recv(pp, &r, 900, dst, TUTTI_CHAN_MAP_MIN);
+    post_send(pp, &s, 900, src, TUTTI_CHAN_MAP_MIN);
+    /* what the sender wrote, changed before the receiver reads it */
+    tutti__chan_peer_t *tx = &pp->ep[0].peers[1];
+    char *slot = (char *)(pp->chan[0] + 1) +
+                 ((tx->out_head - 1) % SLOTS) * (64 + SLOT);
+    tutti__mem_region_t *reg = (tutti__mem_region_t *)(slot + 64);
+    reg->size = 4096;
+    settle(pp);
+    assert_int_equal(rx(pp)->sc_frozen, 1);
+    assert_int_equal(r.status, TUTTI_INPROGRESS);
+    assert_int_equal(s.status, TUTTI_INPROGRESS);
+    assert_int_equal(tutti_mem_free(src), TUTTI_OK);
+    free(dst);
+}
+
+/* The cache of another process's regions, this process standing in. */
+static void test_map_cache(void **state)
+{
+    (void)state;
+    tutti__chan_maps_t *maps = tutti__chan_maps_create();
+    void *bufs[TUTTI_CHAN_MAPS + 1];
+    tutti__mem_region_t r[TUTTI_CHAN_MAPS + 1];
+    int err = 0;
+    assert_non_null(maps);
+    for (int i = 0; i <= TUTTI_CHAN_MAPS; i++) {
+        assert_int_equal(tutti_mem_alloc(8192, &bufs[i]), TUTTI_OK);
+        memset(bufs[i], 'a' + i, 8192);
+        assert_int_equal(tutti__mem_find(bufs[i], 8192, &r[i]), 1);
+    }
+    const char *m0 = tutti__chan_map_get(maps, getpid(), &r[0], &err);
+    assert_non_null(m0);
+    assert_ptr_not_equal(m0, bufs[0]); /* a mapping of its own */
+    assert_int_equal(m0[8191], 'a');
+    assert_ptr_equal(tutti__chan_map_get(maps, getpid(), &r[0], &err), m0);
+    assert_int_equal(maps->mapped, 1);
+    for (int i = 1; i <= TUTTI_CHAN_MAPS; i++) {
+        const char *m = tutti__chan_map_get(maps, getpid(), &r[i], &err);
+        assert_non_null(m);
+        assert_int_equal(m[0], 'a' + i);
+    }
+    /* region 0 was the least recently used: unmapped for the 17th */
+    assert_int_equal(maps->mapped, TUTTI_CHAN_MAPS + 1);
+    assert_non_null(tutti__chan_map_get(maps, getpid(), &r[0], &err));
+    assert_int_equal(maps->mapped, TUTTI_CHAN_MAPS + 2);
+    /* a descriptor naming a file that is not there, or too small */
+    tutti__mem_region_t bad = r[1];
+    bad.serial = 1u << 30;
+    bad.fd = 100000;
+    assert_null(tutti__chan_map_get(maps, getpid(), &bad, &err));
+    assert_int_equal(err, ENOENT);
+    bad = r[1];
+    bad.serial = 1u << 30;
+    bad.size = 1u << 30;
+    assert_null(tutti__chan_map_get(maps, getpid(), &bad, &err));
+    assert_int_equal(err, ERANGE);
+    tutti__chan_maps_destroy(maps);
+    for (int i = 0; i <= TUTTI_CHAN_MAPS; i++)
+        assert_int_equal(tutti_mem_free(bufs[i]), TUTTI_OK);
+}
+
 /* Tests on a pair of endpoints, without and with single copy. */
 #define PAIR_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define SC_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup_sc, teardown)
+#define MAP_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup_map, teardown)
 
 int main(void)
 {
@@ -731,6 +901,10 @@ int main(void)
         SC_TEST(test_sc_buffered),
         SC_TEST(test_sc_mismatch),
         SC_TEST(test_sc_read_fails),
+        MAP_TEST(test_map_matched),
+        MAP_TEST(test_map_reduce),
+        MAP_TEST(test_map_outside_region),
+        cmocka_unit_test(test_map_cache),
     };
     tutti__log_set_level(TUTTI_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,9 +24,22 @@ int tutti_check_full_from_env(void)
     return v != NULL && strcmp(v, "1") == 0;
 }
 
+int tutti_check_memory_parse(const char *text)
+{
+    if (text == NULL || strcmp(text, "heap") == 0)
+        return TUTTI_CHECK_MEMORY_HEAP;
+    if (strcmp(text, "registered") == 0)
+        return TUTTI_CHECK_MEMORY_REGISTERED;
+    if (strcmp(text, "mixed") == 0)
+        return TUTTI_CHECK_MEMORY_MIXED;
+    return -1;
+}
+
 void tutti_check_env_init(tutti_check_env_t *env, tutti_context_t *ctx)
 {
     memset(env, 0, sizeof(*env));
+    int mem = tutti_check_memory_parse(getenv("TUTTI_CHECK_MEMORY"));
+    env->memory = mem < 0 ? TUTTI_CHECK_MEMORY_HEAP : mem;
     env->ctx = ctx;
     env->group_key = 1;
     env->group_size = 1;
@@ -47,8 +60,13 @@ void tutti_checker_init(tutti_checker_t *c, tutti_group_t *g, FILE *log,
 
 void tutti_checker_fini(tutti_checker_t *c)
 {
-    free(c->in);
-    free(c->out);
+    if (c->registered) {
+        tutti_mem_free(c->in);
+        tutti_mem_free(c->out);
+    } else {
+        free(c->in);
+        free(c->out);
+    }
     free(c->copy);
     c->in = c->out = c->copy = NULL;
     c->cap = 0;
@@ -61,8 +79,17 @@ static int reserve(tutti_checker_t *c, size_t bytes)
     if (bytes <= c->cap)
         return 1;
     tutti_checker_fini(c);
-    c->in = malloc(bytes);
-    c->out = malloc(bytes);
+    if (c->registered) {
+        void *in = NULL, *out = NULL;
+        if (tutti_mem_alloc(bytes, &in) == TUTTI_OK &&
+            tutti_mem_alloc(bytes, &out) != TUTTI_OK)
+            out = NULL;
+        c->in = in;
+        c->out = out;
+    } else {
+        c->in = malloc(bytes);
+        c->out = malloc(bytes);
+    }
     c->copy = malloc(bytes);
     if (c->in == NULL || c->out == NULL || c->copy == NULL) {
         fprintf(c->log, "rank %d: cannot allocate 3 x %zu bytes\n",
@@ -576,6 +603,9 @@ static void run_impl(matrix_t *m, tutti_check_result_t *res, int ix,
     if (g == NULL)
         return;
     tutti_checker_init(&c, g, m->env->log, 0);
+    c.registered = m->env->memory == TUTTI_CHECK_MEMORY_REGISTERED ||
+                   (m->env->memory == TUTTI_CHECK_MEMORY_MIXED &&
+                    tutti_group_rank(g) % 2 == 0);
     m->c = &c;
     int mode = impl == NULL ? COVER_ONLY : m->env->full ? FULL : SAMPLED;
     for (int coll = 0; coll < TUTTI_COLL_COUNT; coll++) {

@@ -45,7 +45,14 @@ typedef struct {
                               declares (no selection pass, no complaint of
                               collectives nobody implements); NULL: all */
     FILE *log;            /* every failure, one line each */
+    int memory;           /* TUTTI_CHECK_MEMORY_*: where the buffers of
+                             the calls come from */
 } tutti_check_env_t;
+
+/* tutti_check_env_t.memory */
+#define TUTTI_CHECK_MEMORY_HEAP 0
+#define TUTTI_CHECK_MEMORY_REGISTERED 1 /* tutti_mem_alloc */
+#define TUTTI_CHECK_MEMORY_MIXED 2      /* registered on even ranks */
 
 /** One call, as every member makes it. */
 typedef struct {
@@ -69,12 +76,18 @@ typedef struct {
     size_t cap;
     uint64_t key;
     tutti_check_result_t res;
+    int registered;         /* in and out are tutti_mem_alloc's */
 } tutti_checker_t;
 
 /** 1 if the environment asks for the whole matrix (TUTTI_CHECK_FULL=1). */
 int tutti_check_full_from_env(void);
 
-/** Fill @p env with defaults for @p ctx (timeout 60 s, full from env). */
+/** TUTTI_CHECK_MEMORY (heap, registered, mixed) as a
+ *  TUTTI_CHECK_MEMORY_* value; -1 for another value (heap if unset). */
+int tutti_check_memory_parse(const char *text);
+
+/** Fill @p env with defaults for @p ctx (timeout 60 s, full and memory
+ *  from the environment). */
 void tutti_check_env_init(tutti_check_env_t *env, tutti_context_t *ctx);
 
 /** Runs the whole matrix as one member; reports each failure on the log. */

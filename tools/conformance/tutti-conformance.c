@@ -68,10 +68,11 @@ static struct {
     char config[PATH_MAX + 16];
     double timeout;
     int full;
+    int memory;           /* --memory, or -1: the environment's */
     uint64_t next_key;
     int members[MAX_MEMBERS];
     int nmembers;
-} opt = {.timeout = 60, .next_key = 1};
+} opt = {.timeout = 60, .next_key = 1, .memory = -1};
 
 static void usage(FILE *to)
 {
@@ -87,6 +88,11 @@ static void usage(FILE *to)
         "      --full          every case of the matrix, none sampled out\n"
         "                      (TUTTI_CHECK_FULL=1 too)\n"
         "      --timeout SEC   a case's time limit (60)\n"
+        "      --memory heap|registered|mixed\n"
+        "                      where the calls' buffers come from (heap;\n"
+        "                      TUTTI_CHECK_MEMORY too): registered is\n"
+        "                      tutti_mem_alloc's, read by peers in place;\n"
+        "                      mixed: registered on even ranks only\n"
         "  -h, --help          this text\n"
         "Prints CMocka's line per test and its summary; a failed case with\n"
         "what reproduces it.  Exit status: 0 when every test passed, 1 when\n"
@@ -180,6 +186,8 @@ static void test_matrix(void **state)
         m[i].env.device_index = i;
         m[i].env.timeout = opt.timeout;
         m[i].env.full |= opt.full;
+        if (opt.memory >= 0)
+            m[i].env.memory = opt.memory;
         m[i].env.only_impl = c->impl;
         m[i].log = tmpfile();
         m[i].env.log = m[i].log != NULL ? m[i].log : stderr;
@@ -564,6 +572,7 @@ int main(int argc, char **argv)
         {"only", required_argument, NULL, 'o'},
         {"full", no_argument, NULL, 'f'},
         {"timeout", required_argument, NULL, 't'},
+        {"memory", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     const char *only = NULL;
@@ -584,6 +593,14 @@ int main(int argc, char **argv)
             break;
         case 'f':
             opt.full = 1;
+            break;
+        case 'm':
+            opt.memory = tutti_check_memory_parse(optarg);
+            if (opt.memory < 0) {
+                fprintf(stderr, "tutti-conformance: --memory '%s': "
+                        "expected heap, registered or mixed\n", optarg);
+                return 2;
+            }
             break;
         case 't':
             if (!tool_parse_seconds(optarg, MAX_TIMEOUT_S, &opt.timeout)) {

@@ -479,6 +479,8 @@ typedef struct {
     uint64_t slots;
     int single_copy;      /* index in single_copy_modes */
     uint64_t sc_min, sc_max; /* message lengths sent by single copy */
+    int registered;       /* index in single_copy_modes */
+    uint64_t reg_min;     /* registered messages from this many bytes */
 } shm_settings_t;
 
 static const char *const single_copy_modes[] = {"auto", "off", NULL};
@@ -543,6 +545,39 @@ static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g,
     }
     core->log(3, "shm", "group 0x%llx rank %d: single copy from %d of %d "
               "peer(s)", key, g->rank, on, ep->npeers);
+}
+
+/* Lets every peer of another process send from its registered memory as
+ * descriptors this member maps (transport ABI 2.5). */
+static void enable_mapped(shm_ep_t *ep, const tutti_tp_group_t *g,
+                          const shm_settings_t *set)
+{
+    const tutti_tp_core_ops_t *core = ep->core;
+    unsigned long long key = (unsigned long long)g->group_key;
+    if (core->size < offsetof(tutti_tp_core_ops_t, chan_set_mapped_min) +
+                         sizeof(core->chan_set_mapped_min) ||
+        core->chan_enable_mapped == NULL) {
+        core->log(3, "shm", "group 0x%llx rank %d: registered memory moves "
+                  "through the slots: the core does not map it", key,
+                  g->rank);
+        return;
+    }
+    if (set->registered == SINGLE_COPY_OFF) {
+        core->chan_set_mapped_min(ep->chan, SIZE_MAX);
+        core->log(3, "shm", "group 0x%llx rank %d: registered memory moves "
+                  "through the slots (shm.registered)", key, g->rank);
+        return;
+    }
+    core->chan_set_mapped_min(ep->chan, (size_t)set->reg_min);
+    int on = 0;
+    for (int r = 0; r < g->group_size; r++) {
+        int pid = serves(g, r) ? ((const seg_hdr_t *)ep->maps[r])->pid : 0;
+        if (pid > 0 && core->chan_enable_mapped(ep->chan, r, pid) ==
+                           TUTTI_OK)
+            on++;
+    }
+    core->log(3, "shm", "group 0x%llx rank %d: maps the registered memory "
+              "of %d of %d peer(s)", key, g->rank, on, ep->npeers);
 }
 
 static tutti_status_t shm_connect(const tutti_tp_group_t *g,
@@ -624,6 +659,7 @@ static tutti_status_t shm_connect(const tutti_tp_group_t *g,
               "bytes, a segment of %zu bytes", (unsigned long long)g->group_key,
               g->rank, ep->slots, ep->slot_size, ep->seg_bytes);
     enable_single_copy(ep, g, set);
+    enable_mapped(ep, g, set);
     *ep_out = (tutti_tp_ep_t *)ep;
     return TUTTI_OK;
 }
@@ -714,6 +750,21 @@ static const tutti_setting_t shm_settings[] = {
             "through the slots, the sender's and the receiver's at once)",
      .type = TUTTI_SETTING_SIZE,
      .offset = offsetof(shm_settings_t, sc_max),
+     .min = 1,
+     .max = 1ULL << 40},
+    {.name = "registered",
+     .default_value = "auto",
+     .doc = "messages from registered memory (tutti_mem_alloc) read by "
+            "the receiver in place, one copy",
+     .type = TUTTI_SETTING_CHOICE,
+     .offset = offsetof(shm_settings_t, registered),
+     .choices = single_copy_modes,
+     .expected = "auto or off"},
+    {.name = "registered_min",
+     .default_value = "16K",
+     .doc = "the smallest message from registered memory read in place",
+     .type = TUTTI_SETTING_SIZE,
+     .offset = offsetof(shm_settings_t, reg_min),
      .min = 1,
      .max = 1ULL << 40},
 };
