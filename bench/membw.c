@@ -3,14 +3,21 @@
  * process may use (each pinned to its CPU), each streaming over arrays of
  * its own far larger than the caches, for copy (b = a) and for a + b -> c;
  * prints the bytes moved per second by all threads together (reads and
- * writes counted), the median of 5 runs of each.
+ * writes counted), the median of 5 runs of each.  With --line: the floor
+ * of the smallest cells instead, one cache line handed between two threads
+ * pinned to the first two CPUs (a flag and 8 bytes in one line, written by
+ * one and spun on by the other, then back): the one-way time, the median
+ * of 5 runs of 100000 round trips.
  *
  *   bench/membw [MiB per array (64)]
+ *   bench/membw --line
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_* */
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,13 +72,86 @@ static int cmp(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+#define LINE_TRIPS 100000
+
+/* One line: a turn counter and a value, as a small message's header
+ * carries both. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t turn;
+    uint64_t value;
+} line_t;
+
+typedef struct {
+    line_t *line;
+    int cpu, side;
+    double secs[RUNS];
+} pinger_t;
+
+static void *ping(void *arg)
+{
+    pinger_t *p = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(p->cpu, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+    uint64_t t = 0;
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < LINE_TRIPS; i++, t += 2) {
+            /* side 0 writes turns t+1, side 1 writes t+2 */
+            uint64_t mine = t + 1 + (uint64_t)p->side;
+            while (atomic_load_explicit(&p->line->turn,
+                                        memory_order_acquire) != mine - 1)
+                ;
+            p->line->value = mine;
+            atomic_store_explicit(&p->line->turn, mine,
+                                  memory_order_release);
+        }
+        p->secs[r] = now_s() - t0;
+    }
+    return NULL;
+}
+
+static int line_floor(void)
+{
+    cpu_set_t set;
+    int cpus[2], n = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 1;
+    for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+        if (CPU_ISSET(c, &set))
+            cpus[n++] = c;
+    if (n < 2) {
+        printf("membw: one-line exchange: needs 2 CPUs, this process has "
+               "%d\n", n);
+        return 0;
+    }
+    static line_t line;
+    pinger_t p[2] = {{&line, cpus[0], 0, {0}}, {&line, cpus[1], 1, {0}}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, ping, &p[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    double one_way[RUNS];
+    for (int r = 0; r < RUNS; r++)
+        one_way[r] = p[0].secs[r] / (2.0 * LINE_TRIPS) * 1e9;
+    qsort(one_way, RUNS, sizeof(double), cmp);
+    printf("membw: one-line exchange between CPUs %d and %d: %.0f ns one "
+           "way (median of %d runs of %d round trips)\n", cpus[0], cpus[1],
+           one_way[RUNS / 2], RUNS, LINE_TRIPS);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--line") == 0)
+        return line_floor();
     size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 64;
     cpu_set_t set;
     int cpus[CPU_SETSIZE], ncpu = 0;
     if (mib == 0 || sched_getaffinity(0, sizeof(set), &set) != 0) {
-        fprintf(stderr, "usage: membw [MiB per array, > 0]\n");
+        fprintf(stderr, "usage: membw [MiB per array, > 0] | --line\n");
         return 2;
     }
     for (int c = 0; c < CPU_SETSIZE; c++)
