@@ -91,8 +91,9 @@ static tutti_status_t post_send(gather_state_t *s, tutti_alg_exec_t *x, int k)
     const char *src = block(s, x, b);
     if (k == 0 && x->sendbuf != x->recvbuf)
         src = x->sendbuf;
-    return x->core->send(x, tutti_alg_ring_mod(r + 1, n), (uint32_t)k, src,
-                         s->blk.len[b] * s->c.esize, &s->sx[k]);
+    return tutti_alg_send_block(x, tutti_alg_ring_mod(r + 1, n),
+                                (uint32_t)k, src, s->blk.len[b] * s->c.esize,
+                                &s->sx[k]);
 }
 
 /* Posts every receive and the first send; copies the own block in. */

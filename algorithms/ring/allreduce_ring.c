@@ -287,8 +287,9 @@ static tutti_status_t post_step(ring_state_t *s, int i, tutti_alg_exec_t *x)
     }
     size_t so = seg_off(p, send_seg) * s->esize;
     size_t ro = seg_off(p, recv_seg) * s->esize;
-    st = x->core->send(x, p->right, tag, src + so,
-                       seg_len(p, send_seg) * s->esize, &p->sx);
+    /* A reduced segment is summed on receipt; a finished one is stored. */
+    st = (reducing ? x->core->send : tutti_alg_send_block)(
+        x, p->right, tag, src + so, seg_len(p, send_seg) * s->esize, &p->sx);
     if (st != TUTTI_OK)
         return st;
     tutti_recv_reduce_t red = {(const char *)x->sendbuf + ro};

@@ -136,8 +136,8 @@ static tutti_status_t post_step(a2a_state_t *s, tutti_alg_exec_t *x, int i)
                        s->rblk.len[from] * es, NULL, &s->rx[slot]);
     if (st != TUTTI_OK)
         return st;
-    return x->core->send(x, to, (uint32_t)i, src, s->sblk.len[to] * es,
-                         &s->sx[slot]);
+    return tutti_alg_send_block(x, to, (uint32_t)i, src,
+                                s->sblk.len[to] * es, &s->sx[slot]);
 }
 
 /* Enters the data phase: data_progress() posts the first window of

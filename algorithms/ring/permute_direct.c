@@ -111,7 +111,7 @@ static tutti_status_t permute_run(void *state, tutti_alg_exec_t *x)
     }
     st = x->core->recv(x, s->from, 0, x->recvbuf, s->bytes, NULL, &s->rx);
     if (st == TUTTI_OK)
-        st = x->core->send(x, s->to, 0, src, s->bytes, &s->sx);
+        st = tutti_alg_send_block(x, s->to, 0, src, s->bytes, &s->sx);
     return st != TUTTI_OK ? st : permute_progress(s, x);
 }
 

@@ -76,8 +76,8 @@ static tutti_status_t post_run(bruck_state_t *s, tutti_alg_exec_t *x,
         char *buf = out + (size_t)pieces[i][0] * s->block;
         size_t len = (size_t)pieces[i][1] * s->block;
         if (send)
-            st = x->core->send(x, peer, tag + (uint32_t)i, buf, len,
-                               &s->sx[s->nsend++]);
+            st = tutti_alg_send_block(x, peer, tag + (uint32_t)i, buf, len,
+                                      &s->sx[s->nsend++]);
         else
             st = x->core->recv(x, peer, tag + (uint32_t)i, buf, len, NULL,
                                &s->rx[s->nrecv++]);

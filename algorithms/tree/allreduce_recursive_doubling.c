@@ -110,7 +110,8 @@ static tutti_status_t post(rd_state_t *s, tutti_alg_exec_t *x)
         tutti_alg_exec_phase(x, phase_of(a));
     switch (a->kind) {
     case ACT_SEND:
-        return x->core->send(x, a->peer, tag, x->recvbuf, s->bytes, &s->sx);
+        return tutti_alg_send_block(x, a->peer, tag, x->recvbuf, s->bytes,
+                                    &s->sx);
     case ACT_RECV:
         return x->core->recv(x, a->peer, tag, x->recvbuf, s->bytes, NULL,
                              &s->rx);

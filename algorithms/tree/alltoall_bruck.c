@@ -91,8 +91,9 @@ static tutti_status_t post(bruck_state_t *s, tutti_alg_exec_t *x)
 {
     int n = s->inst->group_size, r = s->inst->rank, d = 1 << s->step;
     size_t m = pack(s, s->step, packed(s, 0), 1);
-    tutti_status_t st = x->core->send(x, (r + d) % n, (uint32_t)s->step,
-                                      packed(s, 0), m * s->block, &s->sx);
+    tutti_status_t st = tutti_alg_send_block(x, (r + d) % n,
+                                             (uint32_t)s->step, packed(s, 0),
+                                             m * s->block, &s->sx);
     if (st == TUTTI_OK)
         st = x->core->recv(x, (r - d % n + n) % n, (uint32_t)s->step,
                            packed(s, 1), m * s->block, NULL, &s->rx);

@@ -159,10 +159,12 @@ static tutti_status_t post_sends(gather_state_t *s, tutti_alg_exec_t *x)
 {
     const char *src = s->nchildren > 0 ? s->scratch : input(s, x);
     size_t first = (size_t)(s->split > 0 ? s->split : s->sub) * s->block;
-    tutti_status_t st = x->core->send(x, s->parent, 0, src, first, &s->sx[0]);
+    tutti_status_t st = tutti_alg_send_block(x, s->parent, 0, src, first,
+                                             &s->sx[0]);
     if (st == TUTTI_OK && s->split > 0)
-        st = x->core->send(x, s->parent, 1, src + first,
-                           (size_t)(s->sub - s->split) * s->block, &s->sx[1]);
+        st = tutti_alg_send_block(x, s->parent, 1, src + first,
+                                  (size_t)(s->sub - s->split) * s->block,
+                                  &s->sx[1]);
     return st;
 }
 

@@ -6,6 +6,7 @@
  * groups or requests.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -14,6 +15,11 @@
 #include "config/config.h"
 #include "plugin/services.h"
 
+/* flags took what was padding: a transport module built before it sees
+ * every other field where it was. */
+_Static_assert(sizeof(void *) != 8 ||
+                   offsetof(tutti_tp_op_t, sbuf) == 40,
+               "tutti_tp_op_t's layout");
 _Static_assert(sizeof(tutti_tp_op_t) <= sizeof(tutti_xfer_t),
                "tutti_xfer_t must hold a transport op");
 
@@ -41,19 +47,35 @@ static tutti_status_t core_xfer(tutti_alg_exec_t *exec, int peer, uint32_t tag,
     return TUTTI_OK;
 }
 
-static tutti_status_t core_send(tutti_alg_exec_t *exec, int peer, uint32_t tag,
-                                const void *buf, size_t len, tutti_xfer_t *xfer)
+/* Posts a send of @p len bytes at @p buf with op flags @p flags. */
+static tutti_status_t post_send(tutti_alg_exec_t *exec, int peer,
+                                uint32_t tag, const void *buf, size_t len,
+                                uint32_t flags, tutti_xfer_t *xfer)
 {
     const tutti__exec_link_t *link = exec->core_private;
     tutti_tp_op_t *op = NULL;
     tutti_status_t st = core_xfer(exec, peer, tag, len, xfer, &op);
     if (st == TUTTI_OK) {
         op->sbuf = buf;
+        op->flags = flags;
         st = link->peers->tp->send(link->peers->ep, op);
     }
     if (st == TUTTI_OK)
         link->pending_to[peer]++;
     return st;
+}
+
+static tutti_status_t core_send(tutti_alg_exec_t *exec, int peer, uint32_t tag,
+                                const void *buf, size_t len, tutti_xfer_t *xfer)
+{
+    return post_send(exec, peer, tag, buf, len, 0, xfer);
+}
+
+static tutti_status_t core_send_block(tutti_alg_exec_t *exec, int peer,
+                                      uint32_t tag, const void *buf,
+                                      size_t len, tutti_xfer_t *xfer)
+{
+    return post_send(exec, peer, tag, buf, len, TUTTI_TP_OP_WHOLE, xfer);
 }
 
 static tutti_status_t core_recv(tutti_alg_exec_t *exec, int peer, uint32_t tag,
@@ -168,6 +190,7 @@ static void core_log(int level, const char *module, const char *fmt, ...)
 const tutti_core_ops_t tutti__core_ops = {
     .size = sizeof(tutti_core_ops_t),
     .send = core_send,
+    .send_block = core_send_block,
     .recv = core_recv,
     .test = core_test,
     .reduce = tutti__reduce,

@@ -328,7 +328,8 @@ tutti_status_t tutti__chan_recv(tutti__chan_ep_t *ep, tutti_tp_op_t *op)
 static int goes_single_copy(const tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                             const tutti_tp_op_t *op)
 {
-    if (op->len < ep->sc_min || op->len > ep->sc_max || op->done != 0)
+    if (!(op->flags & TUTTI_TP_OP_WHOLE) || op->len < ep->sc_min ||
+        op->len > ep->sc_max || op->done != 0)
         return 0;
     if (!p->out_sc_ok)
         p->out_sc_ok = (atomic_load_explicit(&p->out->sc_accept,

@@ -73,8 +73,8 @@
  * ABI versions (plugin.h says the rule): 1.1 added per-rank counts, 1.2
  * aliases, 1.3 devices (flags, streams, group state, supports), 1.4 the
  * core's phase service (tutti_alg_exec_phase()), 1.5 the rule parameters
- * an implementation reads (tutti_alg_impl_t.params), each at the end of its
- * struct; the loader reads a module's rows at its own minor's
+ * an implementation reads (tutti_alg_impl_t.params), 1.6 the core's
+ * send_block (tutti_alg_send_block()), each at the end of its struct; the loader reads a module's rows at its own minor's
  * size.
  *
  * ABI growth rule, kept by every field added since 1.0: a field added to
@@ -87,8 +87,9 @@
  * declared, so any rule parameter is handed over unchecked as before
  * (1.5; an implementation that reads none declares an empty list,
  * {NULL}).  What the core hands a module grows the same way (phase NULL:
- * nothing records phases, 1.4).  A new meaning that zero cannot carry
- * takes a new value or a new field, never a new reading of zero.
+ * nothing records phases, 1.4; send_block NULL: every block goes as
+ * send, 1.6).  A new meaning that zero cannot carry takes a new value or
+ * a new field, never a new reading of zero.
  *
  * Loading follows no pointer blindly: every table a descriptor points to
  * (implementations, ops tables, lists) and every string (names,
@@ -117,7 +118,7 @@ extern "C" {
 #endif
 
 #define TUTTI_MODULE_ABI_MAJOR 1
-#define TUTTI_MODULE_ABI_MINOR 5
+#define TUTTI_MODULE_ABI_MINOR 6
 #define TUTTI_DETAILS_MAX 2048 /* bytes of details init_params may write */
 
 /** One transfer in flight.  Opaque storage owned by the algorithm (in its
@@ -223,6 +224,18 @@ typedef struct {
      *  bytes sent and received in it.  @p name must live as long as the
      *  module stays loaded (a string literal). */
     void (*phase)(tutti_alg_exec_t *exec, const char *name);
+    /* ABI 1.6: */
+    /** Call it through tutti_alg_send_block().  As send, for a whole
+     *  block that the receiver only stores (no reduce on receipt) and
+     *  that no later step of this execution on either side waits on
+     *  piece by piece (not a chunk of a pipeline): the transport may then
+     *  move it with a single copy (shm: the receiver reads it from the
+     *  sender's buffer with process_vm_readv, shm.single_copy), which
+     *  leaves the sender's core free but keeps its send in progress until
+     *  the receiver has read it.  Anything else goes as send. */
+    tutti_status_t (*send_block)(tutti_alg_exec_t *exec, int peer,
+                                 uint32_t tag, const void *buf, size_t len,
+                                 tutti_xfer_t *xfer);
 } tutti_core_ops_t;
 
 /** One execution, as handed to run and progress. */
@@ -262,6 +275,19 @@ static inline void tutti_alg_exec_phase(tutti_alg_exec_t *exec,
 {
     if (exec->core->phase != NULL)
         exec->core->phase(exec, name);
+}
+
+/** Post a whole block the receiver only stores (tutti_core_ops_t's
+ *  send_block); as send where the core has no such entry. */
+static inline tutti_status_t tutti_alg_send_block(tutti_alg_exec_t *exec,
+                                                  int peer, uint32_t tag,
+                                                  const void *buf,
+                                                  size_t len,
+                                                  tutti_xfer_t *xfer)
+{
+    if (exec->core->send_block != NULL)
+        return exec->core->send_block(exec, peer, tag, buf, len, xfer);
+    return exec->core->send(exec, peer, tag, buf, len, xfer);
 }
 
 typedef struct {

@@ -33,7 +33,7 @@
  * transport's optional sleep; 2.4 the group's store and secret and the
  * core's store_set and store_get; 2.5 the core's chan_enable_mapped and
  * chan_set_mapped_min (registered memory; read each where the size of its
- * table covers it); the loader reads a 2.0 descriptor by its size.
+ * table covers it) and the op's flags (TUTTI_TP_OP_WHOLE); the loader reads a 2.0 descriptor by its size.
  *
  * ABI growth rule, kept by every field added since 2.0: a field added to
  * a table a module fills means, when it is zero or NULL, what the module
@@ -115,6 +115,13 @@ typedef struct {
     const void *local;
 } tutti_tp_reduce_t;
 
+/** tutti_tp_op_t.flags of a send: a whole block that the receiver only
+ *  stores and that nothing waits on piece by piece (an algorithm's
+ *  tutti_alg_send_block()): a transport may move it by single copy.
+ *  Sends without it are pieces of a pipeline or blocks reduced on
+ *  receipt, for which a single copy's wait costs more than it saves. */
+#define TUTTI_TP_OP_WHOLE 1u
+
 /** One posted operation.  Lives in caller storage until it completes. */
 typedef struct tutti_tp_op {
     struct tutti_tp_op *next;   /**< transport's queue link */
@@ -122,6 +129,9 @@ typedef struct tutti_tp_op {
     int peer;
     int is_recv;
     tutti_status_t status;      /**< TUTTI_INPROGRESS until done */
+    uint32_t flags;             /**< TUTTI_TP_OP_* (ABI 2.5, in what was
+                                     padding: 0 where the op's maker
+                                     predates it, as a zeroed op has) */
     const void *sbuf;
     void *rbuf;
     size_t len;
@@ -175,7 +185,8 @@ typedef struct {
      *  the memory of @p peer's process @p peer_pid with process_vm_readv
      *  (e.g. a probe at connect), so the peer may send its messages of 64
      *  KiB or more as descriptors of its buffer, which this member reads
-     *  directly; the peer's send completes once the read is done.  Call
+     *  directly; the peer's send completes once the read is done (from ABI
+     *  2.5 only the sends flagged TUTTI_TP_OP_WHOLE).  Call
      *  after chan_attach() for that peer; a peer never enabled gets every
      *  message through the slots.  Returns TUTTI_ERR_INVALID_ARG (recorded)
      *  for a peer not attached. */

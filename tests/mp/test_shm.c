@@ -179,7 +179,9 @@ static void single_copy_on(int n)
     assert_true(p.endpoints > 0);
     assert_true(p.sc_in > 0);
     assert_int_equal(p.sc_in, p.sc_out);
-    assert_int_equal(p.ring_large_in, 0);
+    /* Only whole blocks go by single copy (allreduce's finished segments);
+     * reduced segments and broadcast's pipeline chunks keep to the slots. */
+    assert_true(p.ring_large_in > 0);
     unlink(log);
 }
 

@@ -14,7 +14,8 @@
  *
  * Single copy (process_vm_readv of this very process, which is always
  * permitted): without enabling, large messages still go through the slots;
- * with it, they go as descriptors, the sender completing only once the
+ * with it, those flagged whole blocks (TUTTI_TP_OP_WHOLE; others keep to
+ * the slots) go as descriptors, the sender completing only once the
  * receiver has read; plain, reduce-on-receive through the bounce block,
  * buffered (read into the record at once), size mismatch, and a failed
  * read that freezes the channel from that peer.
@@ -131,11 +132,13 @@ static void *pattern(size_t len, unsigned seed)
 }
 
 /* A fresh op for the message under @p k, to or from @p peer: @p len bytes
- * sent from @p sbuf or received into @p rbuf. */
+ * sent from @p sbuf (a whole block, as an algorithm's send_block posts
+ * it) or received into @p rbuf. */
 static void make_op(tutti_tp_op_t *op, tutti_wire_key_t k, int peer,
                     const void *sbuf, void *rbuf, size_t len)
 {
     memset(op, 0, sizeof(*op));
+    op->flags = sbuf != NULL ? TUTTI_TP_OP_WHOLE : 0;
     op->key = k;
     op->peer = peer;
     op->sbuf = sbuf;
@@ -604,6 +607,24 @@ static void test_sc_matched(void **state)
     assert_int_equal(atomic_load(&pp->chan[0]->sc_done), 7);
 }
 
+/* A send not flagged whole (a chunk of a pipeline, a block reduced on
+ * receipt) keeps to the slots whatever its length. */
+static void test_sc_only_whole_blocks(void **state)
+{
+    pair_t *pp = *state;
+    unsigned char *src = pattern(SC_LEN, 21), *dst = calloc(1, SC_LEN);
+    tutti_tp_op_t s, r;
+    make_op(&s, key(650), 1, src, NULL, SC_LEN);
+    s.flags = 0;
+    assert_int_equal(tutti__chan_send(&pp->ep[0], &s), TUTTI_OK);
+    post_recv(pp, &r, 650, dst, SC_LEN);
+    settle(pp);
+    assert_int_equal(s.status, TUTTI_OK);
+    expect_arrived(&r, dst, src, SC_LEN);
+    assert_int_equal(pp->ep[1].stats.sc_in, 0);
+    assert_int_equal(pp->ep[1].stats.ring_large_in, 1);
+}
+
 /* A sender's single-copy range (the shm module's single_copy_min and
  * _max): lengths inside it go as descriptors, those outside through the
  * slots, all exact. */
@@ -897,6 +918,7 @@ int main(void)
         PAIR_TEST(test_leftovers_freed),
         SC_TEST(test_sc_matched),
         SC_TEST(test_sc_range),
+        SC_TEST(test_sc_only_whole_blocks),
         SC_TEST(test_sc_reduce),
         SC_TEST(test_sc_buffered),
         SC_TEST(test_sc_mismatch),
