@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # What `verify` costs over tcp: tutti-perf's allreduce on N tasks of this
-# host over tcp alone, with verify off, checksum and mac, the three runs
+# host over tcp alone (or -t, e.g. shm, whose slots and single copies
+# checksum differently), with verify off, checksum and mac, the three runs
 # interleaved R times; prints per size the median time (us) of each and
 # the ratio of checksum and mac to off measured in the same rounds.
 #
-#   bench/verify_cost.sh [--build DIR] [-n TASKS] [-r ROUNDS] [-- PERF ARGS]
+#   bench/verify_cost.sh [--build DIR] [-n TASKS] [-r ROUNDS] [-t TRANSPORT]
+#                        [-- PERF ARGS]
 #
-# Default: build/, 2 tasks, 5 rounds, tutti-perf -b 8 -e 64M -f 8 -n 50
-# -w 5.  A second build (--vs DIR) adds a column for its verify-off time,
+# Default: build/, 2 tasks, 5 rounds, tcp, tutti-perf -b 8 -e 64M -f 8
+# -n 50 -w 5.  A second build (--vs DIR) adds a column for its verify-off time,
 # e.g. a checkout before a change.
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$src/build vs="" n=2 rounds=5
+build=$src/build vs="" n=2 rounds=5 tp=tcp
 perf_args=(-b 8 -e 64M -f 8 -n 50 -w 5)
 while [ $# -gt 0 ]; do
     case $1 in
@@ -19,6 +21,7 @@ while [ $# -gt 0 ]; do
     --vs) vs=$2; shift ;;
     -n) n=$2; shift ;;
     -r) rounds=$2; shift ;;
+    -t) tp=$2; shift ;;
     --) shift; perf_args=("$@"); break ;;
     -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/verify_cost.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -28,7 +31,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run() { # build mode -> "size time" lines
-    TUTTI_TRANSPORTS=tcp TUTTI_VERIFY=$2 "$1/tools/tutti-run" -n "$n" \
+    TUTTI_TRANSPORTS=$tp TUTTI_VERIFY=$2 "$1/tools/tutti-run" -n "$n" \
         "$1/tools/tutti-perf" "${perf_args[@]}" 2>/dev/null |
         awk '$1 ~ /^[0-9]+$/ && $9 == 0 {print $1, $6}'
 }

@@ -435,11 +435,15 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
             h->u.x.msg_len = op->len;
             h->u.x.frag_off = op->done;
             h->flags = 0;
-            if (frag > 0)
-                memcpy(slot_data(h), (const char *)op->sbuf + op->done, frag);
-            if (ep->verify) { /* while the slot is in cache */
-                h->u.x.sum = tutti__csum(slot_data(h), frag);
+            const char *from = (const char *)op->sbuf + op->done;
+            if (ep->verify) { /* copied and summed in one pass */
+                tutti__csum_t sum;
+                tutti__csum_init(&sum);
+                tutti__csum_copy(&sum, slot_data(h), from, frag);
+                h->u.x.sum = tutti__csum_final(&sum);
                 h->flags = FRAG_SUM;
+            } else if (frag > 0) {
+                memcpy(slot_data(h), from, frag);
             }
         }
         op->done += frag;
@@ -600,25 +604,48 @@ static tutti_status_t check_sum(const tutti__chan_ep_t *ep,
 }
 
 /* Fragment @p f (in its slot) passes the test hook and, verify on, its
- * check; TUTTI_OK or the error recorded. */
+ * check; TUTTI_OK or the error recorded.  A non-NULL @p to gets a copy of
+ * it, made in the same pass as its sum: a fragment that fails its check
+ * is already there, and its receive fails with the error. */
 static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_t *f,
-                                     int peer)
+                                     int peer, char *to)
 {
     test_corrupt(ep, f, peer, f->frag_off, f->data, f->frag_len);
-    if (!ep->verify)
+    if (!ep->verify) {
+        if (to != NULL && f->frag_len > 0)
+            memcpy(to, f->data, f->frag_len);
         return TUTTI_OK;
+    }
+    tutti__csum_t sum;
+    tutti__csum_init(&sum);
+    if (to != NULL)
+        tutti__csum_copy(&sum, to, f->data, f->frag_len);
+    else
+        tutti__csum_update(&sum, f->data, f->frag_len);
     return check_sum(ep, f, peer, f->frag_off, f->frag_len,
-                     tutti__csum(f->data, f->frag_len));
+                     tutti__csum_final(&sum));
 }
 
-/* A single-copy message read whole into @p data: as check_fragment(). */
-static tutti_status_t check_read(tutti__chan_ep_t *ep, const frag_t *f,
-                                 int peer, char *data)
+/* Reads message @p f whole into @p dst (@p len bytes) and, where the
+ * endpoint checks, passes it through the test hook and, verify on, sums
+ * it into @p sum.  Mapped (@p src), the copy and the sum are one pass;
+ * an armed hook, which flips its byte in @p dst and never in the sender's
+ * memory, takes two. */
+static int sc_read_sum(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
+                       const frag_t *f, const char *src, int peer, char *dst,
+                       size_t len, tutti__csum_t *sum)
 {
-    test_corrupt(ep, f, peer, 0, data, f->msg_len);
-    if (!ep->verify)
-        return TUTTI_OK;
-    return check_sum(ep, f, peer, 0, f->msg_len, tutti__csum(data, f->msg_len));
+    if (src != NULL && ep->verify && !ep->corrupt_armed) {
+        tutti__csum_copy(sum, dst, src, len);
+        return 0;
+    }
+    int err = sc_read(p, f, src, 0, dst, len);
+    if (err == 0 && ep->check) {
+        test_corrupt(ep, f, peer, 0, dst, len);
+        if (ep->verify)
+            tutti__csum_update(sum, dst, len);
+    }
+    return err;
 }
 
 /* Reads the message descriptor @p f names (mapped at @p src, or NULL)
@@ -631,9 +658,18 @@ static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
                       tutti_tp_op_t *op, tutti__csum_t *sum)
 {
     if (op->reduce.fn == NULL)
-        return sc_read(p, f, src, 0, op->rbuf, op->len);
+        return sc_read_sum(ep, p, f, src, peer, op->rbuf, op->len, sum);
     if (src != NULL && !ep->check) {
         deliver(op, 0, src, op->len);
+        return 0;
+    }
+    if (src != NULL && !ep->corrupt_armed) { /* verify on */
+        for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
+            size_t n = op->len - off < TUTTI_CHAN_SC_BOUNCE
+                           ? (size_t)(op->len - off) : TUTTI_CHAN_SC_BOUNCE;
+            tutti__csum_update(sum, src + off, n); /* then reduced hot */
+            deliver(op, off, src + off, n);
+        }
         return 0;
     }
     for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
@@ -714,16 +750,19 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         p->discard_left = 0;
     } else if (p->filling != NULL) {
         tutti__chan_unexp_t *u = p->filling;
+        tutti__csum_t sum;
+        tutti__csum_init(&sum);
         if (err == 0)
-            err = sc_read(p, f, src, 0, u->data, u->msg_len);
+            err = sc_read_sum(ep, p, f, src, peer, u->data, u->msg_len, &sum);
         if (err != 0) {
             sc_freeze(ep, p, peer, f, err, mapped);
             return 0;
         }
         u->got = u->msg_len;
         p->filling = NULL;
-        if (ep->check)
-            u->status = check_read(ep, f, peer, u->data);
+        if (ep->verify)
+            u->status = check_sum(ep, f, peer, 0, f->msg_len,
+                                  tutti__csum_final(&sum));
         ep->stats.sc_in++;
     } else {
         tutti_tp_op_t *op = p->cur_recv;
@@ -736,9 +775,7 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
             sc_freeze(ep, p, peer, f, err, mapped);
             return 0;
         }
-        if (ep->check && op->reduce.fn == NULL)
-            st = check_read(ep, f, peer, op->rbuf);
-        else if (ep->verify)
+        if (ep->verify)
             st = check_sum(ep, f, peer, 0, f->msg_len, tutti__csum_final(&sum));
         op->done = op->len;
         p->cur_recv = NULL;
@@ -766,25 +803,32 @@ static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         p->discarding = p->discard_left > 0;
         return 1;
     }
-    tutti_status_t st = ep->check ? check_fragment(ep, f, peer) : TUTTI_OK;
+    tutti_tp_op_t *op = p->cur_recv;
+    /* Where a plain copy of the fragment goes (a reduction reads it in
+     * the slot); verify on, it is copied as it is summed. */
+    char *to = p->filling != NULL       ? p->filling->data + f->frag_off
+               : op->reduce.fn == NULL ? (char *)op->rbuf + f->frag_off
+                                       : NULL;
+    tutti_status_t st = TUTTI_OK;
+    if (ep->check)
+        st = check_fragment(ep, f, peer, to);
+    else if (to != NULL && f->frag_len > 0)
+        memcpy(to, f->data, f->frag_len);
     if (p->filling != NULL) {
         tutti__chan_unexp_t *u = p->filling;
-        if (f->frag_len > 0)
-            memcpy(u->data + f->frag_off, f->data, f->frag_len);
         u->got += f->frag_len;
         if (u->status == TUTTI_OK)
             u->status = st;
         if (u->got == u->msg_len)
             p->filling = NULL;
     } else if (st != TUTTI_OK) { /* the rest of the message is dropped */
-        tutti_tp_op_t *op = p->cur_recv;
         p->cur_recv = NULL;
         op->status = st;
         p->discard_left = f->msg_len - f->frag_off - f->frag_len;
         p->discarding = p->discard_left > 0;
     } else {
-        tutti_tp_op_t *op = p->cur_recv;
-        deliver(op, f->frag_off, f->data, f->frag_len);
+        if (to == NULL)
+            deliver(op, f->frag_off, f->data, f->frag_len);
         op->done += f->frag_len;
         if (op->done == op->len) {
             p->cur_recv = NULL;

@@ -56,16 +56,21 @@
  * recently used unmapped first) and copies the message, or reduces it into
  * its own data, straight from the mapping: one pass, no system call.  It
  * finishes the descriptor as a process_vm_readv one, so the sender's
- * completion is the same.  Under verify a reduced message goes through
- * the bounce block, so that what is summed is what is reduced.
+ * completion is the same.  Under verify a copied message is copied and
+ * summed in one pass (tutti__csum_copy), a reduced one summed and reduced
+ * block by block from the mapping while each block is in cache (through
+ * the bounce block only while the test hook is armed: it must not write
+ * the sender's memory).
  *
  * Verify (`verify: checksum`, shm): the sender writes the checksum of each
- * fragment (base/checksum.h) into its header, just after copying it into
- * the slot while it is in cache, and of a single-copy message into its
- * descriptor; the receiver sums what it takes (the slot before it copies
- * or reduces it, or what it read from the sender) and fails the receive
- * where they differ, naming the sender, the key, the chunk's bytes and the
- * two sums; the rest of that message is dropped.  Off, nothing is summed:
+ * fragment (base/checksum.h) into its header, summed in the same pass that
+ * copies it into the slot (tutti__csum_copy), and of a single-copy message
+ * into its descriptor; the receiver sums what it takes (a fragment as it
+ * copies it out of the slot, or before it reduces it there; what it read
+ * from the sender) and fails the receive where they differ, naming the
+ * sender, the key, the chunk's bytes and the two sums; a copied fragment
+ * that fails is already in the receive buffer, and the rest of that
+ * message is dropped.  Off, nothing is summed:
  * the data path pays one predictable branch per fragment.
  */
 #ifndef TUTTI_CORE_CHAN_H

@@ -804,7 +804,7 @@ static void test_map_matched(void **state)
 }
 
 /* Reduce-on-receive straight from the sender's registered buffer, and,
- * with verify on, through the bounce block (summed there). */
+ * with verify on, summed block by block as it is reduced. */
 static void test_map_reduce(void **state)
 {
     pair_t *pp = *state;
