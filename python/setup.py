@@ -26,7 +26,7 @@ from setuptools.command.sdist import sdist
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 SOURCES = ["ext/module.c", "ext/group.c", "ext/future.c", "ext/wait.c",
-           "ext/view.c", "ext/store.c", "ext/errors.c"]
+           "ext/view.c", "ext/store.c", "ext/errors.c", "ext/mem.c"]
 WARN = ["-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
         "-Wno-cast-function-type", "-std=gnu11"]
 # The libraries libtutti loads that a machine without Tutti's build

@@ -1,7 +1,8 @@
 /*
  * The extension module tutti._tutti: errors, the Context type (a process's
  * place in a job, met through the environment or a Python store) and what
- * the package asks of libtutti itself (version, where it was loaded from).
+ * the package asks of libtutti itself (version, where it was loaded from);
+ * the types of the other files (Group, Future, Memory) are added here.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -299,6 +300,11 @@ static PyMethodDef module_methods[] = {
      "Python allreduce for the calls allreduce does not make itself."},
     {"_set_group_class", m_set_group_class, METH_O,
      "The Group subclass Context.join makes (the package's)."},
+    {"mem_registered", tpy_mem_registered, METH_O,
+     "mem_registered(a): whether the bytes of a (a buffer, or a DLPack "
+     "tensor) lie in registered memory (Memory, tutti_mem_register): "
+     "False for private memory, such as numpy's own arrays, and for "
+     "device memory."},
     {"library_path", m_library_path, METH_NOARGS,
      "The file libtutti was loaded from."},
     {NULL, NULL, 0, NULL}};
@@ -315,7 +321,8 @@ PyMODINIT_FUNC PyInit__tutti(void)
         return NULL;
     if (PyType_Ready(&tpy_context_type) < 0 ||
         PyType_Ready(&tpy_group_type) < 0 ||
-        PyType_Ready(&tpy_future_type) < 0)
+        PyType_Ready(&tpy_future_type) < 0 ||
+        PyType_Ready(&tpy_mem_type) < 0)
         goto err;
     tpy_error = PyErr_NewExceptionWithDoc(
         "tutti.TuttiError", "A Tutti call failed: status (the number), name "
@@ -337,9 +344,11 @@ PyMODINIT_FUNC PyInit__tutti(void)
     Py_INCREF(&tpy_context_type);
     Py_INCREF(&tpy_group_type);
     Py_INCREF(&tpy_future_type);
+    Py_INCREF(&tpy_mem_type);
     if (PyModule_AddObject(m, "Context", (PyObject *)&tpy_context_type) ||
         PyModule_AddObject(m, "Group", (PyObject *)&tpy_group_type) ||
-        PyModule_AddObject(m, "Future", (PyObject *)&tpy_future_type))
+        PyModule_AddObject(m, "Future", (PyObject *)&tpy_future_type) ||
+        PyModule_AddObject(m, "Memory", (PyObject *)&tpy_mem_type))
         goto err;
     PyObject *ver = Py_BuildValue("(iii)", TUTTI_VERSION_MAJOR,
                                   TUTTI_VERSION_MINOR, TUTTI_VERSION_PATCH);

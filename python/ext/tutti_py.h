@@ -80,10 +80,32 @@ int tpy_view_get(PyObject *obj, const char *call, const char *arg,
                  tpy_view_t *v);
 void tpy_view_release(tpy_view_t *v);
 
+/** The bytes an array spans, whatever its strides: host memory through
+ *  the buffer protocol or DLPack (host 1), or DLPack's device memory
+ *  (host 0; ptr and bytes not looked at, the capsule not taken). */
+typedef struct {
+    void *ptr;               /* its lowest byte */
+    size_t bytes;            /* to the end of its highest element */
+    int host;
+} tpy_span_t;
+
+/** @p obj's span, for @p call's messages; 0, or -1 with an exception. */
+int tpy_view_span(PyObject *obj, const char *call, tpy_span_t *s);
+
 /** Parse @p obj (a str, or None for @p dflt) as an op; -1 and an
  *  exception when it names none. */
 int tpy_op_parse(PyObject *obj, const char *call, tutti_op_t dflt,
                  tutti_op_t *op_out);
+
+/* ---- registered memory (mem.c) ------------------------------------- */
+
+/** tutti._tutti.Memory: bytes of tutti_mem_alloc behind the buffer
+ *  protocol, freed with the object. */
+extern PyTypeObject tpy_mem_type;
+
+/** tutti._tutti.mem_registered(obj): whether obj's bytes lie in one
+ *  registered region (tutti_mem_registered). */
+PyObject *tpy_mem_registered(PyObject *m, PyObject *obj);
 
 /* ---- groups (group.c), waits and completions (wait.c), futures
  *      (future.c) -------------------------- */

@@ -317,3 +317,111 @@ void tpy_view_release(tpy_view_t *v)
     }
     Py_CLEAR(v->capsule);
 }
+
+/* The bytes a strided array spans: from its lowest element to the end of
+ * its highest (0 when it has none).  @p strides in units of @p unit. */
+static void span_of(char *start, int ndim, const Py_ssize_t *shape,
+                    const Py_ssize_t *strides, Py_ssize_t unit,
+                    Py_ssize_t itemsize, tpy_span_t *s)
+{
+    Py_ssize_t lo = 0, hi = itemsize;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0)
+            hi = lo = 0;
+        if (hi == lo)
+            break;
+        Py_ssize_t reach = (shape[i] - 1) * strides[i] * unit;
+        if (reach < 0)
+            lo += reach;
+        else
+            hi += reach;
+    }
+    s->ptr = start + lo;
+    s->bytes = (size_t)(hi - lo);
+}
+
+static int span_buffer(PyObject *obj, const char *call, tpy_span_t *s)
+{
+    Py_buffer b;
+    (void)call; /* the exporter's own error names what it lacks */
+    if (PyObject_GetBuffer(obj, &b, PyBUF_STRIDES) != 0)
+        return -1;
+    if (b.strides == NULL || b.ndim == 0) {
+        s->ptr = b.buf;
+        s->bytes = (size_t)b.len;
+    } else {
+        span_of(b.buf, b.ndim, b.shape, b.strides, 1, b.itemsize, s);
+    }
+    s->host = 1;
+    PyBuffer_Release(&b);
+    return 0;
+}
+
+/* DLPack: the device asked first (memory of a GPU is not taken, so that
+ * no stream is synchronized for nothing), then the capsule consumed and
+ * given back at once. */
+static int span_dlpack(PyObject *obj, const char *call, tpy_span_t *s)
+{
+    int kind = DL_CPU;
+    PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    if (dev == NULL) {
+        PyErr_Clear(); /* the protocol's older producers lack it */
+    } else {
+        int ok = PyArg_ParseTuple(dev, "i|i", &kind, &(int){0});
+        Py_DECREF(dev);
+        if (!ok)
+            return -1;
+    }
+    memset(s, 0, sizeof(*s));
+    if (kind != DL_CPU && kind != DL_CUDA_HOST)
+        return 0;
+    PyObject *cap = PyObject_CallMethod(obj, "__dlpack__", NULL);
+    if (cap == NULL)
+        return -1;
+    dl_managed_t *m = PyCapsule_GetPointer(cap, "dltensor");
+    if (m == NULL) {
+        Py_DECREF(cap);
+        PyErr_Format(PyExc_TypeError, "%s: %.80s.__dlpack__() gave no "
+                     "'dltensor' capsule", call, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyCapsule_SetName(cap, "used_dltensor");
+    dl_tensor_t *t = &m->dl_tensor;
+    Py_ssize_t shape[64], strides[64], expect = 1;
+    int rc = 0;
+    if (t->ndim < 0 || t->ndim > 64) {
+        PyErr_Format(PyExc_ValueError, "%s: the %.80s has %d dimensions "
+                     "(at most 64 taken)", call, Py_TYPE(obj)->tp_name,
+                     (int)t->ndim);
+        rc = -1;
+        goto out_delete;
+    }
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        shape[i] = (Py_ssize_t)t->shape[i];
+        strides[i] = t->strides ? (Py_ssize_t)t->strides[i] : expect;
+        expect *= shape[i];
+    }
+    Py_ssize_t itemsize = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+    span_of((char *)t->data + t->byte_offset, t->ndim, shape, strides,
+            itemsize, itemsize, s);
+    s->host = t->device.device_type == DL_CPU ||
+              t->device.device_type == DL_CUDA_HOST;
+out_delete:
+    if (m->deleter != NULL)
+        m->deleter(m);
+    Py_DECREF(cap);
+    return rc;
+}
+
+int tpy_view_span(PyObject *obj, const char *call, tpy_span_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (PyObject_CheckBuffer(obj))
+        return span_buffer(obj, call, s);
+    if (PyObject_HasAttrString(obj, "__dlpack__"))
+        return span_dlpack(obj, call, s);
+    PyErr_Format(PyExc_TypeError, "%s: %.80s is neither a buffer (numpy "
+                 "array, bytearray, memoryview) nor a DLPack tensor", call,
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}

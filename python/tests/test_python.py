@@ -322,3 +322,160 @@ def test_readme_torchrun_example(tmp_path):
     assert rc == 0, out[-4000:]
     assert out.count("tensor([3., 3.])") == 2, out[-4000:]
     assert "`tensor([3., 3.])`" in text
+
+
+# ---- registered memory ------------------------------------------------
+
+SINGLE_COPY = re.compile(r"rank (\d+): received (\d+) message\(s\) by single "
+                         r"copy \((\d+) of them from registered memory\)")
+
+
+def registered_received(out):
+    """The messages received by single copy from registered memory, summed
+    over the teardown debug lines of every rank's shm channels."""
+    found = SINGLE_COPY.findall(out)
+    assert found, "no teardown debug line of shm in:\n" + out[-4000:]
+    return sum(int(r) for _, _, r in found)
+
+
+@pytest.mark.parametrize("registered", ["auto", "off"])
+def test_collectives_on_registered_memory(registered):
+    """allreduce, allgather, broadcast and alltoall on arrays of
+    tutti.empty (float32, int64; 1, 4099 and 1 Mi + 3 elements) between 2
+    processes, exact; the teardown debug lines count the messages received
+    straight from the sender's registered memory: some with
+    shm.registered auto (the default), none with it off."""
+    env = clean_env()
+    env["TUTTI_LOG_LEVEL"] = "debug"
+    env["TUTTI_SHM_REGISTERED"] = registered
+    rc, out = run([PY, "-m", "tutti.run", "-n", "2",
+                   os.path.join(HERE, "mem_worker.py")], env=env)
+    assert rc == 0, out[-4000:]
+    for r in range(2):
+        assert re.search(r"mem_worker: rank %d: ok \d+ checks" % r, out), \
+            out[-4000:]
+    n = registered_received(out)
+    if registered == "auto":
+        assert n > 0, "no message came from registered memory:\n" + \
+            "\n".join(m.group(0) for m in SINGLE_COPY.finditer(out))
+    else:
+        assert n == 0, out[-4000:]
+
+
+def test_torch_collectives_on_registered_memory():
+    """all_reduce, all_gather_into_tensor, broadcast and all_to_all_single
+    of the "tutti" backend on tensors of tutti.torch.empty, exact, some
+    messages received straight from registered memory."""
+    if subprocess.run([PY, "-c", "import torch"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("torch is not importable by %s: pip install torch, "
+                    "then reinstall tutti (--no-build-isolation)" % PY)
+    env = clean_env()
+    env["TUTTI_LOG_LEVEL"] = "debug"
+    rc, out = run([TORCHRUN, "--standalone", "--nproc-per-node", "2",
+                   os.path.join(HERE, "torch_mem_worker.py")], env=env)
+    assert rc == 0, out[-6000:]
+    for r in range(2):
+        assert re.search(r"torch_mem_worker: rank %d: ok \d+ checks" % r,
+                         out), out[-6000:]
+    assert registered_received(out) > 0, out[-6000:]
+
+
+MEM_UNITS = r'''
+import gc, weakref
+import numpy as np
+import tutti
+from tutti import Memory, TuttiError
+
+for bad in (0, -1, -(1 << 70), 1 << 63):
+    try:
+        Memory(bad)
+    except ValueError as e:
+        assert "nbytes is %d" % bad in str(e), e
+    else:
+        raise AssertionError("Memory(%d) was taken" % bad)
+try:
+    Memory(1 << 62)  # beyond what the system maps: the library refuses
+except TuttiError as e:
+    assert e.name == "ERR_NO_MEMORY" and "tutti_mem_alloc" in e.detail, e
+else:
+    raise AssertionError("Memory(1 << 62) was taken")
+for shape in (-1, (2, -3)):
+    try:
+        tutti.empty(shape)
+    except ValueError as e:
+        assert "negative" in str(e) and repr(shape) in str(e), e
+    else:
+        raise AssertionError("tutti.empty(%r) was taken" % (shape,))
+
+m = Memory(10)
+assert len(m) == m.nbytes == 10 and m.exports == 0
+v = memoryview(m)
+assert not v.readonly and v.format == "B" and v.ndim == 1
+assert bytes(v) == bytes(10) and m.exports == 1
+v.release()
+assert m.exports == 0
+assert tutti.registered(m) and not tutti.registered(bytearray(10))
+
+# An array keeps its Memory: freed only once the last view goes.
+a = tutti.zeros((3, 5), "int64")
+assert a.shape == (3, 5) and a.dtype == np.int64 and not a.any()
+mem = a
+while not isinstance(mem, Memory):  # numpy's bases, a memoryview's obj
+    mem = mem.obj if isinstance(mem, memoryview) else mem.base
+ref = weakref.ref(mem)
+del mem
+b = a[1:, ::2]
+del a
+gc.collect()
+assert ref() is not None and tutti.registered(b)
+b[...] = 7
+del b
+gc.collect()
+assert ref() is None, "the Memory outlived its arrays"
+
+assert not tutti.registered(np.empty(4099, "float32"))
+assert not tutti.registered(np.zeros(1 << 20))
+e = tutti.empty(0)
+assert e.shape == (0,) and tutti.registered(e)
+assert tutti.empty((), "int64").shape == ()
+print("mem units: ok")
+
+try:
+    import torch
+    import tutti.torch
+except ImportError as e:
+    print("mem units: torch skipped:", e)
+    raise SystemExit(0)
+t = tutti.torch.empty((4, 3), torch.float64)
+assert t.shape == (4, 3) and t.dtype == torch.float64
+assert not t.any() and tutti.registered(t) and tutti.registered(t[:, 1])
+assert not tutti.registered(torch.empty(4, 3))
+assert not tutti.registered(t.clone())
+assert tutti.registered(t.requires_grad_())
+assert tutti.torch.zeros(0).shape == (0,)
+# torch.frombuffer holds the Memory (not a buffer of it) until the
+# tensor's storage goes.
+m = Memory(64)
+t = torch.frombuffer(m, dtype=torch.int32)
+assert m.exports == 0
+ref = weakref.ref(m)
+del m
+gc.collect()
+assert ref() is not None
+t += 1
+del t
+gc.collect()
+assert ref() is None, "the Memory outlived its tensor"
+print("mem units: torch ok")
+'''
+
+
+def test_registered_memory_units():
+    """Memory refuses sizes <= 0 and past Py_ssize_t (ValueError naming
+    them), the library's refusal is a TuttiError; the buffer protocol,
+    lifetimes through numpy's and torch's views, registered() of views,
+    copies, numpy's and torch's own memory."""
+    rc, out = run([PY, "-c", MEM_UNITS], env=clean_env())
+    assert rc == 0 and "mem units: ok" in out, out
+    assert "mem units: torch" in out, out

@@ -15,6 +15,19 @@ srun), or meet through a key-value store: ``tutti.init(store, rank=r,
 size=n)`` with any object that has ``set(key, value)`` and ``get(key,
 timeout)`` (the value as bytes, or None once the timeout passed).
 
+Arrays from :func:`empty` and :func:`zeros` (numpy) and
+``tutti.torch.empty`` (torch tensors) lie in registered memory: shared
+pages that the other processes of the host read in place, so that a
+message of 16 KiB or more between two processes of a host (the shm
+transport) is copied once, straight from the sender's array, where
+private memory (numpy's own arrays, torch's) is copied twice, through
+shared slots.  They work in every collective as any other array; only
+what a rank sends matters.  :func:`registered` says whether an array is
+such memory.
+
+    a = tutti.zeros(1 << 20, dtype="float32")   # a numpy array
+    tutti.allreduce(a)
+
 Every collective takes ``async_op=True`` to return a :class:`Future`
 instead of waiting; waits release the GIL, and Ctrl-C interrupts one with
 KeyboardInterrupt, the job aborted (every rank's call fails with
@@ -44,8 +57,9 @@ def _load_bundled():
 _load_bundled()
 
 from tutti import _tutti  # noqa: E402
-from tutti._tutti import (Context, Future, TuttiError,  # noqa: E402,F401
-                          TuttiTimeoutError, library_path, status)
+from tutti._tutti import (Context, Future, Memory,  # noqa: E402,F401
+                          TuttiError, TuttiTimeoutError, library_path,
+                          status)
 
 __version__ = "%d.%d.%d" % _tutti.version
 
@@ -53,7 +67,8 @@ __all__ = ["Context", "Group", "Future", "TuttiError", "TuttiTimeoutError",
            "init", "finalize", "is_initialized", "rank", "size", "group",
            "context", "allreduce", "reduce", "broadcast", "allgather",
            "allgatherv", "gather", "reduce_scatter", "alltoall", "permute",
-           "barrier", "library_path", "status"]
+           "barrier", "library_path", "status", "Memory", "empty", "zeros",
+           "registered"]
 
 
 def _shape(a):
@@ -289,3 +304,65 @@ def permute(a, permutation, *, out=None, **kw):
 def barrier(*, timeout=0):
     """Return once every rank of the default group called it."""
     return group().barrier(timeout=timeout)
+
+
+# ---- registered memory ------------------------------------------------
+
+def _count(shape, call):
+    """The elements of @shape (an int or a sequence of ints >= 0) and
+    shape as a tuple."""
+    import operator
+    try:
+        dims = (operator.index(shape),)
+    except TypeError:
+        dims = tuple(operator.index(d) for d in shape)
+    if any(d < 0 for d in dims):
+        raise ValueError("%s: shape %r has a negative dimension"
+                         % (call, shape))
+    n = 1
+    for d in dims:
+        n *= d
+    return n, dims
+
+
+def empty(shape, dtype="float32"):
+    """A numpy array of @shape and @dtype in registered memory, a new
+    :class:`Memory` of its own (kept alive by the array: ``a.base`` is a
+    memoryview of it), freed when the last array over it goes.
+
+    What it gives: a message of 16 KiB or more that a collective sends
+    from it to another process of the host (the shm transport) goes as a
+    descriptor, and the receiver copies it, or reduces it into its own
+    data, straight from this array: one copy where private memory takes
+    two.  Receive buffers gain nothing from it.  Private memory (numpy's
+    own arrays, ``numpy.empty``) cannot be shared this way: allocate the
+    arrays you send here instead.  Other transports (tcp, threads of one
+    process) move it as any memory.
+
+    The pages are zero-filled (empty and zeros give the same) and whole
+    (a small array still takes a page).  Do not let an array go while an
+    async collective reads it (its Future keeps it)."""
+    import numpy
+    dt = numpy.dtype(dtype)
+    n, dims = _count(shape, "tutti.empty")
+    # A page even for no elements: the array's address is then
+    # registered memory too, as the other sizes'.
+    mem = Memory(max(n, 1) * dt.itemsize)
+    return numpy.frombuffer(mem, dt, count=max(n, 1))[:n].reshape(dims)
+
+
+def zeros(shape, dtype="float32"):
+    """:func:`empty`: registered memory comes zero-filled."""
+    return empty(shape, dtype)
+
+
+def registered(a):
+    """Whether the bytes of @a (a numpy array or other buffer, or a DLPack
+    tensor such as a torch tensor) lie in registered memory (:func:`empty`,
+    ``tutti.torch.empty``, a :class:`Memory`): True for views of it,
+    False for private memory (``numpy.empty``, ``torch.empty``) and GPU
+    memory."""
+    detach = getattr(a, "detach", None)  # torch: no DLPack of grad tensors
+    if detach is not None and getattr(a, "requires_grad", False):
+        a = detach()
+    return _tutti.mem_registered(a)

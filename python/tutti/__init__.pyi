@@ -1,7 +1,8 @@
 """Type stubs of the tutti package."""
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple, Union
 
 from tutti._tutti import (Context as Context, Future as Future,
+                          Memory as Memory,
                           Store as Store, TuttiError as TuttiError,
                           TuttiTimeoutError as TuttiTimeoutError,
                           library_path as library_path, status as status)
@@ -37,3 +38,13 @@ def alltoall(a: Any, out: Any = ..., *,
 def permute(a: Any, permutation: Sequence[int], *, out: Any = ...,
             **kw: Any) -> Any: ...
 def barrier(*, timeout: float = ...) -> None: ...
+
+
+_Shape = Union[int, Sequence[int]]
+
+
+def _count(shape: _Shape, call: str) -> Tuple[int, Tuple[int, ...]]: ...
+# numpy.ndarray (numpy is not a dependency of the package: Any here).
+def empty(shape: _Shape, dtype: Any = ...) -> Any: ...
+def zeros(shape: _Shape, dtype: Any = ...) -> Any: ...
+def registered(a: Any) -> bool: ...
