@@ -181,14 +181,36 @@ static tutti_status_t io_elems(const tutti_instance_params_t *p,
     return TUTTI_OK;
 }
 
+/* io_elems, but what this member reads of sendbuf: a broadcast's non-root
+ * ranks read nothing; only the root's sendbuf. */
+static tutti_status_t member_elems(const tutti_instance_params_t *p,
+                                   const size_t *counts, int rank, int n,
+                                   size_t *in_out, size_t *out_out)
+{
+    tutti_status_t st = io_elems(p, counts, rank, n, in_out, out_out);
+    if (st == TUTTI_OK && p->collective == TUTTI_COLL_BROADCAST &&
+        rank != p->root)
+        *in_out = 0;
+    return st;
+}
+
+void tutti__coll_fixed_elems(const tutti_instance_params_t *p, int rank,
+                             int group_size, size_t *in_out, size_t *out_out)
+{
+    /* Without per-rank counts io_elems reads no counts and cannot fail. */
+    *in_out = *out_out = 0;
+    if (!tutti__coll_per_rank(p))
+        member_elems(p, NULL, rank, group_size, in_out, out_out);
+}
+
 tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
                                       int rank, int group_size,
                                       const void *sendbuf, const void *recvbuf,
                                       const char *call, uint64_t *bytes_out)
 {
     size_t in = 0, out = 0, esize = tutti_dtype_size(p->dtype);
-    tutti_status_t st = io_elems(p, p->counts, rank, group_size, &in,
-                                  &out);
+    tutti_status_t st = member_elems(p, p->counts, rank, group_size, &in,
+                                     &out);
     int query = tutti__coll_per_rank(p) && recvbuf == NULL &&
                 p->recv_capacity == 0 &&
                 (p->collective == TUTTI_COLL_ALLGATHER ||
@@ -196,9 +218,6 @@ tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
 
     if (st != TUTTI_OK)
         return st;
-    /* A broadcast's non-root ranks read nothing; only the root's sendbuf. */
-    if (p->collective == TUTTI_COLL_BROADCAST && rank != p->root)
-        in = 0;
     if ((in > 0 && sendbuf == NULL) || (out > 0 && recvbuf == NULL && !query))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
                             "0x%llx (%s) rank %d: NULL %s for %zu elements",

@@ -36,6 +36,11 @@ tutti_status_t tutti__coll_check_exec(const tutti_instance_params_t *p,
                                       int rank, int group_size,
                                       const void *sendbuf, const void *recvbuf,
                                       const char *call, uint64_t *bytes_out);
+/** For an instance without per-rank counts (else 0 and 0): the elements
+ *  this member reads from sendbuf and writes to recvbuf on every
+ *  execution, as tutti__coll_check_exec() counts them. */
+void tutti__coll_fixed_elems(const tutti_instance_params_t *p, int rank,
+                             int group_size, size_t *in_out, size_t *out_out);
 /** Elements this member receives, when that follows from the call alone
  *  (0 when the implementation reports it). */
 size_t tutti__coll_recv_total(const tutti_instance_params_t *p, int rank,

@@ -26,6 +26,7 @@
 #define TUTTI_CORE_EXEC_EXEC_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -70,6 +71,12 @@ enum {
 };
 
 typedef struct tutti__instance tutti__instance_t;
+
+/* The leading bytes of tutti_instance_params_t that an instance fixes
+ * (size to permutation); the fields from step on may change per call. */
+#define TUTTI__PARAMS_FIXED offsetof(tutti_instance_params_t, step)
+_Static_assert(TUTTI__PARAMS_FIXED % 8 == 0,
+               "the fixed fields are compared as 64-bit words");
 
 /* A module's state for one group (tutti_alg_group_ops_t). */
 typedef struct {
@@ -149,6 +156,15 @@ struct tutti__instance {
     int per_rank;                    /* counts given per execution */
     int prepared;                    /* the core may stage or scale input */
     int postscaled;                  /* the core scales the output */
+    int warm;                        /* seen holds a checked call's fields
+                                        (execute.c: the warm path) */
+    size_t in_elems, out_elems;      /* without per-rank counts: elements
+                                        this member reads from sendbuf and
+                                        writes to recvbuf */
+    uint64_t in_bytes;               /* in_elems' bytes */
+    /* The fixed fields (TUTTI__PARAMS_FIXED bytes) of the last execution
+     * that passed every check, as its caller gave them: */
+    uint64_t seen[TUTTI__PARAMS_FIXED / 8];
     /* How it runs (cuda_exec.c): */
     int mode;                        /* TUTTI__MODE_* */
     int ordered;                     /* launches in issue order */
@@ -265,12 +281,33 @@ static inline const char *tutti__request_error(const tutti_request_t *r)
 }
 
 /* group.c */
+/** What tutti__group_check() refuses: TUTTI_ERR_INVALID_ARG naming
+ *  @p call and what is wrong with @p g. */
+tutti_status_t tutti__group_refuse(const tutti_group_t *g, const char *call);
+/** The same for a request handle (request.c). */
+tutti_status_t tutti__request_refuse(const tutti_request_t *r,
+                                     const char *call);
+
 /** Whether @p g is a joined group's handle: TUTTI_OK, or
- *  TUTTI_ERR_INVALID_ARG naming @p call and what is wrong with it. */
-tutti_status_t tutti__group_check(const tutti_group_t *g, const char *call);
+ *  TUTTI_ERR_INVALID_ARG naming @p call and what is wrong with it.
+ *  Inline: every call of the API begins with it. */
+static inline tutti_status_t tutti__group_check(const tutti_group_t *g,
+                                                const char *call)
+{
+    if (g != NULL && atomic_load_explicit(&g->state, memory_order_relaxed) ==
+                         TUTTI__HANDLE_LIVE)
+        return TUTTI_OK;
+    return tutti__group_refuse(g, call);
+}
+
 /** The same for a request handle (issued, not freed, its group joined). */
-tutti_status_t tutti__request_check(const tutti_request_t *r,
-                                    const char *call);
+static inline tutti_status_t tutti__request_check(const tutti_request_t *r,
+                                                  const char *call)
+{
+    if (r != NULL && r->state == TUTTI__HANDLE_LIVE)
+        return TUTTI_OK;
+    return tutti__request_refuse(r, call);
+}
 /** tutti_group_join()'s body, for the job @p job; its events go to
  *  @p timeline (NULL: none). */
 tutti_status_t tutti__group_join(tutti__job_t *job,
@@ -284,7 +321,26 @@ tutti_status_t tutti__group_join(tutti__job_t *job,
 tutti_status_t tutti__group_place(tutti_group_t *g, tutti__group_table_t *t);
 
 /* instance.c */
-tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key);
+/** The bucket of @p key in a table of @p num_buckets (a power of two). */
+static inline size_t tutti__instance_bucket(uint64_t key, size_t num_buckets)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdULL;
+    key ^= key >> 33;
+    return (size_t)(key & (num_buckets - 1));
+}
+
+/** @p g's instance of @p key, or NULL.  Inline: every execution and
+ *  every wait_for look one up. */
+static inline tutti__instance_t *tutti__instance_find(tutti_group_t *g,
+                                                      uint64_t key)
+{
+    tutti__instance_t *i =
+        g->instances[tutti__instance_bucket(key, g->num_buckets)];
+    while (i != NULL && i->key != key)
+        i = i->next;
+    return i;
+}
 /** The group's instance table (@p n buckets, a power of two). */
 tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n);
 /** Checks what is fixed for an instance, and that @p p is a whole params
@@ -300,6 +356,10 @@ void tutti__instance_insert(tutti_group_t *g, tutti__instance_t *inst);
 tutti_status_t tutti__instance_new(tutti_group_t *g,
                                    const tutti_instance_params_t *p,
                                    tutti__instance_t **inst_out);
+/** Whether @p name (perhaps an old name, an alias) names the
+ *  implementation @p inst runs, or the one its first call asked for. */
+int tutti__instance_same_impl(const tutti_group_t *g,
+                              const tutti__instance_t *inst, const char *name);
 /** A later execution must repeat what the first one asked for. */
 tutti_status_t tutti__instance_check_same(const tutti_group_t *g,
                                           const tutti__instance_t *inst,

@@ -13,64 +13,50 @@
 /* Instance keys from 2^63 up are the blocking helpers' (blocking.c). */
 #define RESERVED_KEYS (1ULL << 63)
 
-tutti_status_t tutti_execute(tutti_group_t *g,
-                             const tutti_instance_params_t *params,
-                             const void *sendbuf, void *recvbuf,
-                             tutti_request_t **request_out)
+/* Whether an execution of @p inst, whose fixed fields passed the full
+ * checks before, would pass them again: it repeats those fields byte for
+ * byte (the checks read nothing else of the call but the named
+ * implementation's text, compared again here, and a permutation's
+ * entries, which keep permute off this path) and gives the buffers its
+ * elements need.  Then only what may change per call is checked. */
+static int warm_call(const tutti_group_t *g, const tutti__instance_t *inst,
+                     const tutti_instance_params_t *p, const void *sendbuf,
+                     const void *recvbuf)
 {
-    tutti_status_t st = tutti__group_check(g, "tutti_execute");
-    if (st != TUTTI_OK)
-        return st;
-    if (request_out == NULL || params == NULL)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_execute: "
-                            "%s is NULL", params ? "request_out" : "params");
-    if (params->size >= offsetof(tutti_instance_params_t, instance_key) +
-                            sizeof(params->instance_key) &&
-        params->instance_key >= RESERVED_KEYS)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_execute: "
-                            "instance key 0x%llx is reserved for the "
-                            "library's blocking helpers: expected a key "
-                            "below 2^63",
-                            (unsigned long long)params->instance_key);
-    return tutti__execute(g, params, sendbuf, recvbuf, "tutti_execute",
-                          request_out);
+    /* As words, the or of their differences: a load, an xor and an or a
+     * word, where memcmp() is a call and a loop. */
+    uint64_t diff = 0;
+    for (size_t i = 0; i < TUTTI__PARAMS_FIXED / 8; i++) {
+        uint64_t w;
+        memcpy(&w, (const char *)p + 8 * i, sizeof(w));
+        diff |= w ^ inst->seen[i];
+    }
+    return inst->warm && diff == 0 &&
+           (sendbuf != NULL || inst->in_elems == 0) &&
+           (recvbuf != NULL || inst->out_elems == 0) &&
+           (p->algorithm == NULL ||
+            tutti__instance_same_impl(g, inst, p->algorithm));
 }
 
-tutti_status_t tutti__execute(tutti_group_t *g,
-                              const tutti_instance_params_t *params,
-                              const void *sendbuf, void *recvbuf,
-                              const char *call, tutti_request_t **request_out)
+/* The full checks of an execution of @p *inst_io (NULL: its first, which
+ * records the instance and proposes it); @p bytes_out gets its input's
+ * bytes.  A call that passes them becomes the one the warm path compares
+ * with, where the checks' outcome follows from the fixed fields alone:
+ * not with per-rank counts, nor a permutation. */
+static tutti_status_t cold_checks(tutti_group_t *g,
+                                  const tutti_instance_params_t *params,
+                                  const void *sendbuf, void *recvbuf,
+                                  const char *call,
+                                  tutti__instance_t **inst_io,
+                                  uint64_t *bytes_out)
 {
+    tutti__instance_t *inst = *inst_io;
     tutti_status_t st;
-    tutti__instance_t *inst;
-    tutti_request_t *r;
 
-    tutti__group_check_health(g);
-    if (g->failed != TUTTI_OK)
-        return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
-                            "earlier and must be left: %s",
-                            (unsigned long long)g->key, g->rank, g->failure);
-    /* A caller built against 0.1's header ends before stream: its struct
-     * is read into a whole one, the fields it lacks left at zero. */
-    tutti_instance_params_t whole;
-    if (params != NULL && params->size < sizeof(*params) &&
-        params->size >= offsetof(tutti_instance_params_t, stream)) {
-        memset(&whole, 0, sizeof(whole));
-        memcpy(&whole, params, params->size);
-        whole.size = sizeof(whole);
-        params = &whole;
-    }
-    if (params == NULL || params->size < sizeof(*params))
-        return tutti__instance_check(g, params, call);
-    /* What is fixed for the instance is checked in full on its first
-     * execution; later ones must repeat it (check_same), which costs a
-     * few comparisons instead of the full check. */
-    uint64_t bytes = 0;
-    inst = tutti__instance_find(g, params->instance_key);
     if (inst == NULL) {
         if ((st = tutti__instance_check(g, params, call)) != TUTTI_OK ||
             (st = tutti__coll_check_exec(params, g->rank, g->size, sendbuf,
-                                         recvbuf, call, &bytes)) !=
+                                         recvbuf, call, bytes_out)) !=
                 TUTTI_OK ||
             (st = tutti__cuda_check_buffers(g, params, sendbuf, recvbuf)) !=
                 TUTTI_OK ||
@@ -84,9 +70,68 @@ tutti_status_t tutti__execute(tutti_group_t *g,
     } else if ((st = tutti__instance_check_same(g, inst, params)) != TUTTI_OK ||
                (st = tutti__coll_check_exec(params, g->rank, g->size,
                                             sendbuf, recvbuf, call,
-                                            &bytes)) != TUTTI_OK) {
+                                            bytes_out)) != TUTTI_OK) {
         return st;
     }
+    if (!inst->per_rank && inst->permutation == NULL) {
+        memcpy(inst->seen, params, TUTTI__PARAMS_FIXED);
+        inst->warm = 1;
+    }
+    *inst_io = inst;
+    return TUTTI_OK;
+}
+
+/* A caller built against 0.1's header ends before stream: its struct is
+ * read into a whole one, the fields it lacks left at zero.  Apart, so
+ * that the usual call's frame does not hold a second struct. */
+static tutti_status_t execute_short(tutti_group_t *g,
+                                    const tutti_instance_params_t *params,
+                                    const void *sendbuf, void *recvbuf,
+                                    const char *call,
+                                    tutti_request_t **request_out)
+{
+    tutti_instance_params_t whole;
+    memset(&whole, 0, sizeof(whole));
+    memcpy(&whole, params, params->size);
+    whole.size = sizeof(whole);
+    return tutti__execute(g, &whole, sendbuf, recvbuf, call, request_out);
+}
+
+/* tutti_execute and tutti__execute: inline in both, whole (gcc would
+ * split it, and the warm path pay two calls' entries and exits). */
+static inline __attribute__((always_inline)) tutti_status_t
+execute(tutti_group_t *g, const tutti_instance_params_t *params,
+        const void *sendbuf, void *recvbuf, const char *call,
+        tutti_request_t **request_out)
+{
+    tutti_status_t st;
+    tutti__instance_t *inst;
+    tutti_request_t *r;
+
+    /* tutti__group_check_health's own first test, without the call. */
+    if (atomic_load_explicit(&g->job->health_epoch, memory_order_relaxed) !=
+        g->health_seen)
+        tutti__group_check_health(g);
+    if (g->failed != TUTTI_OK)
+        return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
+                            "earlier and must be left: %s",
+                            (unsigned long long)g->key, g->rank, g->failure);
+    if (params != NULL && params->size < sizeof(*params) &&
+        params->size >= offsetof(tutti_instance_params_t, stream))
+        return execute_short(g, params, sendbuf, recvbuf, call, request_out);
+    if (params == NULL || params->size < sizeof(*params))
+        return tutti__instance_check(g, params, call);
+    /* What is fixed for the instance is checked in full on its first
+     * execution; a later one that repeats a checked call's fixed fields
+     * costs one comparison (warm_call), any other the full checks. */
+    uint64_t bytes = 0;
+    inst = tutti__instance_find(g, params->instance_key);
+    if (inst != NULL && inst->failed == TUTTI_OK &&
+        warm_call(g, inst, params, sendbuf, recvbuf))
+        bytes = inst->in_bytes;
+    else if ((st = cold_checks(g, params, sendbuf, recvbuf, call, &inst,
+                               &bytes)) != TUTTI_OK)
+        return st;
     if (params->num_wait_for > TUTTI_MAX_WAIT_FOR ||
         (params->num_wait_for > 0 && params->wait_for == NULL))
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: instance "
@@ -115,7 +160,9 @@ tutti_status_t tutti__execute(tutti_group_t *g,
         .core_private = &r->link, .counts = params->counts,
         .send_count = params->send_count,
         .recv_capacity = params->recv_capacity, .recv_counts = r->recv_counts,
-        .recv_total = tutti__coll_recv_total(params, g->rank, g->size)};
+        .recv_total = inst->per_rank ? tutti__coll_recv_total(params, g->rank,
+                                                              g->size)
+                                     : inst->out_elems};
     /* reduce_scatter's per-rank counts are the call's, known to all. */
     if (inst->per_rank && params->collective == TUTTI_COLL_REDUCE_SCATTER)
         memcpy(r->recv_counts, params->counts,
@@ -135,6 +182,36 @@ tutti_status_t tutti__execute(tutti_group_t *g,
         tutti__cuda_issued(r);
     *request_out = r;
     return TUTTI_OK;
+}
+
+tutti_status_t tutti__execute(tutti_group_t *g,
+                              const tutti_instance_params_t *params,
+                              const void *sendbuf, void *recvbuf,
+                              const char *call, tutti_request_t **request_out)
+{
+    return execute(g, params, sendbuf, recvbuf, call, request_out);
+}
+
+tutti_status_t tutti_execute(tutti_group_t *g,
+                             const tutti_instance_params_t *params,
+                             const void *sendbuf, void *recvbuf,
+                             tutti_request_t **request_out)
+{
+    tutti_status_t st = tutti__group_check(g, "tutti_execute");
+    if (st != TUTTI_OK)
+        return st;
+    if (request_out == NULL || params == NULL)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_execute: "
+                            "%s is NULL", params ? "request_out" : "params");
+    if (params->size >= offsetof(tutti_instance_params_t, instance_key) +
+                            sizeof(params->instance_key) &&
+        params->instance_key >= RESERVED_KEYS)
+        return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "tutti_execute: "
+                            "instance key 0x%llx is reserved for the "
+                            "library's blocking helpers: expected a key "
+                            "below 2^63",
+                            (unsigned long long)params->instance_key);
+    return execute(g, params, sendbuf, recvbuf, "tutti_execute", request_out);
 }
 
 void tutti_request_info(const tutti_request_t *r, tutti_request_info_t *info)

@@ -1,57 +1,9 @@
-/* Flight recorder (see flight.h). */
+/* Flight recorder (see flight.h): its dump; the updates are inline
+ * there. */
 #include <stdio.h>
-#include <time.h>
 
 #include "exec/flight.h"
 #include "base/log.h"
-
-/* Hang diagnosis needs milliseconds, not nanoseconds: the coarse clock
- * reads a word the kernel keeps (a few ns; the precise one cost ~40 ns a
- * read here, a third of a small allreduce). */
-static double coarse_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static tutti__flight_entry_t *slot(tutti__flight_t *f, uint64_t seq)
-{
-    tutti__flight_entry_t *e = &f->e[seq % TUTTI_FLIGHT_ENTRIES];
-    return e->seq == seq ? e : NULL; /* NULL: overwritten since */
-}
-
-uint64_t tutti__flight_issue(tutti__flight_t *f, uint64_t instance_key,
-                             uint64_t step, const char *algorithm,
-                             uint64_t bytes)
-{
-    uint64_t seq = ++f->next_seq;
-    tutti__flight_entry_t *e = &f->e[seq % TUTTI_FLIGHT_ENTRIES];
-    *e = (tutti__flight_entry_t){seq, instance_key, step, algorithm, bytes,
-                                 TUTTI_FLIGHT_WAITING, TUTTI_INPROGRESS,
-                                 coarse_now(), 0, 0};
-    return seq;
-}
-
-void tutti__flight_launch(tutti__flight_t *f, uint64_t seq)
-{
-    tutti__flight_entry_t *e = slot(f, seq);
-    if (e != NULL) {
-        e->state = TUTTI_FLIGHT_RUNNING;
-        e->launched = coarse_now();
-    }
-}
-
-void tutti__flight_finish(tutti__flight_t *f, uint64_t seq,
-                          tutti_status_t status)
-{
-    tutti__flight_entry_t *e = slot(f, seq);
-    if (e != NULL) {
-        e->state = status == TUTTI_OK ? TUTTI_FLIGHT_DONE : TUTTI_FLIGHT_FAILED;
-        e->status = status;
-        e->finished = coarse_now();
-    }
-}
 
 static const char *state_name(const tutti__flight_entry_t *e)
 {
@@ -63,7 +15,7 @@ static const char *state_name(const tutti__flight_entry_t *e)
 void tutti__flight_dump(const tutti__flight_t *f, const char *who,
                         const char *why, const char *peers)
 {
-    double now = coarse_now();
+    double now = tutti__now_coarse();
     uint64_t first = f->next_seq > TUTTI_FLIGHT_ENTRIES
                          ? f->next_seq - TUTTI_FLIGHT_ENTRIES + 1
                          : 1;

@@ -4,8 +4,9 @@
  * state, times).  When an execution times out, the context aborts or a
  * peer is lost, the member writes them to the log together with the ranks
  * it had and had not heard from, so a hang is diagnosed from one log.
- * Recording is a few stores and three reads of the coarse clock (a few
- * milliseconds of resolution) per execution.
+ * Recording is a few stores and two or three reads of the coarse clock (a
+ * few milliseconds of resolution) per execution: a launch in the call
+ * that issued takes the issue's reading.
  */
 #ifndef TUTTI_CORE_FLIGHT_H
 #define TUTTI_CORE_FLIGHT_H
@@ -13,6 +14,8 @@
 #include <stdint.h>
 
 #include <tutti/tutti.h>
+
+#include "base/clock.h"
 
 #define TUTTI_FLIGHT_ENTRIES 32
 
@@ -36,15 +39,68 @@ typedef struct {
 typedef struct {
     tutti__flight_entry_t e[TUTTI_FLIGHT_ENTRIES];
     uint64_t next_seq;
+    uint64_t stamp_seq;       /* the last issue, while its launch may take
+                                 its time (tutti__flight_unstamp), or 0 */
 } tutti__flight_t;
 
+/* The updates are inline: every execution makes three. */
+
+/** @p seq's entry, or NULL where a later one overwrote it. */
+static inline tutti__flight_entry_t *tutti__flight_slot(tutti__flight_t *f,
+                                                        uint64_t seq)
+{
+    tutti__flight_entry_t *e = &f->e[seq % TUTTI_FLIGHT_ENTRIES];
+    return e->seq == seq ? e : NULL;
+}
+
 /** Records an issue; returns its sequence number (for the updates). */
-uint64_t tutti__flight_issue(tutti__flight_t *f, uint64_t instance_key,
-                             uint64_t step, const char *algorithm,
-                             uint64_t bytes);
-void tutti__flight_launch(tutti__flight_t *f, uint64_t seq);
-void tutti__flight_finish(tutti__flight_t *f, uint64_t seq,
-                          tutti_status_t status);
+static inline uint64_t tutti__flight_issue(tutti__flight_t *f,
+                                           uint64_t instance_key,
+                                           uint64_t step,
+                                           const char *algorithm,
+                                           uint64_t bytes)
+{
+    uint64_t seq = ++f->next_seq;
+    f->e[seq % TUTTI_FLIGHT_ENTRIES] = (tutti__flight_entry_t){
+        seq, instance_key, step, algorithm, bytes, TUTTI_FLIGHT_WAITING,
+        TUTTI_INPROGRESS, tutti__now_coarse(), 0, 0};
+    f->stamp_seq = seq;
+    return seq;
+}
+
+/** Records a launch.  The launch of the entry issued last, before
+ *  tutti__flight_unstamp() and any other launch, takes the issue's time
+ *  instead of reading the clock: nothing but the ready list's walk lies
+ *  between them, far below the coarse clock's resolution. */
+static inline void tutti__flight_launch(tutti__flight_t *f, uint64_t seq)
+{
+    tutti__flight_entry_t *e = tutti__flight_slot(f, seq);
+    if (e != NULL) {
+        e->state = TUTTI_FLIGHT_RUNNING;
+        e->launched = seq == f->stamp_seq ? e->issued : tutti__now_coarse();
+    }
+    /* Its run may take time: a later launch reads the clock. */
+    f->stamp_seq = 0;
+}
+
+/** The call that issued ends, or code that may take time (a caller's
+ *  callback) runs: the next launch reads the clock. */
+static inline void tutti__flight_unstamp(tutti__flight_t *f)
+{
+    f->stamp_seq = 0;
+}
+
+/** Records the end of @p seq's execution with @p status. */
+static inline void tutti__flight_finish(tutti__flight_t *f, uint64_t seq,
+                                        tutti_status_t status)
+{
+    tutti__flight_entry_t *e = tutti__flight_slot(f, seq);
+    if (e != NULL) {
+        e->state = status == TUTTI_OK ? TUTTI_FLIGHT_DONE : TUTTI_FLIGHT_FAILED;
+        e->status = status;
+        e->finished = tutti__now_coarse();
+    }
+}
 
 /** Writes the recorder to the log at error level, oldest first, headed by
  *  @p why and followed by @p peers (who had and had not been heard from). */

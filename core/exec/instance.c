@@ -12,14 +12,6 @@
 #include "base/log.h"
 #include "exec/exec.h"
 
-static size_t bucket_of(uint64_t key, size_t num_buckets)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdULL;
-    key ^= key >> 33;
-    return (size_t)(key & (num_buckets - 1));
-}
-
 /* The table doubles when it holds as many instances as buckets, so a
  * look-up stays O(1) however many instances the group has. */
 tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n)
@@ -32,7 +24,7 @@ tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n)
     for (size_t b = 0; b < g->num_buckets; b++) {
         while (g->instances[b] != NULL) {
             tutti__instance_t *i = g->instances[b];
-            size_t nb = bucket_of(i->key, n);
+            size_t nb = tutti__instance_bucket(i->key, n);
             g->instances[b] = i->next;
             i->next = t[nb];
             t[nb] = i;
@@ -42,16 +34,6 @@ tutti_status_t tutti__instance_table(tutti_group_t *g, size_t n)
     g->instances = t;
     g->num_buckets = n;
     return TUTTI_OK;
-}
-
-tutti__instance_t *tutti__instance_find(tutti_group_t *g, uint64_t key)
-{
-    for (tutti__instance_t *i = g->instances[bucket_of(key, g->num_buckets)];
-         i; i = i->next) {
-        if (i->key == key)
-            return i;
-    }
-    return NULL;
 }
 
 tutti_status_t tutti__instance_check(const tutti_group_t *g,
@@ -188,6 +170,9 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
     inst->per_rank = tutti__coll_per_rank(p);
     inst->prepared = tutti__coll_prepared(p);
     inst->postscaled = tutti__coll_postscaled(p);
+    tutti__coll_fixed_elems(p, g->rank, g->size, &inst->in_elems,
+                            &inst->out_elems);
+    inst->in_bytes = (uint64_t)inst->in_elems * tutti_dtype_size(p->dtype);
     if (p->algorithm) {
         snprintf(inst->algorithm, sizeof(inst->algorithm), "%s", p->algorithm);
         snprintf(inst->asked, sizeof(inst->asked), "%s", p->algorithm);
@@ -211,7 +196,7 @@ tutti_status_t tutti__instance_new(tutti_group_t *g,
 
 void tutti__instance_insert(tutti_group_t *g, tutti__instance_t *inst)
 {
-    size_t b = bucket_of(inst->key, g->num_buckets);
+    size_t b = tutti__instance_bucket(inst->key, g->num_buckets);
     inst->next = g->instances[b];
     g->instances[b] = inst;
     g->num_instances++;
@@ -221,8 +206,8 @@ void tutti__instance_insert(tutti_group_t *g, tutti__instance_t *inst)
  * @p inst runs, or was first asked for.  The names the instance already
  * knows are compared first, so a caller that keeps one name, its own or a
  * former one, costs no registry look-up per call. */
-static int same_impl(const tutti_group_t *g, const tutti__instance_t *inst,
-                     const char *name)
+int tutti__instance_same_impl(const tutti_group_t *g,
+                              const tutti__instance_t *inst, const char *name)
 {
     if (strcmp(name, inst->algorithm) == 0 || strcmp(name, inst->asked) == 0)
         return 1;
@@ -266,7 +251,8 @@ tutti_status_t tutti__instance_check_same(const tutti_group_t *g,
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx was "
                             "first executed with another permutation",
                             (unsigned long long)f->instance_key);
-    else if (p->algorithm && !same_impl(g, inst, p->algorithm))
+    else if (p->algorithm &&
+             !tutti__instance_same_impl(g, inst, p->algorithm))
         return tutti__error(TUTTI_ERR_MISMATCH, "exec", "instance 0x%llx "
                             "runs %s; this call asks for %s",
                             (unsigned long long)f->instance_key,

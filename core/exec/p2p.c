@@ -176,7 +176,9 @@ static tutti_status_t p2p_post(tutti_group_t *g, int is_recv,
         return tutti__error(g->failed, "exec", "group 0x%llx rank %d failed "
                             "earlier and must be left: %s",
                             (unsigned long long)g->key, g->rank, g->failure);
-    tutti__instance_t *inst;
+    /* NULL: gcc cannot tell that p2p_instance sets it whenever it
+     * returns TUTTI_OK (its errors come from tutti__error). */
+    tutti__instance_t *inst = NULL;
     if ((st = p2p_instance(g, is_recv, peer, tag, &inst)) != TUTTI_OK)
         return st;
     tutti_request_t *r = tutti__request_get(g);

@@ -413,10 +413,14 @@ static void wait_step(tutti_request_t *r, wait_state_t *w)
 
 tutti_status_t tutti_request_wait(tutti_request_t *r)
 {
-    wait_state_t w = {0, 0};
     tutti_status_t st = tutti__request_check(r, "tutti_request_wait");
     if (st != TUTTI_OK)
         return st;
+    /* A small execution often completed in tutti_execute: then no wait
+     * state is set up. */
+    if (r->status != TUTTI_INPROGRESS)
+        return tutti__request_status(r);
+    wait_state_t w = {0, 0};
     while (r->status == TUTTI_INPROGRESS)
         wait_step(r, &w);
     return tutti__request_status(r);

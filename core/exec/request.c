@@ -114,8 +114,8 @@ void tutti__request_release_all(tutti_group_t *g)
     g->free_list = NULL;
 }
 
-tutti_status_t tutti__request_check(const tutti_request_t *r,
-                                    const char *call)
+tutti_status_t tutti__request_refuse(const tutti_request_t *r,
+                                     const char *call)
 {
     if (r == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "exec", "%s: request is "
@@ -292,8 +292,12 @@ void tutti__request_complete(tutti_request_t *r, tutti_status_t st)
         tutti__timeline_exec_end(g->tl, r, st);
     if (inst->running == r)
         inst->running = NULL;
-    if (r->cb)
+    if (r->cb) {
+        /* The caller's code may take any time: a launch after it reads
+         * the clock again. */
+        tutti__flight_unstamp(&g->flight);
         r->cb(r, st, r->cb_arg);
+    }
     if (inst->running == NULL && inst->ready == NULL)
         promote_next(inst);
 }
@@ -376,18 +380,28 @@ void tutti__request_enqueue(tutti_group_t *g, tutti_request_t *r,
     r->bytes = bytes;
     r->flight_seq = tutti__flight_issue(&g->flight, inst->key, r->exec.step,
                                         inst->algorithm, bytes);
-    if (inst->running == NULL && inst->ready == NULL) {
+    if (inst->running != NULL || inst->ready != NULL) {
+        if (inst->queue_tail)
+            inst->queue_tail->next = r;
+        else
+            inst->queue_head = r;
+        inst->queue_tail = r;
+    } else if (inst->resolved && g->ready.head == NULL &&
+               launchable(g, r)) {
+        /* Alone on an empty ready list it would be the walk's first
+         * launch: start it without the list, then launch what its run
+         * or completion made ready, as the walk would go on to. */
+        request_start(r);
+        if (g->ready.head != NULL)
+            tutti__request_launch_ready(g);
+    } else {
         inst->ready = r;
         /* Unresolved, it waits off the ready list until the decision. */
         if (inst->resolved) {
             tutti__request_list_insert(&g->ready, r);
             tutti__request_launch_ready(g);
         }
-    } else {
-        if (inst->queue_tail)
-            inst->queue_tail->next = r;
-        else
-            inst->queue_head = r;
-        inst->queue_tail = r;
     }
+    /* The issue's clock reading served this call's launch, if any. */
+    tutti__flight_unstamp(&g->flight);
 }

@@ -273,6 +273,18 @@ static tutti_status_t traced_send(tutti_alg_exec_t *exec, int peer,
     return st;
 }
 
+static tutti_status_t traced_send_block(tutti_alg_exec_t *exec, int peer,
+                                        uint32_t tag, const void *buf,
+                                        size_t len, tutti_xfer_t *xfer)
+{
+    uint64_t begin = tutti__timeline_now();
+    tutti_status_t st =
+        tutti__core_ops.send_block(exec, peer, tag, buf, len, xfer);
+    if (st == TUTTI_OK)
+        xfer_posted(exec, EV_SEND, peer, tag, len, xfer, begin);
+    return st;
+}
+
 static tutti_status_t traced_recv(tutti_alg_exec_t *exec, int peer,
                                   uint32_t tag, void *buf, size_t len,
                                   const tutti_recv_reduce_t *reduce,
@@ -328,6 +340,7 @@ static void traced_init(void)
 {
     traced_ops = tutti__core_ops;
     traced_ops.send = traced_send;
+    traced_ops.send_block = traced_send_block;
     traced_ops.recv = traced_recv;
     traced_ops.test = traced_test;
     traced_ops.phase = traced_phase;

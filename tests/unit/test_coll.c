@@ -3,8 +3,10 @@
  * 5 threads): the argument errors a user can cause, each with its status
  * and a detail naming the culprit; op avg on integer types (truncating
  * toward zero) and floats; pre_scale and post_scale on the float types for
- * allreduce, reduce and reduce_scatter through every implementation; and
- * the accuracy of allreduce sums of random floats against float64.
+ * allreduce, reduce and reduce_scatter through every implementation; the
+ * checks of later executions on the warm path, and zero-byte ones that
+ * complete as they are issued; and the accuracy of allreduce sums of
+ * random floats against float64.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include <tutti/plugin.h> /* TUTTI_NAME_MAX */
 #include <tutti/tutti.h>
 
 #include "../../tools/pattern.h"
@@ -227,6 +230,102 @@ static void test_later_execution_other_scale(void **state)
     p.post_scale = 0.5;
     expect_error(test_exec_wait(g, &p, buf, buf), TUTTI_ERR_MISMATCH,
                  "post_scale 0 and now with 2, 0.5");
+    tutti_group_leave(g);
+}
+
+/* Later executions that repeat a checked one's fixed fields take the warm
+ * path (execute.c: one comparison instead of the full checks); a call
+ * that differs in any of them still gets the full checks, refused with
+ * the same detail, and what may change from call to call still may. */
+static void test_warm_calls_checked(void **state)
+{
+    tutti_group_t *g = join_alone(*state, 9003);
+    tutti_instance_params_t p;
+    float buf[8] = {1, 2, 3, 4}, out[8];
+    const char *names[16];
+    char name[TUTTI_NAME_MAX], want[TUTTI_NAME_MAX + 32];
+    int k = impls_of(*state, TUTTI_COLL_ALLREDUCE, names, 16);
+
+    test_params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 4);
+    snprintf(name, sizeof(name), "%s", names[0]);
+    p.algorithm = name;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(test_exec_wait(g, &p, buf, out), TUTTI_OK);
+    /* The buffers its elements need, on every call. */
+    expect_error(test_exec_wait(g, &p, NULL, out), TUTTI_ERR_INVALID_ARG,
+                 "NULL sendbuf for 4 elements");
+    expect_error(test_exec_wait(g, &p, buf, NULL), TUTTI_ERR_INVALID_ARG,
+                 "NULL recvbuf for 4 elements");
+    /* A fixed field changed. */
+    p.count = 5;
+    expect_error(test_exec_wait(g, &p, buf, out), TUTTI_ERR_MISMATCH,
+                 "first executed with count 4 and now with 5");
+    p.count = 4;
+    p.op = TUTTI_OP_MAX;
+    expect_error(test_exec_wait(g, &p, buf, out), TUTTI_ERR_MISMATCH,
+                 "first executed with op");
+    p.op = TUTTI_OP_SUM;
+    /* The same pointer, naming another implementation now: its text is
+     * compared, not only the pointer. */
+    if (k > 1) {
+        snprintf(name, sizeof(name), "%s", names[1]);
+        snprintf(want, sizeof(want), "this call asks for %s", names[1]);
+        expect_error(test_exec_wait(g, &p, buf, out), TUTTI_ERR_MISMATCH,
+                     want);
+        snprintf(name, sizeof(name), "%s", names[0]);
+    }
+    /* A field allreduce does not read (root) may change: the full checks
+     * pass it, and later calls are compared with it. */
+    p.root = 3;
+    assert_int_equal(test_exec_wait(g, &p, buf, out), TUTTI_OK);
+    assert_int_equal(test_exec_wait(g, &p, buf, out), TUTTI_OK);
+    p.root = 0;
+    /* Per call: priority, time limit, an explicit step. */
+    p.priority = 5;
+    p.timeout = 30;
+    p.step = 1000;
+    tutti_request_t *r;
+    tutti_request_info_t info;
+    assert_int_equal(tutti_execute(g, &p, buf, out, &r), TUTTI_OK);
+    assert_int_equal(tutti_request_wait(r), TUTTI_OK);
+    tutti_request_info(r, &info);
+    assert_int_equal(info.step, 1000);
+    tutti_request_free(r);
+    for (int i = 0; i < 4; i++)
+        assert_true(out[i] == buf[i]);
+    tutti_group_leave(g);
+}
+
+static void note_done(tutti_request_t *r, tutti_status_t st, void *arg)
+{
+    (void)r;
+    *(tutti_status_t *)arg = st;
+}
+
+/* Zero-byte executions: every member agreed on count 0 when the instance
+ * resolved, so nothing moves, and a later execution completes within
+ * tutti_execute (its callback runs as it is set), with NULL buffers; its
+ * step is counted all the same. */
+static void test_zero_byte_warm_calls(void **state)
+{
+    tutti_group_t *g = join_alone(*state, 9004);
+    tutti_instance_params_t p;
+
+    test_params(&p, 1, TUTTI_COLL_ALLREDUCE, TUTTI_FLOAT32, 0);
+    assert_int_equal(test_exec_wait(g, &p, NULL, NULL), TUTTI_OK);
+    for (uint64_t i = 1; i < 5; i++) {
+        tutti_request_t *r;
+        tutti_request_info_t info;
+        tutti_status_t done = TUTTI_INPROGRESS;
+        assert_int_equal(tutti_execute(g, &p, NULL, NULL, &r), TUTTI_OK);
+        tutti_request_set_callback(r, note_done, &done);
+        assert_int_equal(done, TUTTI_OK);
+        tutti_request_info(r, &info);
+        assert_int_equal(info.step, i);
+        assert_int_not_equal(info.launch_order, 0);
+        assert_int_equal(tutti_request_wait(r), TUTTI_OK);
+        tutti_request_free(r);
+    }
     tutti_group_leave(g);
 }
 
@@ -630,6 +729,8 @@ int main(void)
         cmocka_unit_test(test_argument_errors),
         cmocka_unit_test(test_later_execution_other_scale),
         cmocka_unit_test(test_later_execution_other_permutation),
+        cmocka_unit_test(test_warm_calls_checked),
+        cmocka_unit_test(test_zero_byte_warm_calls),
         cmocka_unit_test(test_blocking_helpers),
         cmocka_unit_test(test_avg_truncates_integers),
         cmocka_unit_test(test_scales_on_float_types),

@@ -6,7 +6,7 @@
  * events are written while they are still joined (a second after the last
  * write) with the algorithm's phases, the setting's key, variable and
  * listing, and a symbolic link at its file's name (or log_file's)
- * refused.
+ * refused; and the flight recorder's clock readings.
  */
 #define _GNU_SOURCE /* open_memstream */
 #include <pthread.h>
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,10 +27,62 @@
 #include "base/log.h"
 #include "base/paths.h"
 #include "config/config.h"
+#include "exec/flight.h"
 #include "exec/timeline.h"
 #include "members.h"
 #include "test_json.h"
 #include "test_util.h"
+
+/* Waits until the coarse clock has moved past @p t (it ticks every few
+ * ms); 1 when it did within a second. */
+static int coarse_after(double t)
+{
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 1000 && tutti__now_coarse() <= t; i++)
+        nanosleep(&ms, NULL);
+    return tutti__now_coarse() > t;
+}
+
+/* The flight recorder, the timeline's sibling (exec/flight.h): a launch
+ * recorded right after its own issue takes the issue's clock reading;
+ * after tutti__flight_unstamp() or another launch, a launch reads the
+ * clock again, and so does every finish.  The clock is let move between
+ * the calls, so a reading taken again differs from the issue's. */
+static void test_flight_launch_times(void **state)
+{
+    tutti__flight_t f;
+    (void)state;
+    memset(&f, 0, sizeof(f));
+#define ENTRY(seq) (&f.e[(seq) % TUTTI_FLIGHT_ENTRIES])
+    uint64_t a = tutti__flight_issue(&f, 1, 0, "impl", 8);
+    assert_true(coarse_after(ENTRY(a)->issued));
+    tutti__flight_launch(&f, a);
+    assert_true(ENTRY(a)->launched == ENTRY(a)->issued);
+    tutti__flight_finish(&f, a, TUTTI_OK);
+    assert_true(ENTRY(a)->finished > ENTRY(a)->issued);
+    assert_int_equal(ENTRY(a)->state, TUTTI_FLIGHT_DONE);
+    /* The issuing call ended (or a callback ran) before the launch. */
+    uint64_t b = tutti__flight_issue(&f, 2, 0, "impl", 8);
+    tutti__flight_unstamp(&f);
+    assert_true(coarse_after(ENTRY(b)->issued));
+    tutti__flight_launch(&f, b);
+    assert_true(ENTRY(b)->launched > ENTRY(b)->issued);
+    /* Another launch came first: its run may have taken time. */
+    uint64_t c = tutti__flight_issue(&f, 3, 0, "impl", 8);
+    uint64_t d = tutti__flight_issue(&f, 4, 0, "impl", 8);
+    assert_true(coarse_after(ENTRY(d)->issued));
+    tutti__flight_launch(&f, c);
+    tutti__flight_launch(&f, d);
+    assert_true(ENTRY(c)->launched > ENTRY(c)->issued);
+    assert_true(ENTRY(d)->launched > ENTRY(d)->issued);
+    /* An entry overwritten since is left alone. */
+    for (int i = 0; i < TUTTI_FLIGHT_ENTRIES; i++)
+        tutti__flight_issue(&f, 5, 0, "impl", 8);
+    tutti__flight_unstamp(&f);
+    tutti__flight_finish(&f, a, TUTTI_ERR_PEER);
+    assert_int_equal(ENTRY(a)->state, TUTTI_FLIGHT_WAITING);
+#undef ENTRY
+}
 
 static void test_path_per_task(void **state)
 {
@@ -496,6 +549,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_path_per_task),
+        cmocka_unit_test(test_flight_launch_times),
         cmocka_unit_test(test_full_buffer_drops_and_counts),
         cmocka_unit_test(test_flush_writes_unfinished_and_stays_valid),
         cmocka_unit_test(test_close_writes_members_not_left),
