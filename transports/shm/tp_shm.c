@@ -576,8 +576,10 @@ static void enable_mapped(shm_ep_t *ep, const tutti_tp_group_t *g,
                            TUTTI_OK)
             on++;
     }
-    core->log(3, "shm", "group 0x%llx rank %d: maps the registered memory "
-              "of %d of %d peer(s)", key, g->rank, on, ep->npeers);
+    /* (Not "peer(s)": the transport choice's line ends so, and tools
+     * read that line.) */
+    core->log(3, "shm", "group 0x%llx rank %d: registered memory mapped "
+              "from %d of %d peers", key, g->rank, on, ep->npeers);
 }
 
 static tutti_status_t shm_connect(const tutti_tp_group_t *g,
