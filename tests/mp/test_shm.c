@@ -168,6 +168,16 @@ static void single_copy_on(int n)
     char log[96];
     paths_t p;
     sizes_with("auto", "on", n, log, sizeof(log), &p);
+    if (n > sysconf(_SC_NPROCESSORS_ONLN)) { /* more members than CPUs */
+        assert_int_equal(p.sc_in, 0);
+        if (!test_file_has(log, "single copy off: this host runs more "
+                                "members of the group than it has "
+                                "processors"))
+            fail_msg("no 'single copy off: this host runs more members' "
+                     "line in %s", log);
+        unlink(log);
+        return;
+    }
     if (p.no_sc[0] != '\0') {
         unlink(log);
         print_message("single copy is not permitted here: %s", p.no_sc);
@@ -321,7 +331,8 @@ static void test_single_copy_range_refused(void **state)
 {
     char out[8192];
     (void)state;
-    int rc = test_run("TUTTI_SHM_SINGLE_COPY_MIN=2M TUTTI_TIMEOUT=30 " RUN
+    int rc = test_run("TUTTI_SHM_SINGLE_COPY_MIN=2M "
+                      "TUTTI_SHM_SINGLE_COPY_MAX=1M TUTTI_TIMEOUT=30 " RUN
                       " --timeout 60 -n 2 " PERF " -b 8 -e 8", 1, out,
                       sizeof(out));
     assert_int_not_equal(rc, 0);

@@ -190,11 +190,13 @@ static void test_shipped_config(void **state)
     assert_string_equal(f->cfg.transports.items[1], "tcp");
     assert_int_equal(take_modules(f), TUTTI_OK);
     expect_values(f, (const char *const[]){"shm.slot_size", "64K",
-        "shm.slots", "16", "shm.single_copy", "off",
-        "shm.single_copy_min", "64K", "shm.single_copy_max", "1M",
+        "shm.slots", "16", "shm.single_copy", "auto",
+        "shm.single_copy_min", "64K", "shm.single_copy_max", "1G",
+        "shm.registered", "auto", "shm.registered_min", "16K",
         "tcp.interface", "",
         "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
-    expect_printed(f, (const char *const[]){"shm.single_copy = off (file)\n",
+    expect_printed(f, (const char *const[]){"shm.single_copy = auto (file)\n",
+        "shm.registered_min = 16K (file)\n",
         "tcp.connections = 2 (file)\n", NULL});
     assert_int_equal(f->cfg.num_rules, 39);
     r = f->cfg.rules;

@@ -521,6 +521,18 @@ static void enable_single_copy(shm_ep_t *ep, const tutti_tp_group_t *g,
                   "(shm.single_copy)", key, g->rank);
         return;
     }
+    /* The receiver's core does a single copy alone, where the slots' two
+     * copies run on both ends' cores at once: with a processor per member
+     * it won up to 5x (alltoall, 2 processes, 4 MiB), with 4 members on 2
+     * processors it lost up to 2.8x (allgather 1 MiB; bench/NOTES.md,
+     * 2026-11-29). */
+    if (g->size >= offsetof(tutti_tp_group_t, sleep) + sizeof(g->sleep) &&
+        g->sleep) {
+        core->log(3, "shm", "group 0x%llx rank %d: single copy off: this "
+                  "host runs more members of the group than it has "
+                  "processors", key, g->rank);
+        return;
+    }
     if (core->size >= offsetof(tutti_tp_core_ops_t,
                                chan_set_single_copy_range) +
                           sizeof(core->chan_set_single_copy_range))
@@ -747,7 +759,7 @@ static const tutti_setting_t shm_settings[] = {
      .min = 1,
      .max = 1ULL << 40},
     {.name = "single_copy_max",
-     .default_value = "1M",
+     .default_value = "1G",
      .doc = "the largest message sent by single copy (larger: two copies "
             "through the slots, the sender's and the receiver's at once)",
      .type = TUTTI_SETTING_SIZE,
