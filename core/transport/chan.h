@@ -99,7 +99,7 @@
 
 /* Bytes of a registered message a sender maps out by default (below, the
  * descriptor's round trip costs more than the second copy it saves). */
-#define TUTTI_CHAN_MAP_MIN (16 * 1024)
+#define TUTTI_CHAN_MAP_MIN (4 * 1024)
 /* Regions of one peer a receiver keeps mapped. */
 #define TUTTI_CHAN_MAPS 16
 

@@ -242,7 +242,7 @@ typedef struct {
     tutti_status_t (*chan_enable_mapped)(tutti_chan_ep_t *ep, int peer,
                                          int peer_pid);
     /** Registered messages of @p min_bytes or more go as descriptors
-     *  (16 KiB without this call; SIZE_MAX: none). */
+     *  (4 KiB without this call; SIZE_MAX: none). */
     void (*chan_set_mapped_min)(tutti_chan_ep_t *ep, size_t min_bytes);
 } tutti_tp_core_ops_t;
 

@@ -486,7 +486,7 @@ tutti_status_t tutti_barrier(tutti_group_t *group);
 
 /**
  * Buffers the other processes of this host can read in place.  A message
- * of shm.registered_min bytes or more (16K shipped) sent from registered
+ * of shm.registered_min bytes or more (4K shipped) sent from registered
  * memory to a member of the same host in another process goes as a
  * descriptor of the buffer: the receiver maps the region once (through
  * /proc/<pid>/fd; cached, at most 16 regions per peer) and then copies

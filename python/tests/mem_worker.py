@@ -5,7 +5,7 @@ input itself (seeded by rank), so each knows the exact result.  allreduce
 (in place and into out=), allgather, broadcast from the first and the
 last rank, alltoall, on float32 (small integers: sums exact) and int64
 (the whole range: sums wrap), of 1, 4099 and 1 Mi + 3 elements a rank
-(16 KiB and more go by single copy from registered memory between the
+(4 KiB and more go by single copy from registered memory between the
 processes of a host); then members mixing registered and private memory,
 and an async call whose array is dropped before the wait.  Prints
 "mem_worker: rank R: ok N checks" or the failures, and exits 1 on any.

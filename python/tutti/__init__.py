@@ -18,7 +18,7 @@ timeout)`` (the value as bytes, or None once the timeout passed).
 Arrays from :func:`empty` and :func:`zeros` (numpy) and
 ``tutti.torch.empty`` (torch tensors) lie in registered memory: shared
 pages that the other processes of the host read in place, so that a
-message of 16 KiB or more between two processes of a host (the shm
+message of 4 KiB or more between two processes of a host (the shm
 transport) is copied once, straight from the sender's array, where
 private memory (numpy's own arrays, torch's) is copied twice, through
 shared slots.  They work in every collective as any other array; only
@@ -330,7 +330,7 @@ def empty(shape, dtype="float32"):
     :class:`Memory` of its own (kept alive by the array: ``a.base`` is a
     memoryview of it), freed when the last array over it goes.
 
-    What it gives: a message of 16 KiB or more that a collective sends
+    What it gives: a message of 4 KiB or more that a collective sends
     from it to another process of the host (the shm transport) goes as a
     descriptor, and the receiver copies it, or reduces it into its own
     data, straight from this array: one copy where private memory takes

@@ -14,7 +14,7 @@ and CUDA tensors of collectives where the backend was built with CUDA.
 
 :func:`empty` and :func:`zeros` make CPU tensors in registered memory:
 what a collective sends from them to another process of the host (the
-shm transport; 16 KiB or more a message) is copied once, straight from
+shm transport; 4 KiB or more a message) is copied once, straight from
 the tensor, where torch's own (private) memory is copied twice.
 
     t = tutti.torch.empty(1 << 20)      # float32, shared pages
@@ -46,7 +46,7 @@ def empty(shape, dtype=_torch_mod.float32):
     tutti.Memory of its own, freed when the tensor's storage goes
     (torch.frombuffer holds a reference to the Memory until then).
 
-    What it gives: a message of 16 KiB or more that a collective of the
+    What it gives: a message of 4 KiB or more that a collective of the
     "tutti" backend sends from it to another process of the host (the shm
     transport) is copied once, straight from this tensor, where private
     memory (torch.empty, numpy's arrays) is copied twice.  Tensors made

@@ -192,11 +192,11 @@ static void test_shipped_config(void **state)
     expect_values(f, (const char *const[]){"shm.slot_size", "64K",
         "shm.slots", "16", "shm.single_copy", "auto",
         "shm.single_copy_min", "64K", "shm.single_copy_max", "1G",
-        "shm.registered", "auto", "shm.registered_min", "16K",
+        "shm.registered", "auto", "shm.registered_min", "4K",
         "tcp.interface", "",
         "tcp.family", "any", "tcp.ports", "0", "tcp.connections", "2", NULL});
     expect_printed(f, (const char *const[]){"shm.single_copy = auto (file)\n",
-        "shm.registered_min = 16K (file)\n",
+        "shm.registered_min = 4K (file)\n",
         "tcp.connections = 2 (file)\n", NULL});
     assert_int_equal(f->cfg.num_rules, 39);
     r = f->cfg.rules;
