@@ -84,7 +84,9 @@ static frag_hdr_t *slot_at(const tutti__chan_ep_t *ep, tutti__chan_t *ch,
 {
     char *base = (char *)(ch + 1);
     return (frag_hdr_t *)(base +
-                          (seq % ep->slots) * slot_stride(ep->slot_size));
+                          (ep->slot_mask ? seq & ep->slot_mask
+                                         : seq % ep->slots) *
+                              slot_stride(ep->slot_size));
 }
 
 static char *slot_data(const frag_hdr_t *h)
@@ -129,6 +131,7 @@ tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,
     ep->rank = rank;
     ep->size = size;
     ep->slots = slots;
+    ep->slot_mask = (slots & (slots - 1)) == 0 ? slots - 1 : 0;
     ep->slot_size = slot_size;
     ep->tp_name = tp_name;
     ep->pid = (int)getpid();

@@ -203,6 +203,9 @@ typedef struct {
 typedef struct {
     int rank, size;
     uint32_t slots;
+    uint64_t slot_mask;          /* slots - 1 where slots is a power of
+                                    two (the default): an and, not a
+                                    division, per fragment; else 0 */
     size_t slot_size;
     tutti__chan_peer_t *peers;   /* size entries; own entry unused */
     const char *tp_name;         /* for messages */
