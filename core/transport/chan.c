@@ -12,55 +12,7 @@
 #include "transport/chan.h"
 #include "base/checksum.h"
 #include "base/log.h"
-
-#define FRAG_HDR_BYTES TUTTI_CACHELINE
-
-#define FRAG_SC 1u     /* a single-copy descriptor: no data in the slot */
-#define FRAG_SUM 2u    /* sum holds the sender's checksum of the data */
-#define FRAG_INLINE 4u /* the whole message is in the header's line */
-#define FRAG_MAP 8u    /* with FRAG_SC: the buffer lies in a registered
-                          region, described in the slot's data */
-
-/* Bytes a message may have to travel inside its fragment header. */
-#define FRAG_INLINE_MAX 32
-
-/* A fragment's header: one cache line, the slot's first.  seq is written
- * last, with release order, once the rest of the slot is in place: the
- * receiver polls the line the message is in, not a counter beside it, so
- * a small message costs it one line from the sender's cache (two with its
- * data after the header).  A message of up to FRAG_INLINE_MAX bytes (not
- * summed) travels in the header's second half, whose fields it then
- * implies: msg_len = frag_len, frag_off = 0. */
-typedef struct {
-    _Atomic uint64_t seq; /* fragment number + 1 on this channel */
-    tutti_wire_key_t key;
-    uint32_t frag_len;
-    uint32_t flags;       /* FRAG_* */
-    union {
-        struct {
-            uint64_t msg_len;
-            uint64_t frag_off;
-            uint64_t sc_addr; /* FRAG_SC: the message's address in the
-                                 sender */
-            int32_t sc_pid;   /* FRAG_SC: the sender's pid */
-            uint32_t sum;     /* FRAG_SUM: of the fragment, or of the
-                                 message a descriptor names */
-        } x;
-        char data[FRAG_INLINE_MAX]; /* FRAG_INLINE */
-    } u;
-} frag_hdr_t;
-
-_Static_assert(sizeof(frag_hdr_t) == FRAG_HDR_BYTES, "fragment header");
-
-/* A received fragment as the consuming code reads it, whichever form its
- * header took. */
-typedef struct {
-    const frag_hdr_t *h;
-    tutti_wire_key_t key;
-    uint64_t msg_len, frag_off;
-    uint32_t frag_len, flags, sum;
-    char *data;               /* the fragment's bytes, in the slot */
-} frag_t;
+#include "transport/chan_frag.h"
 
 static size_t slot_stride(size_t slot_size)
 {
@@ -89,11 +41,6 @@ static frag_hdr_t *slot_at(const tutti__chan_ep_t *ep, tutti__chan_t *ch,
                               slot_stride(ep->slot_size));
 }
 
-static char *slot_data(const frag_hdr_t *h)
-{
-    return (char *)h + FRAG_HDR_BYTES;
-}
-
 /* Reads the header of fragment @p h, which has arrived, into @p f. */
 static void frag_read(const frag_hdr_t *h, frag_t *f)
 {
@@ -110,7 +57,7 @@ static void frag_read(const frag_hdr_t *h, frag_t *f)
         f->msg_len = h->u.x.msg_len;
         f->frag_off = h->u.x.frag_off;
         f->sum = h->u.x.sum;
-        f->data = slot_data(h);
+        f->data = tutti__chan_slot_data(h);
     }
 }
 
@@ -215,22 +162,6 @@ static tutti_status_t truncated(const tutti__chan_ep_t *ep, int peer,
         (unsigned long long)msg_len, want);
 }
 
-/* Copies or reduces @p len incoming bytes at offset @p off of @p op. */
-static void deliver(tutti_tp_op_t *op, uint64_t off, const char *data,
-                    size_t len)
-{
-    char *dst = (char *)op->rbuf + off;
-    if (len == 0)
-        return;
-    if (op->reduce.fn != NULL) {
-        size_t esize = tutti_dtype_size(op->reduce.dtype);
-        op->reduce.fn(op->reduce.dtype, op->reduce.op, dst,
-                      (const char *)op->reduce.local + off, data, len / esize);
-    } else {
-        memcpy(dst, data, len);
-    }
-}
-
 /* Checks @p op's peer and marks it in progress. */
 static tutti_status_t op_start(tutti__chan_ep_t *ep, tutti_tp_op_t *op,
                                int is_recv)
@@ -279,7 +210,7 @@ static void unexp_claim(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         p->discard_left = u->msg_len - u->got;
         p->discarding = partial && p->discard_left > 0;
     } else {
-        deliver(op, 0, u->data, u->got);
+        tutti__chan_deliver(op, 0, u->data, u->got);
         op->done = u->got;
         if (partial)
             p->cur_recv = op;
@@ -370,7 +301,7 @@ static void post_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     h->u.x.sc_addr = (uint64_t)(uintptr_t)op->sbuf;
     h->u.x.sc_pid = ep->pid;
     if (r != NULL) {
-        memcpy(slot_data(h), r, sizeof(*r));
+        memcpy(tutti__chan_slot_data(h), r, sizeof(*r));
         h->flags |= FRAG_MAP;
         ep->stats.map_out++;
     }
@@ -442,11 +373,11 @@ static int push_sends(tutti__chan_ep_t *ep, tutti__chan_peer_t *p)
             if (ep->verify) { /* copied and summed in one pass */
                 tutti__csum_t sum;
                 tutti__csum_init(&sum);
-                tutti__csum_copy(&sum, slot_data(h), from, frag);
+                tutti__csum_copy(&sum, tutti__chan_slot_data(h), from, frag);
                 h->u.x.sum = tutti__csum_final(&sum);
                 h->flags = FRAG_SUM;
             } else if (frag > 0) {
-                memcpy(slot_data(h), from, frag);
+                memcpy(tutti__chan_slot_data(h), from, frag);
             }
         }
         op->done += frag;
@@ -533,37 +464,11 @@ static int unexp_begin(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     return 1;
 }
 
-/* Reads @p len bytes at offset @p off of the message descriptor @p f names
- * into @p dst: from @p src, where the message lies mapped in this process,
- * else with process_vm_readv.  Returns 0, or the errno of the failure. */
-static int sc_read(const tutti__chan_peer_t *p, const frag_t *f,
-                   const char *src, uint64_t off, char *dst, size_t len)
-{
-    if (src != NULL) {
-        memcpy(dst, src + off, len);
-        return 0;
-    }
-    while (len > 0) {
-        struct iovec local = {dst, len};
-        struct iovec remote = {
-            (void *)(uintptr_t)(f->h->u.x.sc_addr + off), len};
-        ssize_t n = process_vm_readv(p->sc_pid, &local, 1, &remote, 1, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? errno : EFAULT;
-        dst += n;
-        off += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* The test hook (TUTTI_TEST_CORRUPT): flips byte corrupt_at of the first
  * message of more than that many bytes, where @p data holds the bytes
  * [@p off, @p off + @p len) of message @p f. */
-static void test_corrupt(tutti__chan_ep_t *ep, const frag_t *f, int peer,
-                         uint64_t off, char *data, size_t len)
+void tutti__chan_test_corrupt(tutti__chan_ep_t *ep, const frag_t *f, int peer,
+                              uint64_t off, char *data, size_t len)
 {
     if (!ep->corrupt_armed || f->msg_len <= ep->corrupt_at ||
         ep->corrupt_at < off || ep->corrupt_at - off >= len)
@@ -580,9 +485,9 @@ static void test_corrupt(tutti__chan_ep_t *ep, const frag_t *f, int peer,
 /* Verify on: TUTTI_OK if @p got, the sum of the bytes [@p off, @p off +
  * @p len) of message @p f from @p peer, is the one the sender wrote; else
  * the error, recorded with everything a user needs to find the chunk. */
-static tutti_status_t check_sum(const tutti__chan_ep_t *ep,
-                                const frag_t *f, int peer, uint64_t off,
-                                uint64_t len, uint32_t got)
+tutti_status_t tutti__chan_check_sum(const tutti__chan_ep_t *ep,
+                                    const frag_t *f, int peer, uint64_t off,
+                                    uint64_t len, uint32_t got)
 {
     unsigned long long last = (unsigned long long)(off + len - (len > 0));
     if (!(f->flags & FRAG_SUM))
@@ -613,7 +518,7 @@ static tutti_status_t check_sum(const tutti__chan_ep_t *ep,
 static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_t *f,
                                      int peer, char *to)
 {
-    test_corrupt(ep, f, peer, f->frag_off, f->data, f->frag_len);
+    tutti__chan_test_corrupt(ep, f, peer, f->frag_off, f->data, f->frag_len);
     if (!ep->verify) {
         if (to != NULL && f->frag_len > 0)
             memcpy(to, f->data, f->frag_len);
@@ -625,171 +530,8 @@ static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_t *f,
         tutti__csum_copy(&sum, to, f->data, f->frag_len);
     else
         tutti__csum_update(&sum, f->data, f->frag_len);
-    return check_sum(ep, f, peer, f->frag_off, f->frag_len,
+    return tutti__chan_check_sum(ep, f, peer, f->frag_off, f->frag_len,
                      tutti__csum_final(&sum));
-}
-
-/* Reads message @p f whole into @p dst (@p len bytes) and, where the
- * endpoint checks, passes it through the test hook and, verify on, sums
- * it into @p sum.  Mapped (@p src), the copy and the sum are one pass;
- * an armed hook, which flips its byte in @p dst and never in the sender's
- * memory, takes two. */
-static int sc_read_sum(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
-                       const frag_t *f, const char *src, int peer, char *dst,
-                       size_t len, tutti__csum_t *sum)
-{
-    if (src != NULL && ep->verify && !ep->corrupt_armed) {
-        tutti__csum_copy(sum, dst, src, len);
-        return 0;
-    }
-    int err = sc_read(p, f, src, 0, dst, len);
-    if (err == 0 && ep->check) {
-        test_corrupt(ep, f, peer, 0, dst, len);
-        if (ep->verify)
-            tutti__csum_update(sum, dst, len);
-    }
-    return err;
-}
-
-/* Reads the message descriptor @p f names (mapped at @p src, or NULL)
- * into receive @p op: straight into its buffer; reduced straight from
- * @p src where nothing is checked; or bounce block by bounce block, each
- * reduced into it (and, where the endpoint checks, summed into @p sum
- * before). */
-static int sc_read_op(tutti__chan_ep_t *ep, const tutti__chan_peer_t *p,
-                      const frag_t *f, const char *src, int peer,
-                      tutti_tp_op_t *op, tutti__csum_t *sum)
-{
-    if (op->reduce.fn == NULL)
-        return sc_read_sum(ep, p, f, src, peer, op->rbuf, op->len, sum);
-    if (src != NULL && !ep->check) {
-        deliver(op, 0, src, op->len);
-        return 0;
-    }
-    if (src != NULL && !ep->corrupt_armed) { /* verify on */
-        for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
-            size_t n = op->len - off < TUTTI_CHAN_SC_BOUNCE
-                           ? (size_t)(op->len - off) : TUTTI_CHAN_SC_BOUNCE;
-            tutti__csum_update(sum, src + off, n); /* then reduced hot */
-            deliver(op, off, src + off, n);
-        }
-        return 0;
-    }
-    for (uint64_t off = 0; off < op->len; off += TUTTI_CHAN_SC_BOUNCE) {
-        size_t n = op->len - off < TUTTI_CHAN_SC_BOUNCE
-                       ? (size_t)(op->len - off) : TUTTI_CHAN_SC_BOUNCE;
-        int err = sc_read(p, f, src, off, ep->bounce, n);
-        if (err != 0)
-            return err;
-        if (ep->check) {
-            test_corrupt(ep, f, peer, off, ep->bounce, n);
-            tutti__csum_update(sum, ep->bounce, n);
-        }
-        deliver(op, off, ep->bounce, n);
-    }
-    return 0;
-}
-
-/* A single-copy read from @p peer failed (@p err: errno, or -1: the
- * descriptor names another process; @p mapped: of registered memory, the
- * mapping failed).  Its channel is taken no further:
- * what waits on it stays in progress and fails the way a silent peer's
- * transfers do, when the group learns why (the peer's task is gone, an
- * abort) or times out; the likely cause, a sender that failed, exited or
- * freed its buffer first, is then named there.  The read's own cause is
- * logged here. */
-static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
-                      const frag_t *f, int err, int mapped)
-{
-    char why[160];
-    if (err > 0 && mapped)
-        snprintf(why, sizeof(why), "mapping its registered memory "
-                 "(/proc/%d/fd/%d): %s", (int)f->h->u.x.sc_pid,
-                 (int)((const tutti__mem_region_t *)slot_data(f->h))->fd,
-                 strerror(err));
-    else if (err > 0)
-        snprintf(why, sizeof(why), "process_vm_readv: %s", strerror(err));
-    else
-        snprintf(why, sizeof(why), "its descriptor names pid %d",
-                 (int)f->h->u.x.sc_pid);
-    p->sc_frozen = 1;
-    tutti__log(TUTTI_LOG_WARN, ep->tp_name,
-               "rank %d: cannot read a %llu-byte message from rank %d (pid "
-               "%d, instance 0x%llx step %u tag %u) by single copy: %s; "
-               "nothing more is taken from rank %d", ep->rank,
-               (unsigned long long)f->msg_len, peer,
-               (int)f->h->u.x.sc_pid,
-               (unsigned long long)f->key.instance, f->key.step, f->key.tag,
-               why, peer);
-}
-
-/* Takes descriptor @p f: reads its message into the receive matched to it
- * or into the record it is buffered in (or drops it, on a size mismatch),
- * then tells the sender it may complete.  Returns 0 if the read failed
- * (sc_freeze). */
-static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                              const frag_t *f, int peer)
-{
-    int mapped = (f->flags & FRAG_MAP) != 0;
-    int err = f->h->u.x.sc_pid != (mapped ? p->map_pid : p->sc_pid) ? -1 : 0;
-    const char *src = NULL;
-    if (mapped && err == 0 && !p->discarding) {
-        tutti__mem_region_t r;
-        memcpy(&r, slot_data(f->h), sizeof(r));
-        /* A peer of this process: its buffer is where it says. */
-        const char *base = p->map_pid == ep->pid
-            ? (const char *)(uintptr_t)r.base
-            : tutti__chan_map_get(p->maps, p->map_pid, &r, &err);
-        if (base != NULL && (f->h->u.x.sc_addr < r.base ||
-                             f->h->u.x.sc_addr - r.base > r.size ||
-                             r.size - (f->h->u.x.sc_addr - r.base) <
-                                 f->msg_len))
-            err = ERANGE; /* a descriptor outside its own region */
-        else if (base != NULL)
-            src = base + (f->h->u.x.sc_addr - r.base);
-    }
-    if (p->discarding) {
-        p->discarding = 0;
-        p->discard_left = 0;
-    } else if (p->filling != NULL) {
-        tutti__chan_unexp_t *u = p->filling;
-        tutti__csum_t sum;
-        tutti__csum_init(&sum);
-        if (err == 0)
-            err = sc_read_sum(ep, p, f, src, peer, u->data, u->msg_len, &sum);
-        if (err != 0) {
-            sc_freeze(ep, p, peer, f, err, mapped);
-            return 0;
-        }
-        u->got = u->msg_len;
-        p->filling = NULL;
-        if (ep->verify)
-            u->status = check_sum(ep, f, peer, 0, f->msg_len,
-                                  tutti__csum_final(&sum));
-        ep->stats.sc_in++;
-    } else {
-        tutti_tp_op_t *op = p->cur_recv;
-        tutti_status_t st = TUTTI_OK;
-        tutti__csum_t sum;
-        tutti__csum_init(&sum);
-        if (err == 0)
-            err = sc_read_op(ep, p, f, src, peer, op, &sum);
-        if (err != 0) {
-            sc_freeze(ep, p, peer, f, err, mapped);
-            return 0;
-        }
-        if (ep->verify)
-            st = check_sum(ep, f, peer, 0, f->msg_len, tutti__csum_final(&sum));
-        op->done = op->len;
-        p->cur_recv = NULL;
-        op->status = st;
-        ep->stats.sc_in++;
-    }
-    ep->stats.map_in += mapped;
-    p->in_sc_done++;
-    atomic_store_explicit(&p->in->sc_done, p->in_sc_done,
-                          memory_order_release);
-    return 1;
 }
 
 /* Moves fragment @p f to where its message goes: dropped, buffered, or into
@@ -798,7 +540,7 @@ static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                    const frag_t *f, int peer)
 {
     if (f->flags & FRAG_SC)
-        return consume_descriptor(ep, p, f, peer);
+        return tutti__chan_consume_descriptor(ep, p, f, peer);
     if (f->frag_off == 0 && f->msg_len >= TUTTI_CHAN_SC_MIN)
         ep->stats.ring_large_in++;
     if (p->discarding) {
@@ -831,7 +573,7 @@ static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
         p->discarding = p->discard_left > 0;
     } else {
         if (to == NULL)
-            deliver(op, f->frag_off, f->data, f->frag_len);
+            tutti__chan_deliver(op, f->frag_off, f->data, f->frag_len);
         op->done += f->frag_len;
         if (op->done == op->len) {
             p->cur_recv = NULL;
@@ -907,69 +649,6 @@ int tutti__chan_progress(tutti__chan_ep_t *ep)
             moved += reap_single_copy(p);
     }
     return moved;
-}
-
-tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
-                                              int peer_pid)
-{
-    if (peer < 0 || peer >= ep->size || peer == ep->rank ||
-        ep->peers[peer].in == NULL || peer_pid <= 0)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
-                            "rank %d: single copy from rank %d (pid %d): not "
-                            "an attached peer of a group of %d", ep->rank,
-                            peer, peer_pid, ep->size);
-    if (ep->bounce == NULL &&
-        (ep->bounce = malloc(TUTTI_CHAN_SC_BOUNCE)) == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
-                            "rank %d: no memory for a %d-byte bounce block",
-                            ep->rank, TUTTI_CHAN_SC_BOUNCE);
-    ep->peers[peer].sc_pid = peer_pid;
-    atomic_fetch_or_explicit(&ep->peers[peer].in->sc_accept,
-                             TUTTI_CHAN_ACCEPT_READV, memory_order_release);
-    return TUTTI_OK;
-}
-
-tutti_status_t tutti__chan_enable_mapped(tutti__chan_ep_t *ep, int peer,
-                                         int peer_pid)
-{
-    if (peer < 0 || peer >= ep->size || peer == ep->rank ||
-        ep->peers[peer].in == NULL || peer_pid <= 0)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
-                            "rank %d: mapping the memory of rank %d (pid "
-                            "%d): not an attached peer of a group of %d",
-                            ep->rank, peer, peer_pid, ep->size);
-    tutti__chan_peer_t *p = &ep->peers[peer];
-    if (p->map_pid == peer_pid)
-        return TUTTI_OK;
-    if (peer_pid == ep->pid)
-        goto accept; /* threads of one process: nothing to map */
-    /* Opening the peer's descriptors takes the kernel's read check on it
-     * (same user, dumpable), not the attach check process_vm_readv needs,
-     * so this works under Yama where single copy does not. */
-    char path[40];
-    snprintf(path, sizeof(path), "/proc/%d/fd", peer_pid);
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        tutti__log(TUTTI_LOG_INFO, ep->tp_name, "rank %d: no mapped reads "
-                   "from rank %d: %s: %s", ep->rank, peer, path,
-                   strerror(errno));
-        return TUTTI_ERR_UNSUPPORTED;
-    }
-    close(fd);
-    if (p->maps == NULL && (p->maps = tutti__chan_maps_create()) == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
-                            "rank %d: no memory for rank %d's mappings",
-                            ep->rank, peer);
-accept:
-    if (ep->bounce == NULL &&
-        (ep->bounce = malloc(TUTTI_CHAN_SC_BOUNCE)) == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
-                            "rank %d: no memory for a %d-byte bounce block",
-                            ep->rank, TUTTI_CHAN_SC_BOUNCE);
-    p->map_pid = peer_pid;
-    atomic_fetch_or_explicit(&p->in->sc_accept, TUTTI_CHAN_ACCEPT_MAPPED,
-                             memory_order_release);
-    return TUTTI_OK;
 }
 
 void tutti__chan_set_mapped_min(tutti__chan_ep_t *ep, size_t min)

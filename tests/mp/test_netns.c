@@ -370,7 +370,10 @@ static void run_job(net_t *n, int ntasks, int per_host,
                 continue;
             const char *colon = strstr(p, ": ");
             line_after(colon, ": ", rest, sizeof(rest));
-            if (strstr(rest, "peer(s)") == NULL)
+            /* The transport choice's line ("shm to 1 peer(s), tcp to 2
+             * peer(s)"), not shm's own lines about its peers. */
+            if (strstr(rest, "peer(s)") == NULL ||
+                strstr(rest, " to ") == NULL)
                 continue;
             found = 1;
             for (const char *const *w = want_data; *w != NULL; w++)
