@@ -281,33 +281,15 @@ static inline const char *tutti__request_error(const tutti_request_t *r)
 }
 
 /* group.c */
-/** What tutti__group_check() refuses: TUTTI_ERR_INVALID_ARG naming
- *  @p call and what is wrong with @p g. */
-tutti_status_t tutti__group_refuse(const tutti_group_t *g, const char *call);
-/** The same for a request handle (request.c). */
-tutti_status_t tutti__request_refuse(const tutti_request_t *r,
-                                     const char *call);
-
 /** Whether @p g is a joined group's handle: TUTTI_OK, or
- *  TUTTI_ERR_INVALID_ARG naming @p call and what is wrong with it.
- *  Inline: every call of the API begins with it. */
-static inline tutti_status_t tutti__group_check(const tutti_group_t *g,
-                                                const char *call)
-{
-    if (g != NULL && atomic_load_explicit(&g->state, memory_order_relaxed) ==
-                         TUTTI__HANDLE_LIVE)
-        return TUTTI_OK;
-    return tutti__group_refuse(g, call);
-}
-
-/** The same for a request handle (issued, not freed, its group joined). */
-static inline tutti_status_t tutti__request_check(const tutti_request_t *r,
-                                                  const char *call)
-{
-    if (r != NULL && r->state == TUTTI__HANDLE_LIVE)
-        return TUTTI_OK;
-    return tutti__request_refuse(r, call);
-}
+ *  TUTTI_ERR_INVALID_ARG naming @p call and what is wrong with it.  (Not
+ *  inline: a body here calling into group.c would tie this header and
+ *  group.c in a circle.) */
+tutti_status_t tutti__group_check(const tutti_group_t *g, const char *call);
+/** The same for a request handle (issued, not freed, its group joined;
+ *  request.c). */
+tutti_status_t tutti__request_check(const tutti_request_t *r,
+                                    const char *call);
 /** tutti_group_join()'s body, for the job @p job; its events go to
  *  @p timeline (NULL: none). */
 tutti_status_t tutti__group_join(tutti__job_t *job,

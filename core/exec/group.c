@@ -26,7 +26,7 @@
 static pthread_mutex_t shells_lock = PTHREAD_MUTEX_INITIALIZER;
 static tutti_group_t *shells, *live;
 
-tutti_status_t tutti__group_refuse(const tutti_group_t *g, const char *call)
+tutti_status_t tutti__group_check(const tutti_group_t *g, const char *call)
 {
     if (g == NULL)
         return tutti__error(TUTTI_ERR_INVALID_ARG, "group", "%s: group is "

@@ -114,7 +114,7 @@ void tutti__request_release_all(tutti_group_t *g)
     g->free_list = NULL;
 }
 
-tutti_status_t tutti__request_refuse(const tutti_request_t *r,
+tutti_status_t tutti__request_check(const tutti_request_t *r,
                                      const char *call)
 {
     if (r == NULL)

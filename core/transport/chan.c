@@ -534,13 +534,30 @@ static tutti_status_t check_fragment(tutti__chan_ep_t *ep, const frag_t *f,
                      tutti__csum_final(&sum));
 }
 
+/* Takes descriptor @p f, through the reader single copy or mapping
+ * installed; a peer that sends one to a channel that never accepted them
+ * breaks the protocol: nothing more is taken from it. */
+static int read_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                           const frag_t *f, int peer)
+{
+    if (ep->read_descriptor != NULL)
+        return ep->read_descriptor(ep, p, f, peer);
+    p->sc_frozen = 1;
+    tutti__log(TUTTI_LOG_WARN, ep->tp_name, "rank %d: rank %d sent a "
+               "descriptor (instance 0x%llx step %u tag %u) to a channel "
+               "that reads none; nothing more is taken from rank %d",
+               ep->rank, peer, (unsigned long long)f->key.instance,
+               f->key.step, f->key.tag, peer);
+    return 0;
+}
+
 /* Moves fragment @p f to where its message goes: dropped, buffered, or into
  * the receive being filled.  Returns 0 if it could not (it stays). */
 static int consume(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
                    const frag_t *f, int peer)
 {
     if (f->flags & FRAG_SC)
-        return tutti__chan_consume_descriptor(ep, p, f, peer);
+        return read_descriptor(ep, p, f, peer);
     if (f->frag_off == 0 && f->msg_len >= TUTTI_CHAN_SC_MIN)
         ep->stats.ring_large_in++;
     if (p->discarding) {

@@ -200,7 +200,9 @@ typedef struct {
     uint64_t map_out;            /* sent as mapped descriptors */
 } tutti__chan_stats_t;
 
-typedef struct {
+struct tutti__chan_frag;
+
+typedef struct tutti__chan_ep {
     int rank, size;
     uint32_t slots;
     uint64_t slot_mask;          /* slots - 1 where slots is a power of
@@ -228,6 +230,14 @@ typedef struct {
                                     that accept it), inclusive */
     size_t map_min;              /* registered messages of this many bytes
                                     or more go as mapped descriptors */
+    /* Takes a descriptor (chan_sc.c), installed by the first
+     * tutti__chan_enable_single_copy() or _mapped(): only then may peers
+     * send descriptors.  Reads its message into the receive matched to it
+     * or the record it is buffered in (or drops it, on a size mismatch),
+     * then tells the sender it may complete; 0 if the read failed (the
+     * channel from that peer is frozen). */
+    int (*read_descriptor)(struct tutti__chan_ep *ep, tutti__chan_peer_t *p,
+                           const struct tutti__chan_frag *f, int peer);
 } tutti__chan_ep_t;
 
 tutti_status_t tutti__chan_ep_init(tutti__chan_ep_t *ep, int rank, int size,

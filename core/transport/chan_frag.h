@@ -51,7 +51,7 @@ _Static_assert(sizeof(frag_hdr_t) == FRAG_HDR_BYTES, "fragment header");
 
 /* A received fragment as the consuming code reads it, whichever form its
  * header took. */
-typedef struct {
+typedef struct tutti__chan_frag {
     const frag_hdr_t *h;
     tutti_wire_key_t key;
     uint64_t msg_len, frag_off;
@@ -86,11 +86,5 @@ void tutti__chan_test_corrupt(tutti__chan_ep_t *ep, const frag_t *f, int peer,
 tutti_status_t tutti__chan_check_sum(const tutti__chan_ep_t *ep,
                                     const frag_t *f, int peer, uint64_t off,
                                     uint64_t len, uint32_t got);
-/* Takes descriptor @p f from @p peer (chan_sc.c): reads its message into
- * the receive matched to it or into the record it is buffered in (or
- * drops it, on a size mismatch), then tells the sender it may complete.
- * Returns 0 if the read failed (the channel from @p peer is frozen). */
-int tutti__chan_consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                                   const frag_t *f, int peer);
 
 #endif

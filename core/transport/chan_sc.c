@@ -138,8 +138,8 @@ static void sc_freeze(tutti__chan_ep_t *ep, tutti__chan_peer_t *p, int peer,
  * or into the record it is buffered in (or drops it, on a size mismatch),
  * then tells the sender it may complete.  Returns 0 if the read failed
  * (sc_freeze). */
-int tutti__chan_consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
-                                   const frag_t *f, int peer)
+static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
+                              const frag_t *f, int peer)
 {
     int mapped = (f->flags & FRAG_MAP) != 0;
     int err = f->h->u.x.sc_pid != (mapped ? p->map_pid : p->sc_pid) ? -1 : 0;
@@ -217,6 +217,7 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
         return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
                             "rank %d: no memory for a %d-byte bounce block",
                             ep->rank, TUTTI_CHAN_SC_BOUNCE);
+    ep->read_descriptor = consume_descriptor;
     ep->peers[peer].sc_pid = peer_pid;
     atomic_fetch_or_explicit(&ep->peers[peer].in->sc_accept,
                              TUTTI_CHAN_ACCEPT_READV, memory_order_release);
@@ -260,6 +261,7 @@ accept:
         return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
                             "rank %d: no memory for a %d-byte bounce block",
                             ep->rank, TUTTI_CHAN_SC_BOUNCE);
+    ep->read_descriptor = consume_descriptor;
     p->map_pid = peer_pid;
     atomic_fetch_or_explicit(&p->in->sc_accept, TUTTI_CHAN_ACCEPT_MAPPED,
                              memory_order_release);
