@@ -203,20 +203,32 @@ static int consume_descriptor(tutti__chan_ep_t *ep, tutti__chan_peer_t *p,
     return 1;
 }
 
-tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
-                                              int peer_pid)
+/* What both ways of reading descriptors need: @p peer an attached peer
+ * of process @p peer_pid, and the bounce block; @p what names the way. */
+static tutti_status_t prepare_reads(tutti__chan_ep_t *ep, int peer,
+                                    int peer_pid, const char *what)
 {
     if (peer < 0 || peer >= ep->size || peer == ep->rank ||
         ep->peers[peer].in == NULL || peer_pid <= 0)
         return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
-                            "rank %d: single copy from rank %d (pid %d): not "
-                            "an attached peer of a group of %d", ep->rank,
-                            peer, peer_pid, ep->size);
+                            "rank %d: %s rank %d (pid %d): not an attached "
+                            "peer of a group of %d", ep->rank, what, peer,
+                            peer_pid, ep->size);
     if (ep->bounce == NULL &&
         (ep->bounce = malloc(TUTTI_CHAN_SC_BOUNCE)) == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
                             "rank %d: no memory for a %d-byte bounce block",
                             ep->rank, TUTTI_CHAN_SC_BOUNCE);
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
+                                              int peer_pid)
+{
+    tutti_status_t st = prepare_reads(ep, peer, peer_pid,
+                                      "single copy from");
+    if (st != TUTTI_OK)
+        return st;
     ep->read_descriptor = consume_descriptor;
     ep->peers[peer].sc_pid = peer_pid;
     atomic_fetch_or_explicit(&ep->peers[peer].in->sc_accept,
@@ -227,40 +239,35 @@ tutti_status_t tutti__chan_enable_single_copy(tutti__chan_ep_t *ep, int peer,
 tutti_status_t tutti__chan_enable_mapped(tutti__chan_ep_t *ep, int peer,
                                          int peer_pid)
 {
-    if (peer < 0 || peer >= ep->size || peer == ep->rank ||
-        ep->peers[peer].in == NULL || peer_pid <= 0)
-        return tutti__error(TUTTI_ERR_INVALID_ARG, ep->tp_name,
-                            "rank %d: mapping the memory of rank %d (pid "
-                            "%d): not an attached peer of a group of %d",
-                            ep->rank, peer, peer_pid, ep->size);
+    tutti_status_t st = prepare_reads(ep, peer, peer_pid,
+                                      "mapping the memory of");
+    if (st != TUTTI_OK)
+        return st;
     tutti__chan_peer_t *p = &ep->peers[peer];
     if (p->map_pid == peer_pid)
         return TUTTI_OK;
-    if (peer_pid == ep->pid)
-        goto accept; /* threads of one process: nothing to map */
-    /* Opening the peer's descriptors takes the kernel's read check on it
-     * (same user, dumpable), not the attach check process_vm_readv needs,
-     * so this works under Yama where single copy does not. */
-    char path[40];
-    snprintf(path, sizeof(path), "/proc/%d/fd", peer_pid);
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        tutti__log(TUTTI_LOG_INFO, ep->tp_name, "rank %d: no mapped reads "
-                   "from rank %d: %s: %s", ep->rank, peer, path,
-                   strerror(errno));
-        return TUTTI_ERR_UNSUPPORTED;
+    /* Threads of one process: nothing to map, a buffer is where it lies.
+     * Another process: opening its descriptors takes the kernel's read
+     * check on it (same user, dumpable), not the attach check
+     * process_vm_readv needs, so this works under Yama where single copy
+     * does not. */
+    if (peer_pid != ep->pid) {
+        char path[40];
+        snprintf(path, sizeof(path), "/proc/%d/fd", peer_pid);
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            tutti__log(TUTTI_LOG_INFO, ep->tp_name, "rank %d: no mapped "
+                       "reads from rank %d: %s: %s", ep->rank, peer, path,
+                       strerror(errno));
+            return TUTTI_ERR_UNSUPPORTED;
+        }
+        close(fd);
+        if (p->maps == NULL &&
+            (p->maps = tutti__chan_maps_create()) == NULL)
+            return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
+                                "rank %d: no memory for rank %d's mappings",
+                                ep->rank, peer);
     }
-    close(fd);
-    if (p->maps == NULL && (p->maps = tutti__chan_maps_create()) == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
-                            "rank %d: no memory for rank %d's mappings",
-                            ep->rank, peer);
-accept:
-    if (ep->bounce == NULL &&
-        (ep->bounce = malloc(TUTTI_CHAN_SC_BOUNCE)) == NULL)
-        return tutti__error(TUTTI_ERR_NO_MEMORY, ep->tp_name,
-                            "rank %d: no memory for a %d-byte bounce block",
-                            ep->rank, TUTTI_CHAN_SC_BOUNCE);
     ep->read_descriptor = consume_descriptor;
     p->map_pid = peer_pid;
     atomic_fetch_or_explicit(&p->in->sc_accept, TUTTI_CHAN_ACCEPT_MAPPED,
