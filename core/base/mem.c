@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <tutti/tutti.h>
@@ -197,11 +198,13 @@ tutti_status_t tutti_mem_free(void *ptr)
     return TUTTI_OK;
 }
 
-/* The line of /proc/self/maps holding @p addr: its range, offset, inode,
+/* The line of /proc/self/maps holding @p addr: its range, offset, device
+ * and inode (a file is both: inode numbers repeat across filesystems),
  * whether it is shared, and its path ("" for none).  0 if found. */
 typedef struct {
     uintptr_t start, end;
     uint64_t off, inode;
+    dev_t dev;
     int shared;
     char path[512];
 } mapping_t;
@@ -216,10 +219,11 @@ static int find_mapping(uintptr_t addr, mapping_t *m)
     while (fgets(line, sizeof(line), f) != NULL) {
         unsigned long start, end;
         unsigned long long off, inode;
+        unsigned int maj, min;
         char perms[8];
         int path_at = 0;
-        if (sscanf(line, "%lx-%lx %7s %llx %*s %llu %n", &start, &end, perms,
-                   &off, &inode, &path_at) < 5)
+        if (sscanf(line, "%lx-%lx %7s %llx %x:%x %llu %n", &start, &end,
+                   perms, &off, &maj, &min, &inode, &path_at) < 7)
             continue;
         if (addr < start || addr >= end)
             continue;
@@ -227,6 +231,7 @@ static int find_mapping(uintptr_t addr, mapping_t *m)
         m->end = end;
         m->off = off;
         m->inode = inode;
+        m->dev = makedev(maj, min);
         m->shared = perms[3] == 's';
         snprintf(m->path, sizeof(m->path), "%s", line + path_at);
         m->path[strcspn(m->path, "\n")] = '\0';
@@ -237,6 +242,11 @@ static int find_mapping(uintptr_t addr, mapping_t *m)
     return rc;
 }
 
+static int same_file(const struct stat *st, const mapping_t *m)
+{
+    return (uint64_t)st->st_ino == m->inode && st->st_dev == m->dev;
+}
+
 /* A descriptor of the file behind @p m: an open one of this process with
  * that inode (a memfd has no path), else the path opened.  -1 if none. */
 static int file_of(const mapping_t *m)
@@ -245,7 +255,7 @@ static int file_of(const mapping_t *m)
     int fd = -1;
     if (m->path[0] == '/' && strstr(m->path, " (deleted)") == NULL) {
         fd = open(m->path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0 && fstat(fd, &want) == 0 && want.st_ino == m->inode)
+        if (fd >= 0 && fstat(fd, &want) == 0 && same_file(&want, m))
             return fd;
         if (fd >= 0)
             close(fd);
@@ -253,7 +263,7 @@ static int file_of(const mapping_t *m)
     }
     for (int i = 0; i < 4096; i++) {
         struct stat st;
-        if (fstat(i, &st) == 0 && (uint64_t)st.st_ino == m->inode &&
+        if (fstat(i, &st) == 0 && same_file(&st, m) &&
             S_ISREG(st.st_mode))
             return fcntl(i, F_DUPFD_CLOEXEC, 0);
     }

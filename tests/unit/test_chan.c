@@ -28,10 +28,14 @@
  * region freezes the channel.  The receiver's cache of mappings of another
  * process's regions (through /proc/<pid>/fd, this process standing in):
  * one mapping per region, the least recently used unmapped past
- * TUTTI_CHAN_MAPS, refused for a descriptor that names no such file.
+ * TUTTI_CHAN_MAPS, refused for a descriptor that names no such file; a
+ * registered range of a /dev/shm file mapped at its offset in the file.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -898,6 +902,40 @@ static void test_map_cache(void **state)
         assert_int_equal(tutti_mem_free(bufs[i]), TUTTI_OK);
 }
 
+/* A registered range of a file the program mapped itself starts pages
+ * into the file: the peer maps it at that offset and finds the bytes the
+ * owner sees there. */
+static void test_map_registered_offset(void **state)
+{
+    (void)state;
+    long pg = sysconf(_SC_PAGESIZE);
+    char name[64];
+    snprintf(name, sizeof(name), "/dev/shm/test-chan-map-%ld", (long)getpid());
+    int fd = open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 8 * pg), 0);
+    char *m = mmap(NULL, (size_t)(8 * pg), PROT_READ | PROT_WRITE,
+                   MAP_SHARED, fd, 0);
+    assert_true(m != MAP_FAILED);
+    close(fd); /* registration opens the file at its path */
+    for (long i = 0; i < 8 * pg; i++)
+        m[i] = (char)(i * 7 + i / pg);
+    assert_int_equal(tutti_mem_register(m + 3 * pg + 100, (size_t)pg),
+                     TUTTI_OK);
+    tutti__mem_region_t r;
+    assert_int_equal(tutti__mem_find(m + 3 * pg + 100, (size_t)pg, &r), 1);
+    assert_int_equal(r.file_off, (uint64_t)(3 * pg));
+    tutti__chan_maps_t *maps = tutti__chan_maps_create();
+    int err = 0;
+    const char *seen = tutti__chan_map_get(maps, getpid(), &r, &err);
+    assert_non_null(seen);
+    assert_memory_equal(seen, m + 3 * pg, (size_t)r.size);
+    tutti__chan_maps_destroy(maps);
+    assert_int_equal(tutti_mem_deregister(m + 3 * pg), TUTTI_OK);
+    munmap(m, (size_t)(8 * pg));
+    unlink(name);
+}
+
 /* Tests on a pair of endpoints, without and with single copy. */
 #define PAIR_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define SC_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup_sc, teardown)
@@ -927,6 +965,7 @@ int main(void)
         MAP_TEST(test_map_reduce),
         MAP_TEST(test_map_outside_region),
         cmocka_unit_test(test_map_cache),
+        cmocka_unit_test(test_map_registered_offset),
     };
     tutti__log_set_level(TUTTI_LOG_OFF);
     return cmocka_run_group_tests(tests, NULL, NULL);
