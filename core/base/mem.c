@@ -32,6 +32,13 @@ static size_t count, cap;
 /* count, readable without the lock: a process that registers nothing pays
  * one load per large message. */
 static _Atomic size_t live;
+/* Bumped on every change of the table (under the lock).  A thread keeps
+ * the last region it found and the generation it found it in: while the
+ * table has not changed, a send from the same buffer as before (the
+ * usual call) is answered without the lock. */
+static _Atomic uint64_t generation = 1;
+static __thread uint64_t last_gen;
+static __thread tutti__mem_region_t last_found;
 static uint64_t next_serial = 1;
 
 static size_t page_size(void)
@@ -72,11 +79,22 @@ int tutti__mem_find(const void *ptr, size_t len, tutti__mem_region_t *out)
     int found = 0;
     if (atomic_load_explicit(&live, memory_order_relaxed) == 0)
         return 0;
+    uintptr_t addr = (uintptr_t)ptr;
+    if (last_gen == atomic_load_explicit(&generation, memory_order_acquire) &&
+        addr >= last_found.base &&
+        addr - last_found.base < last_found.size &&
+        len <= last_found.size - (addr - last_found.base)) {
+        *out = last_found;
+        return 1;
+    }
     pthread_mutex_lock(&lock);
     if (count > 0) {
-        entry_t *e = holding((uintptr_t)ptr, len);
+        entry_t *e = holding(addr, len);
         if (e != NULL) {
             *out = e->r;
+            last_found = e->r;
+            last_gen = atomic_load_explicit(&generation,
+                                            memory_order_relaxed);
             found = 1;
         }
     }
@@ -114,6 +132,7 @@ static tutti_status_t insert(uintptr_t base, size_t size, uint64_t file_off,
         .owned = owned};
     count++;
     atomic_store_explicit(&live, count, memory_order_relaxed);
+    atomic_fetch_add_explicit(&generation, 1, memory_order_release);
     return TUTTI_OK;
 }
 
@@ -132,6 +151,7 @@ static void remove_at(size_t i)
     memmove(&table[i], &table[i + 1], (count - i - 1) * sizeof(*table));
     count--;
     atomic_store_explicit(&live, count, memory_order_relaxed);
+    atomic_fetch_add_explicit(&generation, 1, memory_order_release);
 }
 
 tutti_status_t tutti_mem_alloc(size_t size, void **ptr_out)

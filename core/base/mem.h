@@ -28,7 +28,10 @@ typedef struct {
 
 /** Whether [@p ptr, @p ptr + @p len) lies inside one registered region;
  *  if so, copies the region to @p out.  Safe from any thread; cheap
- *  enough for every large message (a lock and a binary search). */
+ *  enough for every large message: an atomic load while nothing is
+ *  registered, a comparison when the thread's last region still holds
+ *  it and the table has not changed since, else a lock and a binary
+ *  search. */
 int tutti__mem_find(const void *ptr, size_t len, tutti__mem_region_t *out);
 
 /** Regions registered now (tests). */
