@@ -610,8 +610,9 @@ static int run_call_in(member_t *m, const dc_call_t *c, result_t *rp)
         m->failures++;
     return 0;
 no_memory:
-    report(m, c, "no memory for the buffers (%zu and %zu elements)", L.a_len,
-           L.b_len);
+    report(m, c, "no memory for the buffers (%zu and %zu elements%s%s)",
+           L.a_len, L.b_len, reg ? "; registered: " : "",
+           reg ? tutti_last_error() : "");
     m->failures++;
     return 1;
 }

@@ -92,8 +92,11 @@ static int reserve(tutti_checker_t *c, size_t bytes)
     }
     c->copy = malloc(bytes);
     if (c->in == NULL || c->out == NULL || c->copy == NULL) {
-        fprintf(c->log, "rank %d: cannot allocate 3 x %zu bytes\n",
-                c->res.rank, bytes);
+        fprintf(c->log, "rank %d: cannot allocate 3 x %zu bytes%s%s%s\n",
+                c->res.rank, bytes,
+                c->registered ? " (two registered: " : "",
+                c->registered ? tutti_last_error() : "",
+                c->registered ? ")" : "");
         tutti_checker_fini(c);
         return 0;
     }
