@@ -19,11 +19,13 @@ build_dir=${TUTTI_BUILD_DIR:-build}
 
 # python3-dev and python3-venv: the Python package (python/), built and
 # tested in a virtual environment python/venv.sh makes with pip.
+# libucx-dev: the ucx transport module (configure builds it where found).
 # gnuplot-nox: bench/plot, and its test (libopenmpi-dev: the peer run it
 # plots beside ours).  groff-base and man-db: tests/unit/test_man renders
 # every man page with groff and man -l (skipped without them).
 packages=(gcc make autoconf automake libtool pkg-config libltdl-dev
           libyaml-dev libsodium-dev libcmocka-dev openmpi-bin libopenmpi-dev iproute2
+          libucx-dev
           util-linux gnuplot-nox groff-base man-db python3-dev python3-venv)
 
 deps() {

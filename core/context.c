@@ -20,6 +20,7 @@
 #include "job/health.h"
 #include "job/member.h"
 #include "job/sum.h"
+#include "job/xchg.h"
 #include "select/lint.h"
 #include "select/select.h"
 
@@ -186,6 +187,7 @@ static tutti_status_t start_job(tutti_context_t *ctx,
     if (st == TUTTI_OK) {
         tutti__health_init(job);
         tutti__sum_init(job);
+        tutti__xchg_init(job);
         st = tutti__job_start(job);
     }
     return st;
@@ -270,6 +272,7 @@ void tutti_context_destroy(tutti_context_t *ctx)
         tutti__job_stop(job);
         tutti__coord_fini(job);
         tutti__member_fini(job);
+        tutti__xchg_fini(job);
         tutti__job_fini(job);
     }
     tutti__config_free(&ctx->cfg); /* before the modules its rows are in */
@@ -355,6 +358,28 @@ tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
                 : m->kind == TUTTI_MODULE_KIND_TP ? "transport"
                                                   : "",
         .transport = m->tp != NULL ? m->tp->ops->name : NULL};
+    return TUTTI_OK;
+}
+
+tutti_status_t tutti_info_transport(const tutti_context_t *ctx,
+                                    const char *name, char *buf, size_t len)
+{
+    tutti__error_clear();
+    if (ctx == NULL)
+        return null_ctx("tutti_info_transport");
+    if (name == NULL)
+        return null_arg("tutti_info_transport", "name");
+    if (buf == NULL || len == 0)
+        return null_arg("tutti_info_transport", "buf");
+    const tutti_tp_ops_t *t = tutti__registry_find_tp(&ctx->reg, name);
+    if (t == NULL)
+        return tutti__error_quiet(TUTTI_ERR_NOT_FOUND, "tutti_info_transport: "
+                                  "no loaded module provides transport "
+                                  "'%s'", name);
+    buf[0] = '\0';
+    if (t->size >= offsetof(tutti_tp_ops_t, describe) + sizeof(t->describe) &&
+        t->describe != NULL)
+        t->describe(buf, len);
     return TUTTI_OK;
 }
 

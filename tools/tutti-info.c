@@ -163,10 +163,15 @@ static void print_modules(const tutti_context_t *ctx)
     printf("transports:\n"
            "  local    built in: members in one process\n");
     for (size_t i = 0; tutti_info_module(ctx, i, &m) == TUTTI_OK; i++) {
-        if (m.transport != NULL)
+        if (m.transport != NULL) {
+            char said[2048];
             printf("  %-8s module %s %s (transport ABI %u.%u)\n",
                    m.transport, m.name, m.version, m.abi_major, m.abi_minor);
-        else if (m.reason != NULL && strcmp(m.kind, "transport") == 0)
+            if (tutti_info_transport(ctx, m.transport, said, sizeof(said)) ==
+                TUTTI_OK)
+                for (char *l = strtok(said, "\n"); l; l = strtok(NULL, "\n"))
+                    printf("           %s\n", l);
+        } else if (m.reason != NULL && strcmp(m.kind, "transport") == 0)
             printf("  refused  %s: %s\n", m.path, m.reason);
     }
     tool_cuda_describe(cuda, sizeof(cuda));

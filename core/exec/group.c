@@ -252,7 +252,8 @@ static tutti_status_t connect_group(tutti_group_t *g)
     tutti_tp_group_t tg = {sizeof(tg), job->job_id, g->key, g->rank, g->size,
                            g->rank_task, job->task, g->timeout, job->cfg, 0,
                            0, &tutti__tp_core_ops, NULL, hosts, NULL,
-                           job->cfg->verify, sleep, job->store, job->secret};
+                           job->cfg->verify, sleep, job->store, job->secret,
+                           job};
     tutti__peer_link_t *link = &g->peers;
     tutti_status_t st;
     if (g->num_tasks == 1) {

@@ -80,6 +80,7 @@ static const char *const type_names[TUTTI_CTRL_TYPES] = {
     [TUTTI_CTRL_BYE] = "BYE",
     [TUTTI_CTRL_SUM] = "SUM",
     [TUTTI_CTRL_SUM_DONE] = "SUM_DONE",
+    [TUTTI_CTRL_XCHG] = "XCHG",
 };
 
 const char *tutti__ctrl_type_name(uint32_t type)
@@ -298,7 +299,7 @@ tutti_status_t tutti__ctrl_start(const tutti__ctrl_params_t *params,
                                c->p.timeout, c->p.config, 8, 4096,
                                &tutti__tp_core_ops, NULL, c->task_host,
                                NULL, TUTTI_TP_VERIFY_MAC, 0, c->p.store,
-                               c->p.secret};
+                               c->p.secret, NULL};
         if ((st = tutti__tp_mux_connect(c->p.transports, &tg, &c->tp,
                                         &c->ep)) != TUTTI_OK)
             goto err_free;

@@ -37,6 +37,8 @@ typedef enum {
     TUTTI_CTRL_BYE,           /* task -> every task: context destroyed */
     TUTTI_CTRL_SUM,           /* task -> coordinator: its value of a sum */
     TUTTI_CTRL_SUM_DONE,      /* coordinator -> every task: the total */
+    TUTTI_CTRL_XCHG,          /* task -> task: a transport's address of
+                                 one member for another (xchg.c) */
     TUTTI_CTRL_TYPES
 } tutti__ctrl_type_t;
 
@@ -67,8 +69,8 @@ const char *tutti__ctrl_type_name(uint32_t type);
  *  the frame, a sender outside 0..@p num_tasks - 1) or one this pair may
  *  not exchange: GROUP, GROUP_ERR, INST_OK, INST_ERR and SUM_DONE come
  *  only from task 0, the coordinator; JOIN, JOIN_CANCEL, INST,
- *  INST_TIMEOUT and SUM go only to it; ABORT and BYE go from any task to
- *  any task. */
+ *  INST_TIMEOUT and SUM go only to it; ABORT, BYE and XCHG go from any
+ *  task to any task. */
 int tutti__ctrl_accept(tutti__ctrl_msg_t *msg, int from, int task,
                        int num_tasks, char *why, size_t len);
 

@@ -35,7 +35,10 @@ tutti_status_t tutti__job_init(tutti__job_t *job, int task, int num_tasks,
         job->sum.coord_from == NULL)
         return tutti__error(TUTTI_ERR_NO_MEMORY, "job", "no memory for the "
                             "state of %d tasks", num_tasks);
-    return tutti__registry_tp_list(reg, cfg, &job->transports);
+    tutti_status_t st = tutti__registry_tp_list(reg, cfg, &job->transports);
+    job->ctrl_transports = job->transports;
+    tutti__registry_tp_list_add(reg, cfg, "tcp", &job->ctrl_transports);
+    return st;
 }
 
 void tutti__job_on(tutti__job_t *job, uint32_t type,
@@ -79,7 +82,7 @@ tutti_status_t tutti__job_start(tutti__job_t *job)
         .secret = job->secret,
         .timeout = job->cfg->timeout,
         .config = job->cfg,
-        .transports = &job->transports,
+        .transports = &job->ctrl_transports,
         .lock = &job->lock,
         .handle = tutti__job_dispatch,
         .arg = job,

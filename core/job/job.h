@@ -54,6 +54,8 @@ struct tutti__job {
     const tutti__config_t *cfg;     /* the context's */
     const tutti__registry_t *reg;   /* the context's modules */
     tutti__tp_list_t transports;    /* for peers in other processes */
+    tutti__tp_list_t ctrl_transports; /* the control plane's: the same, tcp
+                                         last (ucx needs the plane) */
 
     pthread_mutex_t lock;           /* everything below, and control sends */
     pthread_cond_t cond;            /* a frame someone waits for came */
@@ -63,6 +65,8 @@ struct tutti__job {
     tutti__coord_t *coord;
     tutti__members_t *members;
     tutti__job_sum_t sum;
+    struct tutti__xchg_item *xchg;  /* addresses come ahead of their
+                                       exchange (xchg.c) */
     int byes;                       /* tasks whose contexts went */
     unsigned char *said_bye;        /* per task */
 

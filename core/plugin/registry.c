@@ -151,6 +151,20 @@ tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
     return TUTTI_OK;
 }
 
+void tutti__registry_tp_list_add(const tutti__registry_t *reg,
+                                 const tutti__config_t *cfg,
+                                 const char *name, tutti__tp_list_t *list)
+{
+    const tutti__module_t *m = tp_module(reg, name);
+    if (m == NULL || list->count == TUTTI__TP_LIST_MAX)
+        return;
+    for (int i = 0; i < list->count; i++)
+        if (list->ops[i] == m->tp->ops)
+            return;
+    list->settings[list->count] = tutti__config_module_values(cfg, m->name);
+    list->ops[list->count++] = m->tp->ops;
+}
+
 /* 1 if no module registered @p name yet, else writes who did. */
 static int name_free(const tutti__registry_t *reg, const char *name,
                      char *why, size_t len)

@@ -106,6 +106,13 @@ const tutti_tp_ops_t *tutti__registry_find_tp(const tutti__registry_t *reg,
 tutti_status_t tutti__registry_tp_list(const tutti__registry_t *reg,
                                       const tutti__config_t *cfg,
                                       tutti__tp_list_t *list_out);
+/** @p list with the loaded transport @p name added at its end, unless it
+ *  is there or no module provides it (the control plane's fallback: a
+ *  transport that needs the plane to connect declines the plane's own
+ *  connections). */
+void tutti__registry_tp_list_add(const tutti__registry_t *reg,
+                                 const tutti__config_t *cfg,
+                                 const char *name, tutti__tp_list_t *list);
 /** Rules that name an implementation by one of its old names (aliases)
  *  name it by its own from now on, keeping the written one for printing. */
 tutti_status_t tutti__registry_name_rules(const tutti__registry_t *reg,

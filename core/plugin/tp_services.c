@@ -1,10 +1,13 @@
 /*
  * The services transport modules get (tutti_tp_core_ops_t, transport.h):
- * errors, log, the clock, settings, and the core's slot-ring channels.
+ * errors, log, the clock, settings, the core's slot-ring channels, the
+ * store and the exchange of addresses over the control plane.
  */
 #include <stdarg.h>
+#include <stddef.h>
 
 #include "job/store.h"
+#include "job/xchg.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "config/config.h"
@@ -35,6 +38,23 @@ static const char *core_config_get(const void *config, const char *key,
     return tutti__config_get_text(config, key, buf, len);
 }
 
+/* The group's plane is its job (group.c), absent for the control plane's
+ * own group. */
+static tutti_status_t core_exchange(const void *group, const char *what,
+                                    const void *mine, size_t len,
+                                    void *peers, size_t stride, size_t *lens)
+{
+    const tutti_tp_group_t *g = group;
+    if (g == NULL || g->size < offsetof(tutti_tp_group_t, plane) +
+                                   sizeof(g->plane) || g->plane == NULL)
+        return tutti__error(TUTTI_ERR_UNSUPPORTED, "xchg", "%s: no "
+                            "exchange of addresses for the control plane's "
+                            "own connections (it carries the exchange)",
+                            what);
+    return tutti__xchg((tutti__job_t *)g->plane, g, what, mine, len, peers,
+                       stride, lens);
+}
+
 const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .size = sizeof(tutti_tp_core_ops_t),
     .error = core_error,
@@ -58,4 +78,5 @@ const tutti_tp_core_ops_t tutti__tp_core_ops = {
     .store_get = tutti__store_get,
     .chan_enable_mapped = tutti__chan_api_enable_mapped,
     .chan_set_mapped_min = tutti__chan_api_set_mapped_min,
+    .exchange = core_exchange,
 };

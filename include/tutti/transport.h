@@ -33,7 +33,10 @@
  * transport's optional sleep; 2.4 the group's store and secret and the
  * core's store_set and store_get; 2.5 the core's chan_enable_mapped and
  * chan_set_mapped_min (registered memory; read each where the size of its
- * table covers it) and the op's flags (TUTTI_TP_OP_WHOLE); the loader reads a 2.0 descriptor by its size.
+ * table covers it) and the op's flags (TUTTI_TP_OP_WHOLE); 2.6 the
+ * group's plane, the core's exchange (addresses traded over the job's
+ * control plane) and the transport's optional describe; the loader reads
+ * a 2.0 descriptor by its size.
  *
  * ABI growth rule, kept by every field added since 2.0: a field added to
  * a table a module fills means, when it is zero or NULL, what the module
@@ -45,7 +48,8 @@
  * core hands a transport grows the same way: group->verify 0 is off
  * (2.2), group->sleep 0 never sleeps (2.3), group->store and
  * group->secret NULL: the job met without a store, the transport finds
- * its peers and secret as before (2.4).  A new meaning that zero
+ * its peers and secret as before (2.4); group->plane NULL: no exchange
+ * (2.6); describe NULL: nothing to say (2.6).  A new meaning that zero
  * cannot carry takes a new value or a new field, never a new reading of
  * zero.  The loader follows no pointer of a descriptor (ops table, names,
  * settings rows and their texts) that does not lie within the module's
@@ -71,7 +75,7 @@ extern "C" {
 #endif
 
 #define TUTTI_TP_ABI_MAJOR 2
-#define TUTTI_TP_ABI_MINOR 5
+#define TUTTI_TP_ABI_MINOR 6
 
 /** tutti_tp_group_t.verify: what a transport checks of the bytes it
  *  moves (the core's `verify` setting). */
@@ -95,6 +99,10 @@ extern "C" {
  *  transport places for each member of a group whose waits sleep
  *  (tutti_tp_group_t.sleep; chan_attach_bell). */
 #define TUTTI_CHAN_BELL_BYTES 64
+
+/** Bytes one member may hand the core's exchange (ABI 2.6): a network
+ *  library's address of its endpoint, e.g. a UCX worker's. */
+#define TUTTI_TP_EXCHANGE_MAX 3072
 
 /** Key of one message on the wire. */
 typedef struct {
@@ -244,6 +252,22 @@ typedef struct {
     /** Registered messages of @p min_bytes or more go as descriptors
      *  (4 KiB without this call; SIZE_MAX: none). */
     void (*chan_set_mapped_min)(tutti_chan_ep_t *ep, size_t min_bytes);
+    /* ABI 2.6: */
+    /** Trades addresses through the job's control plane (group->plane,
+     *  which connect() of a data group has; the control plane's own
+     *  group has none): sends the @p len bytes at @p mine (at most
+     *  TUTTI_TP_EXCHANGE_MAX) to every peer group->serve names, and
+     *  waits up to group->timeout until each of them sent its own under
+     *  the same @p what (the transport's name): rank r's bytes land at
+     *  @p peers + r x @p stride (at most @p stride of them), their
+     *  length in @p lens[r] (0 for ranks not served).  Every served peer
+     *  must call it once per connect.  Errors recorded, naming the ranks
+     *  that sent nothing (TUTTI_ERR_TIMEOUT), a task gone
+     *  (TUTTI_ERR_PEER), or TUTTI_ERR_UNSUPPORTED where the group has no
+     *  plane. */
+    tutti_status_t (*exchange)(const void *group, const char *what,
+                               const void *mine, size_t len, void *peers,
+                               size_t stride, size_t *lens);
 } tutti_tp_core_ops_t;
 
 /** What a transport learns of the group it connects. */
@@ -293,6 +317,11 @@ typedef struct {
                                     store (64 hex digits), or NULL: the
                                     transport's own (tcp: TUTTI_JOB_SECRET,
                                     TUTTI_SECRET_FILE) */
+    /* ABI 2.6: */
+    const void *plane;         /**< the job's control plane, for
+                                    core->exchange (given the group), or
+                                    NULL: the control plane itself
+                                    connects, and no exchange can be had */
 } tutti_tp_group_t;
 
 typedef struct tutti_tp_ep tutti_tp_ep_t;
@@ -330,6 +359,12 @@ typedef struct {
      *  if it cannot sleep (no group->sleep, or a peer it cannot be woken
      *  by): the core then yields the processor instead. */
     int (*sleep)(tutti_tp_ep_t *ep, double seconds);
+    /* ABI 2.6: */
+    /** Optional.  Writes lines saying what the transport finds on this
+     *  host (the library under it and its version, devices, ways it can
+     *  move data) into @p buf of @p len bytes, as tutti-info shows them;
+     *  returns 0, or -1 with a line saying why it cannot tell. */
+    int (*describe)(char *buf, size_t len);
 } tutti_tp_ops_t;
 
 /** A transport module's descriptor: the first six fields as in

@@ -597,6 +597,12 @@ tutti_status_t tutti_info_module(const tutti_context_t *ctx, size_t index,
                                  tutti_module_info_t *info_out);
 tutti_status_t tutti_info_impl(const tutti_context_t *ctx, size_t index,
                                tutti_impl_info_t *info_out);
+/** What the loaded transport @p name says it finds on this host (the
+ *  library under it, its version, devices), lines into @p buf of @p len
+ *  bytes; "" for a transport that says nothing.  TUTTI_ERR_NOT_FOUND for
+ *  a name no loaded module provides.  Since 0.2. */
+tutti_status_t tutti_info_transport(const tutti_context_t *ctx,
+                                    const char *name, char *buf, size_t len);
 
 /** A query for tutti_info_explain(): what selection sees for one call. */
 typedef struct {

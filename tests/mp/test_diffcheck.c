@@ -3,8 +3,9 @@
  * configuration: shm between 2, 3, 4 and 5 processes, tcp between 3, shm
  * with single copy, registered memory between 3 and registered and heap
  * members mixed between 4, threads of one process (1 x 3), tasks with several
- * devices (2 x 2, 3 x 2), and Open MPI's mpirun (skipped where it is
- * missing).  Every member must report calls and checked elements, no wrong
+ * devices (2 x 2, 3 x 2), Open MPI's mpirun (skipped where it is
+ * missing), and where the ucx module was built ucx between 3 over UCX's
+ * tcp and between 3 over its shared memory.  Every member must report calls and checked elements, no wrong
  * element and no failure.  tests/run-diffcheck runs many seeds (--long).
  *
  * TUTTI_DIFFCHECK_SEED changes the seeds (config i runs seed + i).
@@ -22,6 +23,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "tutti-build.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define CLIENT TUTTI_TEST_BUILDDIR "/tests/mp/diffcheck"
@@ -207,6 +209,21 @@ static void test_mpirun_2(void **s)
     run_config("mpirun 2", 9, prefix, "", 2);
 }
 
+#if TUTTI_HAVE_UCX
+static void test_ucx_tcp_3(void **s)
+{
+    (void)s;
+    launch("ucx (UCX's tcp) 3", 12, "TUTTI_TRANSPORTS=ucx UCX_TLS=tcp", 3, 1);
+}
+
+static void test_ucx_sm_3(void **s)
+{
+    (void)s;
+    launch("ucx (UCX's shared memory) 3", 13,
+           "TUTTI_TRANSPORTS=ucx UCX_TLS=sm,self", 3, 1);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +239,10 @@ int main(void)
         cmocka_unit_test(test_tasks_2x2),
         cmocka_unit_test(test_tasks_3x2),
         cmocka_unit_test(test_mpirun_2),
+#if TUTTI_HAVE_UCX
+        cmocka_unit_test(test_ucx_tcp_3),
+        cmocka_unit_test(test_ucx_sm_3),
+#endif
     };
     return test_exit(
         cmocka_run_group_tests_name("diffcheck", tests, NULL, NULL));

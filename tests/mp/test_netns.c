@@ -12,6 +12,9 @@
  *   The same with no transport setting at all (the default list, any
  *     interface): the defaults must fit a job that spans hosts.
  *   3 hosts x 1 task, TUTTI_TRANSPORTS=tcp: the hosts on a bridge.
+ *   Where the ucx module was built: 2 hosts x 2 tasks with
+ *     TUTTI_TRANSPORTS=shm,ucx,tcp (UCX's tcp on the test link): ucx
+ *     between the hosts, and the differential client over it.
  *   2 hosts x 2 tasks meeting through a store of files
  *     (TUTTI_TEST_STORE_DIR): no job id, secret or rendezvous variable;
  *     the store says which tasks share a host (shm between them) and
@@ -47,6 +50,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "tutti-build.h"
 
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/launch_worker"
 #define NS_PREFIX "tuttit"    /* namespaces: tuttit<pid>h<host> */
@@ -64,6 +68,8 @@ typedef struct {
     char dir[64];                /* logs and outputs of the tasks */
     char job[48];
     int store;                   /* meet through a store of files */
+    const char *diff_tp;         /* run_diffcheck's transports, NULL:
+                                    shm,tcp */
     const char *argv[16];        /* the worker and its arguments, NULL
                                     ended; none: launch_worker */
     pid_t pid[MAX_TASKS];
@@ -241,6 +247,12 @@ static pid_t start_task(const net_t *n, int t, int ntasks, int h, int lt,
     if (transports != NULL) {
         setenv("TUTTI_TCP_IFNAME", n->ifname[h], 1);
         setenv("TUTTI_TRANSPORTS", transports, 1);
+        /* ucx: UCX's tcp on the test link alone (its shared memory would
+         * cross namespaces, which share this machine's memory). */
+        if (strstr(transports, "ucx") != NULL) {
+            setenv("UCX_TLS", "tcp", 1);
+            setenv("UCX_NET_DEVICES", n->ifname[h], 1);
+        }
     } else {
         unsetenv("TUTTI_TCP_IFNAME");
         unsetenv("TUTTI_TRANSPORTS");
@@ -430,8 +442,8 @@ static void run_diffcheck(net_t *n, int ntasks, int round_robin,
     for (int t = 0; t < ntasks; t++) {
         int h = round_robin ? t % n->nhosts : t / per_host;
         int lt = round_robin ? t / n->nhosts : t % per_host;
-        n->pid[t] = start_task(n, t, ntasks, h, lt, per_host, "shm,tcp",
-                               secret);
+        n->pid[t] = start_task(n, t, ntasks, h, lt, per_host,
+                               n->diff_tp ? n->diff_tp : "shm,tcp", secret);
         assert_true(n->pid[t] > 0);
     }
     job_wait(n, status);
@@ -542,6 +554,52 @@ static void test_two_hosts_store(void **state)
     run_job(n, 4, 2, "shm,tcp", data, "tcp to 3 peer(s)");
 }
 
+#if TUTTI_HAVE_UCX
+/* Waits (up to 5 s) until every host's test link has its carrier: UCX
+ * takes only running interfaces, and a veth's comes a moment after it is
+ * set up (tcp binds to it before). */
+static void wait_carrier(const net_t *n)
+{
+    char out[256];
+    for (int h = 0; h < n->nhosts; h++) {
+        int up = 0;
+        for (int i = 0; i < 100 && !up; i++) {
+            up = sh(out, sizeof(out), "ip netns exec %s cat "
+                    "/sys/class/net/%s/operstate | grep -qx up", n->ns[h],
+                    n->ifname[h]) == 0;
+            if (!up)
+                usleep(50 * 1000);
+        }
+        if (!up)
+            fail_msg("host %d: %s in %s never came up: %s", h, n->ifname[h],
+                     n->ns[h], out);
+    }
+}
+
+/* 2 hosts x 2 tasks, shm,ucx,tcp: shm within a host, ucx (UCX's tcp on
+ * the test link) between them, the control plane over tcp (ucx never
+ * carries it); then the differential client, hierarchical collectives
+ * included, over the same. */
+static void test_two_hosts_ucx(void **state)
+{
+    static const char *const data[] = {"shm to 1 peer(s)",
+                                       "ucx to 2 peer(s)", NULL};
+    net_t *n = *state;
+    net_up(n, 2);
+    wait_carrier(n);
+    run_job(n, 4, 2, "shm,ucx,tcp", data, "tcp to 3 peer(s)");
+}
+
+static void test_hier_ucx(void **state)
+{
+    net_t *n = *state;
+    n->diff_tp = "shm,ucx,tcp";
+    net_up(n, 2);
+    wait_carrier(n);
+    run_diffcheck(n, 4, 0, "1", "5", "of 2 hosts x 2,");
+}
+#endif
+
 /* 3 hosts x 1 task on a bridge, tcp only. */
 static void test_three_hosts_tcp(void **state)
 {
@@ -648,6 +706,12 @@ int main(void)
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_two_hosts_store, net_setup,
                                         net_teardown),
+#if TUTTI_HAVE_UCX
+        cmocka_unit_test_setup_teardown(test_two_hosts_ucx, net_setup,
+                                        net_teardown),
+        cmocka_unit_test_setup_teardown(test_hier_ucx, net_setup,
+                                        net_teardown),
+#endif
         cmocka_unit_test_setup_teardown(test_three_hosts_tcp, net_setup,
                                         net_teardown),
         cmocka_unit_test_setup_teardown(test_hier_two_by_two, net_setup,

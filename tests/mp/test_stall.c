@@ -3,8 +3,10 @@
  * 1 stops itself (SIGSTOP: alive, silent) and the others run it again.
  * Those whose part needs rank 1 must fail with TUTTI_ERR_TIMEOUT within
  * the group's 2 s (one at least does), and between them name rank 1 among
- * the ranks they wait for or whose receives their sends wait for.  Every collective over shared memory; broadcast,
- * allreduce and allgather over tcp too.
+ * the ranks they wait for or whose receives their sends wait for.  Every
+ * collective over shared memory; broadcast, allreduce and allgather over
+ * tcp too, and where the ucx module was built over ucx (UCX's tcp and its
+ * shared memory).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 
 #include "test_util.h"
+#include "tutti-build.h"
 
 #define RUN TUTTI_TEST_BUILDDIR "/tools/tutti-run"
 #define WORKER TUTTI_TEST_BUILDDIR "/tests/mp/coll_worker"
@@ -110,6 +113,20 @@ STALL_TCP_TEST(broadcast)
 STALL_TCP_TEST(allreduce)
 STALL_TCP_TEST(allgather)
 
+#if TUTTI_HAVE_UCX
+#define STALL_UCX_TEST(coll, tls, name)                                        \
+    static void test_##coll##_ucx_##name(void **state)                         \
+    {                                                                          \
+        (void)state;                                                           \
+        stall(#coll, "TUTTI_TRANSPORTS=ucx UCX_TLS=" tls);                     \
+    }
+STALL_UCX_TEST(broadcast, "tcp", tcp)
+STALL_UCX_TEST(allreduce, "tcp", tcp)
+STALL_UCX_TEST(allgather, "tcp", tcp)
+STALL_UCX_TEST(allreduce, "sm,self", sm)
+STALL_UCX_TEST(alltoall, "sm,self", sm)
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +138,13 @@ int main(void)
         cmocka_unit_test(test_broadcast_tcp),
         cmocka_unit_test(test_allreduce_tcp),
         cmocka_unit_test(test_allgather_tcp),
+#if TUTTI_HAVE_UCX
+        cmocka_unit_test(test_broadcast_ucx_tcp),
+        cmocka_unit_test(test_allreduce_ucx_tcp),
+        cmocka_unit_test(test_allgather_ucx_tcp),
+        cmocka_unit_test(test_allreduce_ucx_sm),
+        cmocka_unit_test(test_alltoall_ucx_sm),
+#endif
     };
     return cmocka_run_group_tests_name("stall", tests, NULL, NULL);
 }
