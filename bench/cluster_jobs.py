@@ -26,6 +26,13 @@ LAUNCH_VARS = ("TUTTI_RANK", "TUTTI_SIZE", "TUTTI_LOCAL_RANK",
                "TUTTI_TCP_FAMILY", "TUTTI_TRANSPORTS", "TUTTI_TEST_STORE_DIR",
                "TUTTI_BIND")
 
+# Where the transports name ucx, UCX's tcp on the host's test interface:
+# its shared memory (sm) would cross the simulated hosts, whose /dev/shm
+# is one.  Tutti's own ucx.tls and ucx.devices variables would override
+# these, so the tasks never get them from our environment either.
+UCX_VARS = ("UCX_TLS", "UCX_NET_DEVICES", "TUTTI_UCX_TLS",
+            "TUTTI_UCX_DEVICES")
+
 
 # ---- jobs ------------------------------------------------------------------
 
@@ -53,16 +60,21 @@ class Jobs:
         n = hosts * per_host
         job = "%sj%d" % (PREFIX, self.seq)
         secret = secrets.token_hex(16)
-        env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+        ucx = "ucx" in self.args.transports
+        env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS
+               and not (ucx and k in UCX_VARS)}
         env.update(TUTTI_SIZE=str(n), TUTTI_LOCAL_SIZE=str(per_host),
                    TUTTI_JOB_ID=job, TUTTI_JOB_SECRET=secret,
                    TUTTI_RENDEZVOUS="%s:%d" % (self.net.addr[0],
                                                RDV_PORT + self.seq % 5000),
-                   TUTTI_TCP_IFNAME=IFNAME, TUTTI_TRANSPORTS="shm,tcp",
+                   TUTTI_TCP_IFNAME=IFNAME,
+                   TUTTI_TRANSPORTS=",".join(self.args.transports),
                    # The tasks are unpinned within their host's CPUs:
                    # Tutti counts that mask as the host's processors.
                    TUTTI_BIND="none",
                    TUTTI_TIMEOUT=str(min(300, limit)))
+        if ucx:
+            env.update(UCX_TLS="tcp", UCX_NET_DEVICES=IFNAME)
         procs, files = [], []
         for t in range(n):
             h = t // per_host
