@@ -151,10 +151,21 @@ static int named_in_line(const char *line, const char *text)
  * with TUTTI_ERR_PEER naming rank 1 (the core's health check: "task 1
  * (rank 1) is gone"; or UCX's error on the connection, on a send or a
  * fetch from it, whichever comes first), nothing of the
- * job runs on or stays in /dev/shm. */
+ * job runs on or stays in /dev/shm (its names, UCX's) or as a SysV
+ * segment. */
+/* SysV shared memory segments of this machine (UCX's sysv transport makes
+ * them; they must go with their processes, killed or not). */
+static int sysv_segments(void)
+{
+    char list[1 << 14];
+    test_run("ipcs -m | grep -c '^0x'", 0, list, sizeof(list));
+    return atoi(list);
+}
+
 static void victim(const char *env)
 {
     char cmd[512], job[64], prefix[80];
+    int segs = sysv_segments();
     snprintf(job, sizeof(job), "ucxvictim-%ld", (long)getpid());
     snprintf(cmd, sizeof(cmd), "%s %s --grace 10 --timeout 60 --job-id %s "
              "-n 3 %s --victim", env, RUN, job, WORKER);
@@ -182,6 +193,8 @@ static void victim(const char *env)
     }
     snprintf(prefix, sizeof(prefix), "tutti-%s-", job);
     assert_int_equal(test_shm_names_with(prefix), 0);
+    assert_int_equal(test_shm_names_with("ucx"), 0);
+    assert_int_equal(sysv_segments(), segs);
     snprintf(cmd, sizeof(cmd), "pgrep -f 'coll_worke[r] --victim' >/dev/null");
     assert_int_not_equal(system(cmd), 0);
 }

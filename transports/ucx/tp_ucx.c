@@ -622,6 +622,7 @@ static const tutti_setting_t ucx_settings[] = {
      .expected = "a UCX_NET_DEVICES list: device[:port] names separated "
                  "by commas, e.g. mlx5_0:1,eth0"},
     {.name = "rndv_thresh",
+     .env = "TUTTI_UCX_RNDV_THRESH",
      .default_value = "",
      .doc = "message size from which UCX moves by rendezvous (zero copy), "
             "as UCX_RNDV_THRESH; \"\" for UCX_RNDV_THRESH or auto",
@@ -631,6 +632,7 @@ static const tutti_setting_t ucx_settings[] = {
      .check = thresh_ok,
      .expected = "auto, inf, or a size such as 8192 or 64K"},
     {.name = "unexpected",
+     .env = "TUTTI_UCX_UNEXPECTED",
      .default_value = "2G",
      .doc = "bytes of messages that came before their receives an "
             "endpoint holds aside, at most; a peer sending more fails",
