@@ -69,6 +69,31 @@ static void req_put(ucx_ep_t *ep, ucx_req_t *r)
     ep->free_reqs = r;
 }
 
+/* Messages that come before their receives, of UNEXP_SMALL bytes or
+ * less, are held in blocks the endpoint keeps for the next (the common
+ * case of a small collective: the peer's message is there first), so
+ * that the data path allocates nothing; larger ones get their own. */
+static ucx_unexp_t *unexp_get(ucx_ep_t *ep, size_t len)
+{
+    if (len <= UNEXP_SMALL && ep->free_unexp != NULL) {
+        ucx_unexp_t *u = ep->free_unexp;
+        ep->free_unexp = u->next;
+        return u;
+    }
+    return malloc(sizeof(ucx_unexp_t) + (len <= UNEXP_SMALL ? UNEXP_SMALL
+                                                            : len));
+}
+
+static void unexp_put(ucx_ep_t *ep, ucx_unexp_t *u)
+{
+    if (u->desc == NULL && u->hdr.len <= UNEXP_SMALL) {
+        u->next = ep->free_unexp;
+        ep->free_unexp = u;
+    } else {
+        free(u);
+    }
+}
+
 /* The op is the caller's again once its status is stored: touch it no
  * more.  Lock held. */
 static void complete(ucx_ep_t *ep, tutti_tp_op_t *op, tutti_status_t st)
@@ -119,7 +144,7 @@ void ucx_fail_peer(ucx_ep_t *ep, ucx_peer_t *p, const char *fmt, ...)
             ucp_am_data_release(ep->worker, u->desc);
         else
             ep->unexp_bytes -= u->hdr.len;
-        free(u);
+        unexp_put(ep, u);
     }
     p->unexp_t = NULL;
 }
@@ -375,7 +400,7 @@ static void recv_locked(ucx_ep_t *ep, ucx_peer_t *p, tutti_tp_op_t *op)
             ep->unexp_bytes -= u->hdr.len;
             deliver(ep, p, op, &u->hdr, u->data);
         }
-        free(u);
+        unexp_put(ep, u);
     }
 }
 
@@ -476,7 +501,7 @@ ucs_status_t ucx_am_cb(void *arg, const void *header, size_t header_len,
             ucp_am_data_release(ep->worker, data);
         return UCS_OK;
     }
-    ucx_unexp_t *u = malloc(sizeof(*u) + keep);
+    ucx_unexp_t *u = unexp_get(ep, keep);
     if (u == NULL) {
         ucx_fail_peer(ep, p, "rank %d: no memory to hold %zu bytes from "
                       "rank %d", ep->rank, len, p->rank);
@@ -567,6 +592,11 @@ void ucx_data_free(ucx_ep_t *ep)
             free(u);
         }
         p->unexp_t = NULL;
+    }
+    while (ep->free_unexp != NULL) {
+        ucx_unexp_t *u = ep->free_unexp;
+        ep->free_unexp = u->next;
+        free(u);
     }
     /* What is left in flight was never called back: its staging too. */
     while (ep->chunks != NULL) {

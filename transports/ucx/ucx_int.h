@@ -15,6 +15,8 @@
 #define UCX_AM_ID 7           /* the active message every message travels as */
 #define UCX_MSG_MAX (1ull << 40) /* bytes of one message, at most (1 TiB) */
 #define UCX_TEXT 256
+#define UNEXP_SMALL 256        /* bytes of the blocks kept for messages
+                                  ahead of their receives (ucx_data.c) */
 
 /* The settings' struct, filled by the core from the rows (tp_ucx.c). */
 typedef struct {
@@ -91,6 +93,7 @@ typedef struct ucx_ep {
     ucx_req_t *free_reqs;
     struct ucx_chunk *chunks;    /* what free_reqs came from */
     uint64_t unexp_bytes;
+    ucx_unexp_t *free_unexp;     /* blocks of UNEXP_SMALL bytes to reuse */
     tutti_status_t err_st;       /* an endpoint's failure, for progress */
     char err_text[UCX_TEXT];
 } ucx_ep_t;
