@@ -200,6 +200,34 @@ static void deliver(ucx_ep_t *ep, ucx_peer_t *p, tutti_tp_op_t *op,
     complete(ep, op, TUTTI_OK);
 }
 
+/* A reducing rendezvous receive lands in a staging buffer: the
+ * endpoint's own, grown to the largest message and kept, where no other
+ * receive holds it (one at a time is the common case: a pipeline's
+ * pieces), else one of its own for this message. */
+static void *stage_get(ucx_ep_t *ep, size_t len)
+{
+    if (ep->stage_busy)
+        return malloc(len > 0 ? len : 1);
+    if (ep->stage_cap < len) {
+        void *b = malloc(len);
+        if (b == NULL)
+            return NULL;
+        free(ep->stage);
+        ep->stage = b;
+        ep->stage_cap = len;
+    }
+    ep->stage_busy = 1;
+    return ep->stage;
+}
+
+static void stage_put(ucx_ep_t *ep, void *b)
+{
+    if (b != NULL && b == ep->stage)
+        ep->stage_busy = 0;
+    else
+        free(b);
+}
+
 static void fetched(ucx_req_t *r, ucs_status_t status)
 {
     ucx_ep_t *ep = r->ep;
@@ -223,7 +251,7 @@ static void fetched(ucx_req_t *r, ucs_status_t status)
             complete(ep, op, TUTTI_OK);
         }
     }
-    free(r->stage);
+    stage_put(ep, r->stage);
     req_put(ep, r);
 }
 
@@ -244,11 +272,11 @@ static void fetch(ucx_ep_t *ep, ucx_peer_t *p, tutti_tp_op_t *op,
         return;
     }
     ucx_req_t *r = req_get(ep);
-    void *stage = op->reduce.fn != NULL ? malloc(op->len) : NULL;
+    void *stage = op->reduce.fn != NULL ? stage_get(ep, op->len) : NULL;
     if (r == NULL || (op->reduce.fn != NULL && stage == NULL)) {
         if (r != NULL)
             req_put(ep, r);
-        free(stage);
+        stage_put(ep, stage);
         ucp_am_data_release(ep->worker, desc);
         ucx_fail_peer(ep, p, "rank %d: no memory to receive %zu bytes "
                       "from rank %d", ep->rank, op->len, p->rank);
@@ -603,8 +631,11 @@ void ucx_data_free(ucx_ep_t *ep)
         struct ucx_chunk *c = ep->chunks;
         ep->chunks = c->next;
         for (int i = 0; i < REQ_CHUNK; i++)
-            free(c->reqs[i].stage);
+            if (c->reqs[i].stage != ep->stage)
+                free(c->reqs[i].stage);
         free(c);
     }
+    free(ep->stage);
+    ep->stage = NULL;
     ep->free_reqs = NULL;
 }

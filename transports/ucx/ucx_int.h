@@ -94,6 +94,9 @@ typedef struct ucx_ep {
     struct ucx_chunk *chunks;    /* what free_reqs came from */
     uint64_t unexp_bytes;
     ucx_unexp_t *free_unexp;     /* blocks of UNEXP_SMALL bytes to reuse */
+    void *stage;                 /* reducing receives' staging (kept) */
+    size_t stage_cap;
+    int stage_busy;
     tutti_status_t err_st;       /* an endpoint's failure, for progress */
     char err_text[UCX_TEXT];
 } ucx_ep_t;
