@@ -184,26 +184,11 @@ static int sum_ok(ucx_ep_t *ep, ucx_peer_t *p, tutti_tp_op_t *op,
     return -1;
 }
 
-/* Copies or reduces an eager message's bytes into its receive. */
-static void deliver(ucx_ep_t *ep, ucx_peer_t *p, tutti_tp_op_t *op,
-                    const ucx_hdr_t *h, const void *data)
-{
-    if (len_ok(ep, p, op, h) != 0 || sum_ok(ep, p, op, h, data) != 0)
-        return;
-    if (op->len > 0) {
-        if (op->reduce.fn != NULL)
-            op->reduce.fn(op->reduce.dtype, op->reduce.op, op->rbuf,
-                          op->reduce.local, data, op->len / elem_size(op));
-        else
-            memcpy(op->rbuf, data, op->len);
-    }
-    complete(ep, op, TUTTI_OK);
-}
-
-/* A reducing rendezvous receive lands in a staging buffer: the
- * endpoint's own, grown to the largest message and kept, where no other
- * receive holds it (one at a time is the common case: a pipeline's
- * pieces), else one of its own for this message. */
+/* A reducing rendezvous receive lands in a staging buffer (and an eager
+ * one whose bytes UCX holds unaligned is copied to one): the endpoint's
+ * own, grown to the largest message and kept, where no other receive
+ * holds it (one at a time is the common case: a pipeline's pieces), else
+ * one of its own for this message. */
 static void *stage_get(ucx_ep_t *ep, size_t len)
 {
     if (ep->stage_busy)
@@ -226,6 +211,35 @@ static void stage_put(ucx_ep_t *ep, void *b)
         ep->stage_busy = 0;
     else
         free(b);
+}
+
+/* Copies or reduces an eager message's bytes into its receive. */
+static void deliver(ucx_ep_t *ep, ucx_peer_t *p, tutti_tp_op_t *op,
+                    const ucx_hdr_t *h, const void *data)
+{
+    if (len_ok(ep, p, op, h) != 0 || sum_ok(ep, p, op, h, data) != 0)
+        return;
+    if (op->len > 0 && op->reduce.fn != NULL) {
+        /* UCX's buffer holds the bytes after its own header, at any
+         * address: the reduction reads whole elements, aligned. */
+        void *aligned = NULL;
+        if (((uintptr_t)data & 7) != 0) {
+            if ((aligned = stage_get(ep, op->len)) == NULL) {
+                ucx_fail_peer(ep, p, "rank %d: no memory to reduce %zu "
+                              "bytes from rank %d", ep->rank, op->len,
+                              p->rank);
+                complete(ep, op, TUTTI_ERR_NO_MEMORY);
+                return;
+            }
+            data = memcpy(aligned, data, op->len);
+        }
+        op->reduce.fn(op->reduce.dtype, op->reduce.op, op->rbuf,
+                      op->reduce.local, data, op->len / elem_size(op));
+        stage_put(ep, aligned);
+    } else if (op->len > 0) {
+        memcpy(op->rbuf, data, op->len);
+    }
+    complete(ep, op, TUTTI_OK);
 }
 
 static void fetched(ucx_req_t *r, ucs_status_t status)
