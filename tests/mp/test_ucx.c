@@ -10,7 +10,8 @@
  * the results stay exact); a member killed mid-allreduce, named by the
  * others within 5 s, nothing left running or in /dev/shm; an abort that
  * reaches every task; tutti-info's lines of what UCX finds; settings UCX
- * refuses, named.  Stalls: tests/mp/test_stall.c; hosts apart:
+ * refuses, named, also where one member alone cannot start UCX (its peers
+ * fail at once, naming it).  Stalls: tests/mp/test_stall.c; hosts apart:
  * tests/mp/test_netns.c; every collective and type exactly:
  * tests/mp/test_diffcheck.c.
  */
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -255,6 +257,31 @@ static void test_bad_devices(void **s)
     }
 }
 
+/* Rank 1 alone names a device UCX does not have: it fails saying so,
+ * and its peers fail at once naming it, not at the group's timeout. */
+static void test_peer_cannot_start(void **s)
+{
+    char cmd[768];
+    (void)s;
+    snprintf(cmd, sizeof(cmd), TCP "%s --timeout 60 -n 3 sh -c 'if [ "
+             "\"$TUTTI_RANK\" = 1 ]; then export TUTTI_UCX_DEVICES=nosuch0; "
+             "fi; exec timeout 20 %s'", RUN, WORKER);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int rc = test_run(cmd, 1, out, sizeof(out));
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double secs = (double)(b.tv_sec - a.tv_sec) +
+                  (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    if (rc == 0 || secs > 10 ||
+        strstr(out, "rank 0: rank 1 could not start UCX") == NULL ||
+        strstr(out, "rank 2: rank 1 could not start UCX") == NULL ||
+        strstr(out, "UCX cannot start") == NULL) {
+        test_show(cmd, out);
+        fail_msg("expected rank 1 to fail naming UCX and ranks 0 and 2 to "
+                 "fail naming rank 1, within 10 s (took %.1f s)", secs);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -272,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_abort),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_bad_devices),
+        cmocka_unit_test(test_peer_cannot_start),
     };
     return cmocka_run_group_tests_name("ucx", tests, NULL, NULL);
 }

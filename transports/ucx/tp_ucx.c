@@ -50,6 +50,7 @@
 
 #define ADDR_MAGIC 0x58435554u /* "TUCX" */
 #define ADDR_VERSION 1
+#define ADDR_FAILED 0x4c494146u /* "FAIL": a member UCX would not start for */
 
 /* What a member trades through the control plane. */
 typedef struct {
@@ -370,6 +371,10 @@ static tutti_status_t open_peers(ucx_ep_t *ep, const tutti_tp_group_t *g,
             continue;
         const ucx_blob_t *b =
             (const ucx_blob_t *)(blobs + (size_t)r * TUTTI_TP_EXCHANGE_MAX);
+        if (lens[r] == sizeof(uint32_t) && b->magic == ADDR_FAILED)
+            return ep->core->error(TUTTI_ERR_PEER, "ucx", "rank %d: rank "
+                                   "%d could not start UCX (its own error "
+                                   "says why)", ep->rank, r);
         if (lens[r] < sizeof(*b) || b->magic != ADDR_MAGIC ||
             b->version != ADDR_VERSION ||
             b->addr_len != lens[r] - sizeof(*b))
@@ -477,19 +482,43 @@ static tutti_status_t ucx_connect(const tutti_tp_group_t *g,
                          "token: %s", strerror(errno));
         goto err;
     }
-    if ((st = ctx_get(core, &ep->set, g->sleep, &ep->ctx)) != TUTTI_OK ||
-        (st = start_worker(ep, g)) != TUTTI_OK ||
-        (st = own_blob(ep, &mine, &blen)) != TUTTI_OK ||
-        (st = core->exchange(g, "ucx", mine, blen, blobs,
-                             TUTTI_TP_EXCHANGE_MAX, lens)) != TUTTI_OK ||
-        (st = open_peers(ep, g, blobs, lens)) != TUTTI_OK)
+    /* A member that cannot start UCX or open its endpoints still takes
+     * part in both exchanges, saying it failed: its peers then fail at
+     * once, naming it, rather than waiting for the group's timeout.  Only
+     * a failed exchange (a peer gone, the time up) ends it early. */
+    st = ctx_get(core, &ep->set, g->sleep, &ep->ctx);
+    if (st == TUTTI_OK)
+        st = start_worker(ep, g);
+    if (st == TUTTI_OK)
+        st = own_blob(ep, &mine, &blen);
+    static const uint32_t failed = ADDR_FAILED;
+    tutti_status_t xst = st == TUTTI_OK
+        ? core->exchange(g, "ucx", mine, blen, blobs, TUTTI_TP_EXCHANGE_MAX,
+                         lens)
+        : core->exchange(g, "ucx", &failed, sizeof(failed), blobs,
+                         TUTTI_TP_EXCHANGE_MAX, lens);
+    if (xst != TUTTI_OK) {
+        st = st != TUTTI_OK ? st : xst;
         goto err;
+    }
+    if (st == TUTTI_OK)
+        st = open_peers(ep, g, blobs, lens);
     /* Every member's endpoints exist before anyone goes on: a member
      * that left its group at once would otherwise take its worker (and
      * its shared memory, which UCX attaches as the endpoint is made)
      * from under a peer still connecting. */
-    if ((st = core->exchange(g, "ucx-up", "", 0, blobs,
-                             TUTTI_TP_EXCHANGE_MAX, lens)) != TUTTI_OK)
+    unsigned char ready = st == TUTTI_OK ? 'R' : 'F';
+    xst = core->exchange(g, "ucx-up", &ready, 1, blobs,
+                         TUTTI_TP_EXCHANGE_MAX, lens);
+    if (st == TUTTI_OK)
+        st = xst;
+    for (int r = 0; st == TUTTI_OK && r < g->group_size; r++)
+        if (ep->peers[r].serve && lens[r] == 1 &&
+            blobs[(size_t)r * TUTTI_TP_EXCHANGE_MAX] == 'F')
+            st = core->error(TUTTI_ERR_PEER, "ucx", "rank %d: rank %d "
+                             "could not open its UCX endpoints (its own "
+                             "error says why)", g->rank, r);
+    if (st != TUTTI_OK)
         goto err;
     core->log(3, "ucx", "rank %d of group 0x%llx: joined with %d peer(s) "
               "over UCX %s (address of %zu bytes)", g->rank,
