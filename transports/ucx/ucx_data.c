@@ -69,26 +69,44 @@ static void req_put(ucx_ep_t *ep, ucx_req_t *r)
     ep->free_reqs = r;
 }
 
-/* Messages that come before their receives, of UNEXP_SMALL bytes or
- * less, are held in blocks the endpoint keeps for the next (the common
- * case of a small collective: the peer's message is there first), so
- * that the data path allocates nothing; larger ones get their own. */
+/* Messages that come before their receives (the common case of a small
+ * collective: the peer's message is there first) are held in blocks the
+ * endpoint keeps for the next, in classes of 256 bytes to UNEXP_MAX by
+ * powers of two, at most UNEXP_KEEP per class, so that the data path
+ * allocates nothing in the steady state; larger ones (rarely eager) get
+ * their own.  A rendezvous message holds only its descriptor. */
+static unsigned unexp_class(size_t len)
+{
+    unsigned c = 0;
+    while (c < UNEXP_CLASSES && ((size_t)UNEXP_SMALL << c) < len)
+        c++;
+    return c; /* UNEXP_CLASSES: none */
+}
+
 static ucx_unexp_t *unexp_get(ucx_ep_t *ep, size_t len)
 {
-    if (len <= UNEXP_SMALL && ep->free_unexp != NULL) {
-        ucx_unexp_t *u = ep->free_unexp;
-        ep->free_unexp = u->next;
-        return u;
+    unsigned c = unexp_class(len);
+    ucx_unexp_t *u;
+    if (c < UNEXP_CLASSES && ep->free_unexp[c] != NULL) {
+        u = ep->free_unexp[c];
+        ep->free_unexp[c] = u->next;
+        ep->kept_unexp[c]--;
+    } else {
+        u = malloc(sizeof(ucx_unexp_t) +
+                   (c < UNEXP_CLASSES ? (size_t)UNEXP_SMALL << c : len));
     }
-    return malloc(sizeof(ucx_unexp_t) + (len <= UNEXP_SMALL ? UNEXP_SMALL
-                                                            : len));
+    if (u != NULL)
+        u->cls = c;
+    return u;
 }
 
 static void unexp_put(ucx_ep_t *ep, ucx_unexp_t *u)
 {
-    if (u->desc == NULL && u->hdr.len <= UNEXP_SMALL) {
-        u->next = ep->free_unexp;
-        ep->free_unexp = u;
+    unsigned c = u->cls;
+    if (c < UNEXP_CLASSES && ep->kept_unexp[c] < UNEXP_KEEP) {
+        u->next = ep->free_unexp[c];
+        ep->free_unexp[c] = u;
+        ep->kept_unexp[c]++;
     } else {
         free(u);
     }
@@ -635,10 +653,13 @@ void ucx_data_free(ucx_ep_t *ep)
         }
         p->unexp_t = NULL;
     }
-    while (ep->free_unexp != NULL) {
-        ucx_unexp_t *u = ep->free_unexp;
-        ep->free_unexp = u->next;
-        free(u);
+    for (unsigned c = 0; c < UNEXP_CLASSES; c++) {
+        while (ep->free_unexp[c] != NULL) {
+            ucx_unexp_t *u = ep->free_unexp[c];
+            ep->free_unexp[c] = u->next;
+            free(u);
+        }
+        ep->kept_unexp[c] = 0;
     }
     /* What is left in flight was never called back: its staging too. */
     while (ep->chunks != NULL) {

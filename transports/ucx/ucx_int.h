@@ -15,8 +15,10 @@
 #define UCX_AM_ID 7           /* the active message every message travels as */
 #define UCX_MSG_MAX (1ull << 40) /* bytes of one message, at most (1 TiB) */
 #define UCX_TEXT 256
-#define UNEXP_SMALL 256        /* bytes of the blocks kept for messages
+#define UNEXP_SMALL 256        /* the smallest blocks kept for messages
                                   ahead of their receives (ucx_data.c) */
+#define UNEXP_CLASSES 9        /* ... by powers of two to 64 KiB */
+#define UNEXP_KEEP 32          /* blocks kept per class, at most */
 
 /* The settings' struct, filled by the core from the rows (tp_ucx.c). */
 typedef struct {
@@ -44,6 +46,8 @@ typedef struct ucx_unexp {
     struct ucx_unexp *next;
     ucx_hdr_t hdr;
     void *desc;          /* rendezvous: UCX's descriptor, else NULL */
+    uint32_t cls, pad;   /* its block's class (ucx_data.c); data 16-byte
+                            aligned */
     unsigned char data[]; /* eager: hdr.len bytes */
 } ucx_unexp_t;
 
@@ -93,7 +97,8 @@ typedef struct ucx_ep {
     ucx_req_t *free_reqs;
     struct ucx_chunk *chunks;    /* what free_reqs came from */
     uint64_t unexp_bytes;
-    ucx_unexp_t *free_unexp;     /* blocks of UNEXP_SMALL bytes to reuse */
+    ucx_unexp_t *free_unexp[UNEXP_CLASSES]; /* blocks to reuse */
+    unsigned kept_unexp[UNEXP_CLASSES];
     void *stage;                 /* reducing receives' staging (kept) */
     size_t stage_cap;
     int stage_busy;
