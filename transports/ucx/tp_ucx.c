@@ -68,9 +68,7 @@ typedef struct {
 struct ucx_ctx {
     struct ucx_ctx *next;
     ucp_context_h h;
-    int refs;
     int wakeup;
-    int no_peer_err; /* a path without peer error handling was met */
     char key[300];
 };
 
@@ -91,7 +89,11 @@ static tutti_status_t modify(const tutti_tp_core_ops_t *core,
                        ucs_status_string(st));
 }
 
-/* A UCP context for @p set, shared with the endpoints of the same. */
+/* A UCP context for @p set, shared with the endpoints of the same, and
+ * kept once made: the next group of the process takes it again rather
+ * than starting UCX anew (ucp_init reads UCX's configuration and opens
+ * every device it finds).  The module is never unloaded (-z nodelete);
+ * the process's end releases the contexts. */
 static tutti_status_t ctx_get(const tutti_tp_core_ops_t *core,
                               const ucx_settings_t *set, int wakeup,
                               ucx_ctx_t **out)
@@ -102,7 +104,6 @@ static tutti_status_t ctx_get(const tutti_tp_core_ops_t *core,
     pthread_mutex_lock(&ctx_mu);
     for (ucx_ctx_t *c = ctx_list; c != NULL; c = c->next) {
         if (strcmp(c->key, key) == 0) {
-            c->refs++;
             pthread_mutex_unlock(&ctx_mu);
             *out = c;
             return TUTTI_OK;
@@ -143,7 +144,6 @@ static tutti_status_t ctx_get(const tutti_tp_core_ops_t *core,
         pthread_mutex_unlock(&ctx_mu);
         return st;
     }
-    c->refs = 1;
     c->wakeup = wakeup;
     snprintf(c->key, sizeof(c->key), "%s", key);
     c->next = ctx_list;
@@ -151,17 +151,6 @@ static tutti_status_t ctx_get(const tutti_tp_core_ops_t *core,
     pthread_mutex_unlock(&ctx_mu);
     *out = c;
     return TUTTI_OK;
-}
-
-/* A context outlives its last endpoint: the next group of the process
- * takes it again rather than starting UCX anew (ucp_init reads UCX's
- * configuration and opens every device it finds).  The module is never
- * unloaded (-z nodelete); the process's end releases the context. */
-static void ctx_put(ucx_ctx_t *c)
-{
-    pthread_mutex_lock(&ctx_mu);
-    c->refs--;
-    pthread_mutex_unlock(&ctx_mu);
 }
 
 /* ---- peers ---------------------------------------------------------------- */
@@ -263,8 +252,6 @@ static void ucx_disconnect(tutti_tp_ep_t *tep)
     ucx_data_free(ep);
     if (ep->worker != NULL)
         ucp_worker_destroy(ep->worker);
-    if (ep->ctx != NULL)
-        ctx_put(ep->ctx);
     pthread_mutex_unlock(&ep->lock);
     pthread_mutex_destroy(&ep->lock);
     free(ep->peers);
@@ -336,12 +323,12 @@ static ucs_status_t open_peer(ucx_ep_t *ep, ucx_peer_t *p,
         .address = addr,
         .err_mode = UCP_ERR_HANDLING_MODE_PEER,
         .err_handler = {.cb = ep_err_cb, .arg = p}};
-    ucs_status_t us = UCS_ERR_UNREACHABLE;
-    if (!ep->ctx->no_peer_err) {
-        ucs_log_push_handler(quiet_trial);
-        us = ucp_ep_create(ep->worker, &prm, &p->uep);
-        ucs_log_pop_handler();
-    }
+    /* Tried for every peer: whether some path has it depends on the
+     * peer (another host: tcp or RDMA; this host under UCX_TLS=sm: none),
+     * so one peer's answer says nothing of the next. */
+    ucs_log_push_handler(quiet_trial);
+    ucs_status_t us = ucp_ep_create(ep->worker, &prm, &p->uep);
+    ucs_log_pop_handler();
     if (us != UCS_ERR_UNREACHABLE)
         return us;
     prm.err_mode = UCP_ERR_HANDLING_MODE_NONE;
@@ -351,12 +338,10 @@ static ucs_status_t open_peer(ucx_ep_t *ep, ucx_peer_t *p,
                       "another host has no peer error handling; its end "
                       "is seen only by the group's timeout", ep->rank,
                       p->rank);
-    if (us == UCS_OK && !ep->ctx->no_peer_err) {
-        ep->ctx->no_peer_err = 1; /* the next endpoints go straight here */
-        ep->core->log(3, "ucx", "rank %d: UCX's path to rank %d has no "
+    else if (us == UCS_OK)
+        ep->core->log(4, "ucx", "rank %d: UCX's path to rank %d has no "
                       "peer error handling (shared memory); a peer gone "
                       "is seen by its process id", ep->rank, p->rank);
-    }
     return us;
 }
 
@@ -396,7 +381,7 @@ static tutti_status_t open_peers(ucx_ep_t *ep, const tutti_tp_group_t *g,
     return TUTTI_OK;
 }
 
-static tutti_status_t start_worker(ucx_ep_t *ep, const tutti_tp_group_t *g)
+static tutti_status_t start_worker(ucx_ep_t *ep)
 {
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
                               .thread_mode = UCS_THREAD_MODE_SERIALIZED};
@@ -426,7 +411,6 @@ static tutti_status_t start_worker(ucx_ep_t *ep, const tutti_tp_group_t *g)
                           "yield the processor", ep->rank,
                           ucs_status_string(us));
     }
-    (void)g;
     return TUTTI_OK;
 }
 
@@ -488,7 +472,7 @@ static tutti_status_t ucx_connect(const tutti_tp_group_t *g,
      * a failed exchange (a peer gone, the time up) ends it early. */
     st = ctx_get(core, &ep->set, g->sleep, &ep->ctx);
     if (st == TUTTI_OK)
-        st = start_worker(ep, g);
+        st = start_worker(ep);
     if (st == TUTTI_OK)
         st = own_blob(ep, &mine, &blen);
     static const uint32_t failed = ADDR_FAILED;

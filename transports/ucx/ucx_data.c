@@ -497,9 +497,9 @@ tutti_status_t ucx_recv(tutti_tp_ep_t *tep, tutti_tp_op_t *op)
 static ucs_status_t stranger(ucx_ep_t *ep, const char *why, long from,
                              void *data, int rndv)
 {
-    ep->core->log(1, "ucx", "rank %d of group 0x%llx: a message %s rank "
-                  "%ld dropped: %s", ep->rank,
-                  (unsigned long long)ep->group_key, "claiming", from, why);
+    ep->core->log(1, "ucx", "rank %d of group 0x%llx: a message claiming "
+                  "rank %ld dropped: %s", ep->rank,
+                  (unsigned long long)ep->group_key, from, why);
     if (rndv)
         ucp_am_data_release(ep->worker, data);
     return UCS_OK;
